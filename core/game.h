@@ -1,0 +1,123 @@
+// The game abstraction (OpenSpiel-style, extended for text): an immutable Game
+// made by name from a registry, and cloneable States that say which seats act
+// now, what each sees (as words), and apply what the seats said.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/params.h"
+#include "core/registry.h"
+#include "core/rng.h"
+
+namespace troupe {
+
+// One seat must act now. Several decisions pending at once are simultaneous.
+struct Decision {
+  int seat = 0;
+  std::string phase;                     // e.g. "will", "speak", "vote"
+  std::vector<std::string> observation;  // the words the seat sees, ending with the phase word
+  int max_words = 1;                     // longest answer the game reads
+};
+
+// What one seat said in answer to its Decision.
+struct SeatOutput {
+  int seat = 0;
+  std::vector<std::string> words;
+};
+
+class State {
+ public:
+  virtual ~State() = default;
+  virtual std::vector<Decision> PendingDecisions() const = 0;
+  // Applies one output for every pending decision; returns, per output, whether
+  // the game could parse it (an unparseable output is handled per the game's rule).
+  virtual std::vector<bool> Apply(const std::vector<SeatOutput>& outputs) = 0;
+  virtual bool IsTerminal() const = 0;
+  virtual int Turn() const = 0;  // current turn (round), 0-based
+  // A named episode-level signal for one seat, e.g. "team_score".
+  virtual double Signal(const std::string& name, int seat) const = 0;
+  // A named per-turn signal for one seat, e.g. "round_payoff".
+  virtual double TurnSignal(const std::string& name, int seat, int turn) const = 0;
+  // Episode metrics (scores, cooperation, invalid outputs...).
+  virtual std::map<std::string, double> Metrics() const = 0;
+  virtual std::unique_ptr<State> Clone() const = 0;
+  virtual std::string Serialize() const = 0;
+  virtual std::string ToString() const = 0;
+};
+
+class Game {
+ public:
+  virtual ~Game() = default;
+  virtual std::string Name() const = 0;
+  virtual std::vector<std::string> SeatNames() const = 0;
+  // Every word a seat may see or say; the model vocabulary is built from it.
+  virtual std::vector<std::string> Vocabulary() const = 0;
+  virtual std::vector<std::string> SignalNames() const = 0;
+  virtual std::vector<std::string> TurnSignalNames() const = 0;
+  virtual std::unique_ptr<State> NewInitialState(uint64_t seed) const = 0;
+  virtual std::unique_ptr<State> Deserialize(const std::string& text) const = 0;
+  // The best value of `signal` that `seat` can reach when the other seats
+  // follow the named scripted strategies (seat -> strategy), if computable.
+  virtual std::optional<double> BestAchievable(const std::string& signal, int seat,
+                                               const std::map<int, std::string>& scripted) const {
+    (void)signal; (void)seat; (void)scripted;
+    return std::nullopt;
+  }
+};
+
+// Games are made by name with their typed parameters.
+struct GameInfo {
+  std::string name;
+  std::vector<ParamSpec> params;
+};
+using GameFactory = Registry<Game, const Params&>;
+
+// Every registered game's parameter specs, for validation before construction.
+class GameParamRegistry {
+ public:
+  static GameParamRegistry& Get() {
+    static GameParamRegistry instance;
+    return instance;
+  }
+  bool Register(const std::string& name, std::vector<ParamSpec> specs) {
+    specs_[name] = std::move(specs);
+    return true;
+  }
+  const std::vector<ParamSpec>* Find(const std::string& name) const {
+    auto it = specs_.find(name);
+    return it == specs_.end() ? nullptr : &it->second;
+  }
+
+ private:
+  std::map<std::string, std::vector<ParamSpec>> specs_;
+};
+
+// Makes a game by name; the params are checked against the game's specs.
+std::unique_ptr<Game> MakeGame(const std::string& name, const std::map<std::string, ParamValue>& values);
+
+// A scripted seat: a fixed strategy that answers decisions without a model.
+class ScriptedStrategy {
+ public:
+  virtual ~ScriptedStrategy() = default;
+  virtual std::string GameName() const = 0;
+  virtual std::vector<std::string> Act(const State& state, const Decision& decision, Rng& rng) const = 0;
+  // Deterministic strategies allow exact best-response search.
+  virtual bool Deterministic() const { return true; }
+};
+using StrategyFactory = Registry<ScriptedStrategy>;
+
+}  // namespace troupe
+
+#define TROUPE_REGISTER_GAME(name, specs, Type)                                               \
+  TROUPE_REGISTER(::troupe::GameFactory, name,                                                \
+                  [](const ::troupe::Params& p) { return std::make_unique<Type>(p); });       \
+  static const bool TROUPE_CONCAT(troupe_game_specs_, __LINE__) =                             \
+      ::troupe::GameParamRegistry::Get().Register(name, specs)
+
+#define TROUPE_REGISTER_STRATEGY(name, Type) \
+  TROUPE_REGISTER(::troupe::StrategyFactory, name, []() { return std::make_unique<Type>(); })

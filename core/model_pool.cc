@@ -1,0 +1,201 @@
+// ModelPool: building models on their devices, batched KV-cached generation,
+// saving and loading parameters.
+#include "core/model_pool.h"
+
+#include <ATen/Parallel.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "core/errors.h"
+#include "core/model_pool_impl.h"
+#include "core/vocab.h"
+
+namespace troupe {
+
+void SetTorchThreads(int threads) { at::set_num_threads(threads < 1 ? 1 : threads); }
+
+torch::Device ParseDevice(const std::string& text) {
+  if (text.empty() || text == "cpu") return torch::Device(torch::kCPU);
+  if (text.rfind("cuda:", 0) == 0) {
+    int index = -1;
+    try {
+      index = std::stoi(text.substr(5));
+    } catch (const std::exception&) {
+      throw ModelError("device '" + text + "': expected cuda:N");
+    }
+    if (!torch::cuda::is_available()) {
+      throw ModelError("device '" + text + "' requested, but no CUDA device is available to this LibTorch build");
+    }
+    if (index < 0 || index >= static_cast<int>(torch::cuda::device_count())) {
+      throw ModelError("device '" + text + "': only " + std::to_string(torch::cuda::device_count()) +
+                       " CUDA device(s) present");
+    }
+    return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
+  }
+  throw ModelError("device '" + text + "': expected cpu or cuda:N");
+}
+
+ModelPool::ModelPool(std::vector<ModelConfig> configs, uint64_t seed) : impl_(std::make_unique<Impl>()) {
+  impl_->configs = std::move(configs);
+  for (size_t m = 0; m < impl_->configs.size(); ++m) {
+    const ModelConfig& c = impl_->configs[m];
+    torch::manual_seed(static_cast<uint64_t>(Rng::Mix(seed, 1000 + m)));
+    TransformerLM model(TransformerLMOptions(c.vocab_size)
+                            .d_model(c.d_model)
+                            .layers(c.layers)
+                            .heads(c.heads)
+                            .max_len(c.max_len)
+                            .ff_mult(c.ff_mult)
+                            .num_roles(c.num_roles)
+                            .lora_rank(c.lora_rank)
+                            .role_heads(c.role_heads));
+    torch::Device device = ParseDevice(c.device);
+    model->to(device);
+    impl_->models.push_back(model);
+    impl_->devices.push_back(device);
+    impl_->forward_calls.push_back(0);
+  }
+}
+
+ModelPool::~ModelPool() = default;
+
+int ModelPool::size() const { return static_cast<int>(impl_->configs.size()); }
+const ModelConfig& ModelPool::config(int model) const { return impl_->configs.at(model); }
+int ModelPool::Find(const std::string& name) const {
+  for (int m = 0; m < size(); ++m) {
+    if (impl_->configs[m].name == name) return m;
+  }
+  return -1;
+}
+int64_t ModelPool::forward_calls(int model) const { return impl_->forward_calls.at(model); }
+
+int64_t ModelPool::ParameterCount(int model) const {
+  int64_t n = 0;
+  for (const auto& p : impl_->models.at(model)->parameters()) n += p.numel();
+  return n;
+}
+
+namespace {
+
+// Samples one token per row from log-probabilities [B,V] (CPU float).
+void SampleRows(const torch::Tensor& logp, Rng& rng, bool greedy, const std::vector<bool>& done,
+                std::vector<int>* tokens, std::vector<float>* chosen_logp) {
+  const int64_t B = logp.size(0), V = logp.size(1);
+  const float* data = logp.data_ptr<float>();
+  for (int64_t b = 0; b < B; ++b) {
+    const float* row = data + b * V;
+    int pick = 0;
+    if (done[b]) {
+      pick = Vocab::kPad;
+    } else if (greedy) {
+      for (int64_t v = 1; v < V; ++v) {
+        if (row[v] > row[pick]) pick = static_cast<int>(v);
+      }
+    } else {
+      double u = rng.Uniform(), acc = 0.0;
+      pick = static_cast<int>(V - 1);
+      for (int64_t v = 0; v < V; ++v) {
+        acc += std::exp(static_cast<double>(row[v]));
+        if (u < acc) { pick = static_cast<int>(v); break; }
+      }
+    }
+    (*tokens)[b] = pick;
+    (*chosen_logp)[b] = row[pick];
+  }
+}
+
+}  // namespace
+
+std::vector<Generation> ModelPool::Generate(int model_index, const std::vector<GenerateQuery>& queries, Rng& rng,
+                                            double temperature, bool greedy) {
+  std::vector<Generation> out(queries.size());
+  if (queries.empty()) return out;
+  torch::NoGradGuard no_grad;
+  TransformerLM& model = impl_->models.at(model_index);
+  const torch::Device device = impl_->devices.at(model_index);
+  const int64_t B = static_cast<int64_t>(queries.size());
+  int64_t Tp = 0;
+  int max_new = 0;
+  for (const auto& q : queries) {
+    Tp = std::max<int64_t>(Tp, static_cast<int64_t>(q.prompt->size()));
+    max_new = std::max(max_new, q.max_new_tokens);
+  }
+  if (Tp + max_new > model->options().max_len()) {
+    throw ModelError("model '" + impl_->configs[model_index].name + "': prompt of " + std::to_string(Tp) +
+                     " tokens plus " + std::to_string(max_new) + " new exceeds max_len " +
+                     std::to_string(model->options().max_len()));
+  }
+  // Left-pad the prompts so every row's next token sits in the last column.
+  std::vector<int64_t> tok(B * Tp, Vocab::kPad), pos(B * Tp, 0), roles(B);
+  std::vector<uint8_t> valid(B * Tp, 0);
+  std::vector<int64_t> next_pos(B);
+  for (int64_t b = 0; b < B; ++b) {
+    const auto& p = *queries[b].prompt;
+    const int64_t off = Tp - static_cast<int64_t>(p.size());
+    for (size_t t = 0; t < p.size(); ++t) {
+      tok[b * Tp + off + t] = p[t];
+      pos[b * Tp + off + t] = static_cast<int64_t>(t);
+      valid[b * Tp + off + t] = 1;
+    }
+    next_pos[b] = static_cast<int64_t>(p.size());
+    roles[b] = queries[b].role_slot;
+  }
+  auto long_opts = torch::TensorOptions().dtype(torch::kLong);
+  torch::Tensor tokens = torch::from_blob(tok.data(), {B, Tp}, long_opts).clone().to(device);
+  torch::Tensor positions = torch::from_blob(pos.data(), {B, Tp}, long_opts).clone().to(device);
+  torch::Tensor key_valid = torch::from_blob(valid.data(), {B, Tp}, torch::kUInt8).clone().to(torch::kBool).to(device);
+  torch::Tensor role = torch::from_blob(roles.data(), {B}, long_opts).clone().to(device);
+
+  KvCache cache;
+  std::vector<bool> done(B, false);
+  std::vector<int> picked(B);
+  std::vector<float> picked_logp(B);
+  for (int step = 0; step < max_new; ++step) {
+    LMOutput o = model->forward(tokens, positions, key_valid, role, &cache);
+    ++impl_->forward_calls[model_index];
+    torch::Tensor last = o.logits.select(1, o.logits.size(1) - 1);
+    torch::Tensor logp = torch::log_softmax(last / temperature, -1).to(torch::kCPU, torch::kFloat).contiguous();
+    SampleRows(logp, rng, greedy, done, &picked, &picked_logp);
+    bool all_done = true;
+    for (int64_t b = 0; b < B; ++b) {
+      if (done[b]) continue;
+      out[b].tokens.push_back(picked[b]);
+      out[b].logprobs.push_back(picked_logp[b]);
+      if (picked[b] == Vocab::kEos || static_cast<int>(out[b].tokens.size()) >= queries[b].max_new_tokens) {
+        done[b] = true;
+      }
+      all_done = all_done && done[b];
+    }
+    if (all_done) break;
+    std::vector<int64_t> next(B), npos(B);
+    for (int64_t b = 0; b < B; ++b) {
+      next[b] = picked[b];
+      npos[b] = std::min<int64_t>(next_pos[b]++, model->options().max_len() - 1);
+    }
+    tokens = torch::from_blob(next.data(), {B, 1}, long_opts).clone().to(device);
+    positions = torch::from_blob(npos.data(), {B, 1}, long_opts).clone().to(device);
+    key_valid = torch::cat({key_valid, torch::ones({B, 1}, torch::TensorOptions().dtype(torch::kBool).device(device))}, 1);
+  }
+  return out;
+}
+
+void ModelPool::Save(const std::string& dir) const {
+  for (int m = 0; m < size(); ++m) {
+    torch::save(impl_->models[m], dir + "/model-" + impl_->configs[m].name + ".pt");
+  }
+}
+
+void ModelPool::Load(const std::string& dir) {
+  for (int m = 0; m < size(); ++m) {
+    const std::string path = dir + "/model-" + impl_->configs[m].name + ".pt";
+    if (!std::filesystem::exists(path)) throw CheckpointError("checkpoint lacks model file " + path);
+    try {
+      torch::load(impl_->models[m], path, impl_->devices[m]);
+    } catch (const c10::Error& e) {
+      throw CheckpointError("cannot load " + path + ": " + e.what_without_backtrace());
+    }
+  }
+}
+
+}  // namespace troupe

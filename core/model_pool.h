@@ -1,0 +1,77 @@
+// ModelPool: the physical models of a workflow by index, with device placement
+// and batched generation. This header is free of LibTorch; the trainer reaches
+// the modules through core/model_pool_impl.h.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/rng.h"
+
+namespace troupe {
+
+struct ModelConfig {
+  std::string name;
+  int vocab_size = 0;
+  int d_model = 64;
+  int layers = 2;
+  int heads = 4;
+  int max_len = 160;
+  int ff_mult = 4;
+  int num_roles = 1;      // roles mapped onto this model (role embeddings)
+  int lora_rank = 0;      // > 0: per-role LoRA adapters (partial sharing)
+  bool role_heads = false;  // per-role heads (partial sharing)
+  std::string device = "cpu";
+  double lr = 1e-3;
+  double weight_decay = 0.0;
+  double grad_clip = 1.0;
+};
+
+struct GenerateQuery {
+  int role_slot = 0;
+  const std::vector<int>* prompt = nullptr;
+  int max_new_tokens = 1;
+};
+
+struct Generation {
+  std::vector<int> tokens;      // <eos> included when sampled
+  std::vector<float> logprobs;  // of the sampling distribution
+};
+
+class ModelPool {
+ public:
+  // Builds every model; parameters are initialised from `seed`.
+  ModelPool(std::vector<ModelConfig> configs, uint64_t seed);
+  ~ModelPool();
+  ModelPool(const ModelPool&) = delete;
+  ModelPool& operator=(const ModelPool&) = delete;
+
+  int size() const;
+  const ModelConfig& config(int model) const;
+  int Find(const std::string& name) const;  // -1 when absent
+
+  // One batched, KV-cached generation for every query of one model. Counts one
+  // forward call per decoding step, however many queries are in the batch.
+  std::vector<Generation> Generate(int model, const std::vector<GenerateQuery>& queries, Rng& rng,
+                                   double temperature, bool greedy);
+
+  int64_t forward_calls(int model) const;
+  int64_t ParameterCount(int model) const;
+
+  // Parameters only; optimiser state is the trainer's.
+  void Save(const std::string& dir) const;
+  void Load(const std::string& dir);
+
+  struct Impl;
+  Impl& impl() { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// Sets LibTorch's intra-op threads (OpenBLAS keeps its own pool).
+void SetTorchThreads(int threads);
+
+}  // namespace troupe

@@ -1,0 +1,52 @@
+// Typed parameters of plug-ins: each game or task declares ParamSpecs; values
+// from a workflow file are checked against them (name, type, range).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/errors.h"
+
+namespace troupe {
+
+using ParamValue = std::variant<int64_t, double, bool, std::string>;
+
+enum class ParamType { kInt, kReal, kFlag, kText };
+
+struct ParamSpec {
+  std::string name;
+  ParamType type;
+  ParamValue default_value;
+  std::string help;
+  double min = -1e18;  // for kInt and kReal
+  double max = 1e18;
+};
+
+std::string ParamTypeName(ParamType type);
+std::string ParamValueToString(const ParamValue& value);
+
+// Parameters resolved against their specs: every declared name has a value.
+class Params {
+ public:
+  Params() = default;
+  explicit Params(const std::vector<ParamSpec>& specs);
+
+  // Sets a value, checking the name, type and range; throws GameError otherwise.
+  void Set(const std::string& name, const ParamValue& value);
+
+  int64_t Int(const std::string& name) const;
+  double Real(const std::string& name) const;
+  bool Flag(const std::string& name) const;
+  const std::string& Text(const std::string& name) const;
+  const std::map<std::string, ParamValue>& values() const { return values_; }
+
+ private:
+  const ParamSpec& Spec(const std::string& name) const;
+  std::vector<ParamSpec> specs_;
+  std::map<std::string, ParamValue> values_;
+};
+
+}  // namespace troupe

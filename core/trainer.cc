@@ -1,0 +1,327 @@
+// Policy-gradient and supervised updates for every physical model of a pool.
+#include "core/trainer.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+
+#include "core/errors.h"
+#include "core/model_pool_impl.h"
+#include "core/vocab.h"
+
+namespace troupe {
+
+namespace {
+
+// A left-padded batch of prompt+response sequences, with per-position targets.
+struct PackedBatch {
+  torch::Tensor tokens, positions, valid, role;  // [B,T], [B,T], [B,T], [B]
+  torch::Tensor target_mask;                      // [B,T-1] float: target is a response token
+  torch::Tensor old_logp;                         // [B,T-1] behaviour log-probs at response targets
+  torch::Tensor advantage;                        // [B,T-1] per-record advantage broadcast
+  torch::Tensor last_mask;                        // [B,T-1] float: last response target
+  torch::Tensor reward;                           // [B]
+};
+
+PackedBatch Pack(const std::vector<const CallRecord*>& recs, torch::Device device) {
+  const int64_t B = static_cast<int64_t>(recs.size());
+  int64_t T = 0;
+  for (const auto* r : recs) T = std::max<int64_t>(T, static_cast<int64_t>(r->prompt.size() + r->response.size()));
+  std::vector<int64_t> tok(B * T, Vocab::kPad), pos(B * T, 0), role(B);
+  std::vector<uint8_t> valid(B * T, 0);
+  std::vector<float> mask(B * (T - 1), 0.f), old(B * (T - 1), 0.f), adv(B * (T - 1), 0.f), last(B * (T - 1), 0.f),
+      reward(B);
+  for (int64_t b = 0; b < B; ++b) {
+    const CallRecord& r = *recs[b];
+    const int64_t L = static_cast<int64_t>(r.prompt.size() + r.response.size());
+    const int64_t off = T - L;
+    for (int64_t t = 0; t < L; ++t) {
+      const size_t i = static_cast<size_t>(t);
+      tok[b * T + off + t] = i < r.prompt.size() ? r.prompt[i] : r.response[i - r.prompt.size()];
+      pos[b * T + off + t] = t;
+      valid[b * T + off + t] = 1;
+    }
+    const int64_t first = T - static_cast<int64_t>(r.response.size());  // index of first response token
+    for (size_t k = 0; k < r.response.size(); ++k) {
+      const int64_t target = first + static_cast<int64_t>(k) - 1;  // position predicting it
+      mask[b * (T - 1) + target] = 1.f;
+      old[b * (T - 1) + target] = k < r.logprobs.size() ? r.logprobs[k] : 0.f;
+      adv[b * (T - 1) + target] = static_cast<float>(r.advantage);
+    }
+    if (!r.response.empty()) last[b * (T - 1) + T - 2] = 1.f;
+    role[b] = r.role_slot;
+    reward[b] = static_cast<float>(r.reward);
+  }
+  auto lo = torch::TensorOptions().dtype(torch::kLong);
+  auto fo = torch::TensorOptions().dtype(torch::kFloat);
+  PackedBatch p;
+  p.tokens = torch::from_blob(tok.data(), {B, T}, lo).clone().to(device);
+  p.positions = torch::from_blob(pos.data(), {B, T}, lo).clone().to(device);
+  p.valid = torch::from_blob(valid.data(), {B, T}, torch::kUInt8).clone().to(torch::kBool).to(device);
+  p.role = torch::from_blob(role.data(), {B}, lo).clone().to(device);
+  p.target_mask = torch::from_blob(mask.data(), {B, T - 1}, fo).clone().to(device);
+  p.old_logp = torch::from_blob(old.data(), {B, T - 1}, fo).clone().to(device);
+  p.advantage = torch::from_blob(adv.data(), {B, T - 1}, fo).clone().to(device);
+  p.last_mask = torch::from_blob(last.data(), {B, T - 1}, fo).clone().to(device);
+  p.reward = torch::from_blob(reward.data(), {B}, fo).clone().to(device);
+  return p;
+}
+
+struct Scored {
+  torch::Tensor logp, entropy, values;  // [B,T-1]
+};
+
+Scored Score(TransformerLM& model, const PackedBatch& p, double temperature) {
+  LMOutput o = model->forward(p.tokens, p.positions, p.valid, p.role);
+  const int64_t T = p.tokens.size(1);
+  torch::Tensor logits = o.logits.narrow(1, 0, T - 1) / temperature;
+  torch::Tensor all = torch::log_softmax(logits, -1);
+  Scored s;
+  s.logp = all.gather(-1, p.tokens.narrow(1, 1, T - 1).unsqueeze(-1)).squeeze(-1);
+  s.entropy = -(all.exp() * all).sum(-1);
+  s.values = o.values.narrow(1, 0, T - 1);
+  return s;
+}
+
+// Token-level GAE with the reward on each call's last response token.
+torch::Tensor Gae(const torch::Tensor& values, const PackedBatch& p, double gamma, double lambda) {
+  const int64_t T1 = values.size(1);
+  torch::Tensor rewards = p.last_mask * p.reward.unsqueeze(1);
+  torch::Tensor adv = torch::zeros_like(values);
+  torch::Tensor next_adv = torch::zeros({values.size(0)}, values.options());
+  torch::Tensor next_value = torch::zeros({values.size(0)}, values.options());
+  for (int64_t t = T1 - 1; t >= 0; --t) {
+    torch::Tensor m = p.target_mask.select(1, t);
+    torch::Tensor v = values.select(1, t);
+    torch::Tensor delta = rewards.select(1, t) + gamma * next_value - v;
+    torch::Tensor a = delta + gamma * lambda * next_adv;
+    adv.select(1, t).copy_(a * m);
+    // Only response positions carry the recursion; the prompt resets it.
+    next_adv = a * m;
+    next_value = v * m;
+  }
+  return adv;
+}
+
+}  // namespace
+
+struct Trainer::Impl {
+  ModelPool* pool;
+  TrainerConfig config;
+  Rng rng;
+  std::vector<std::unique_ptr<torch::optim::AdamW>> optimizers;
+  std::vector<TransformerLM> references;  // frozen copies for the KL term
+
+  torch::Tensor Step(int m, const torch::Tensor& loss) {
+    auto& opt = *optimizers[m];
+    opt.zero_grad();
+    loss.backward();
+    const double clip = pool->config(m).grad_clip;
+    torch::Tensor norm;
+    auto params = pool->impl().models[m]->parameters();
+    if (clip > 0) {
+      norm = torch::nn::utils::clip_grad_norm_(params, clip) * torch::ones({1});
+    } else {
+      double sq = 0;
+      for (auto& p : params) {
+        if (p.grad().defined()) sq += p.grad().pow(2).sum().item<double>();
+      }
+      norm = torch::full({1}, std::sqrt(sq));
+    }
+    opt.step();
+    return norm;
+  }
+
+  std::vector<std::vector<const CallRecord*>> Minibatches(std::vector<const CallRecord*> recs) {
+    for (size_t i = recs.size(); i > 1; --i) std::swap(recs[i - 1], recs[rng.Below(static_cast<int>(i))]);
+    std::vector<std::vector<const CallRecord*>> out;
+    const size_t mb = static_cast<size_t>(std::max(1, config.minibatch));
+    for (size_t i = 0; i < recs.size(); i += mb) {
+      out.emplace_back(recs.begin() + i, recs.begin() + std::min(recs.size(), i + mb));
+    }
+    return out;
+  }
+};
+
+Trainer::Trainer(ModelPool& pool, TrainerConfig config, uint64_t seed) : impl_(std::make_unique<Impl>()) {
+  impl_->pool = &pool;
+  impl_->config = config;
+  impl_->rng = Rng(Rng::Mix(seed, 77));
+  for (int m = 0; m < pool.size(); ++m) {
+    const ModelConfig& c = pool.config(m);
+    impl_->optimizers.push_back(std::make_unique<torch::optim::AdamW>(
+        pool.impl().models[m]->parameters(), torch::optim::AdamWOptions(c.lr).weight_decay(c.weight_decay)));
+    if (config.kl_coef > 0) {
+      auto copy = std::dynamic_pointer_cast<TransformerLMImpl>(pool.impl().models[m]->clone());
+      TransformerLM ref(copy);
+      for (auto& p : ref->parameters()) p.set_requires_grad(false);
+      impl_->references.push_back(ref);
+    }
+  }
+}
+
+Trainer::~Trainer() = default;
+
+std::vector<ModelTrainStats> Trainer::Update(const std::vector<CallRecord>& records) {
+  const TrainerConfig& cfg = impl_->config;
+  std::vector<ModelTrainStats> stats(impl_->pool->size());
+  for (int m = 0; m < impl_->pool->size(); ++m) {
+    std::vector<const CallRecord*> recs;
+    for (const auto& r : records) {
+      if (r.model == m && !r.response.empty()) recs.push_back(&r);
+    }
+    if (recs.empty()) continue;
+    TransformerLM& model = impl_->pool->impl().models[m];
+    const torch::Device device = impl_->pool->impl().devices[m];
+    ModelTrainStats& st = stats[m];
+    st.records = static_cast<int>(recs.size());
+
+    // PPO: advantages from values of the model before the update, whitened per model batch.
+    std::map<const CallRecord*, std::pair<torch::Tensor, torch::Tensor>> ppo;  // record -> (adv, returns) rows
+    if (cfg.estimator == Estimator::kPpo) {
+      torch::NoGradGuard no_grad;
+      std::vector<torch::Tensor> advs;
+      std::vector<std::vector<const CallRecord*>> chunks;
+      for (size_t i = 0; i < recs.size(); i += 1024) {
+        chunks.emplace_back(recs.begin() + i, recs.begin() + std::min(recs.size(), i + 1024));
+      }
+      double sum = 0, sq = 0, n = 0;
+      std::vector<std::tuple<PackedBatch, torch::Tensor, torch::Tensor>> packed;
+      for (auto& c : chunks) {
+        PackedBatch p = Pack(c, device);
+        Scored s = Score(model, p, cfg.temperature);
+        torch::Tensor adv = Gae(s.values, p, cfg.gamma, cfg.lambda);
+        sum += (adv * p.target_mask).sum().item<double>();
+        sq += (adv * adv * p.target_mask).sum().item<double>();
+        n += p.target_mask.sum().item<double>();
+        for (size_t b = 0; b < c.size(); ++b) {
+          const int64_t resp = static_cast<int64_t>(c[b]->response.size());
+          const int64_t T1 = adv.size(1);
+          torch::Tensor a = adv[b].narrow(0, T1 - resp, resp);
+          torch::Tensor ret = a + s.values[b].narrow(0, T1 - resp, resp);
+          ppo[c[b]] = {a, ret};
+        }
+      }
+      const double mean = sum / std::max(1.0, n);
+      const double sd = std::sqrt(std::max(1e-12, sq / std::max(1.0, n) - mean * mean));
+      for (auto& [r, pr] : ppo) pr.first = (pr.first - mean) / (sd + 1e-8);
+    }
+
+    for (int epoch = 0; epoch < cfg.epochs; ++epoch) {
+      for (const auto& mb : impl_->Minibatches(recs)) {
+        PackedBatch p = Pack(mb, device);
+        const int64_t T1 = p.tokens.size(1) - 1;
+        torch::Tensor returns;
+        if (cfg.estimator == Estimator::kPpo) {
+          p.advantage.zero_();
+          returns = torch::zeros_like(p.advantage);
+          for (size_t b = 0; b < mb.size(); ++b) {
+            const int64_t resp = static_cast<int64_t>(mb[b]->response.size());
+            const auto& pr = ppo.at(mb[b]);
+            p.advantage[b].narrow(0, T1 - resp, resp).copy_(pr.first);
+            returns[b].narrow(0, T1 - resp, resp).copy_(pr.second);
+          }
+        }
+        Scored s = Score(model, p, cfg.temperature);
+        const torch::Tensor mask = p.target_mask;
+        const torch::Tensor ntok = mask.sum().clamp_min(1.0);
+        torch::Tensor ratio = (s.logp - p.old_logp).exp();
+        torch::Tensor unclipped = ratio * p.advantage;
+        torch::Tensor clipped = ratio.clamp(1 - cfg.clip, 1 + cfg.clip) * p.advantage;
+        torch::Tensor policy_loss = -(torch::min(unclipped, clipped) * mask).sum() / ntok;
+        torch::Tensor entropy = (s.entropy * mask).sum() / ntok;
+        torch::Tensor loss = policy_loss - cfg.entropy_coef * entropy;
+        torch::Tensor value_loss = torch::zeros({});
+        if (cfg.estimator == Estimator::kPpo) {
+          value_loss = ((s.values - returns).pow(2) * mask).sum() / ntok;
+          loss = loss + cfg.value_coef * value_loss;
+        }
+        torch::Tensor kl = torch::zeros({});
+        if (cfg.kl_coef > 0) {
+          torch::Tensor ref_logp;
+          {
+            torch::NoGradGuard no_grad;
+            ref_logp = Score(impl_->references[m], p, cfg.temperature).logp;
+          }
+          // k3 estimator of KL(pi || ref): exp(ref - logp) - (ref - logp) - 1.
+          torch::Tensor d = ref_logp - s.logp;
+          kl = ((d.exp() - d - 1) * mask).sum() / ntok;
+          loss = loss + cfg.kl_coef * kl;
+        }
+        torch::Tensor norm = impl_->Step(m, loss);
+        torch::Tensor clip_frac = (((ratio - 1).abs() > cfg.clip).to(torch::kFloat) * mask).sum() / ntok;
+        st.steps += 1;
+        st.tokens += static_cast<int>(mask.sum().item<double>());
+        st.loss += loss.item<double>();
+        st.policy_loss += policy_loss.item<double>();
+        st.value_loss += value_loss.item<double>();
+        st.entropy += entropy.item<double>();
+        st.kl += kl.item<double>();
+        st.clip_fraction += clip_frac.item<double>();
+        st.grad_norm += norm.item<double>();
+      }
+    }
+    const double k = std::max(1, st.steps);
+    st.tokens /= std::max(1, cfg.epochs);
+    st.loss /= k; st.policy_loss /= k; st.value_loss /= k; st.entropy /= k; st.kl /= k;
+    st.clip_fraction /= k; st.grad_norm /= k;
+  }
+  return stats;
+}
+
+std::vector<ModelTrainStats> Trainer::Supervised(const std::vector<CallRecord>& demos, int steps) {
+  std::vector<ModelTrainStats> stats(impl_->pool->size());
+  for (int m = 0; m < impl_->pool->size(); ++m) {
+    std::vector<const CallRecord*> recs;
+    for (const auto& r : demos) {
+      if (r.model == m && !r.response.empty()) recs.push_back(&r);
+    }
+    if (recs.empty()) continue;
+    TransformerLM& model = impl_->pool->impl().models[m];
+    const torch::Device device = impl_->pool->impl().devices[m];
+    ModelTrainStats& st = stats[m];
+    st.records = static_cast<int>(recs.size());
+    int done = 0;
+    while (done < steps) {
+      for (const auto& mb : impl_->Minibatches(recs)) {
+        if (done++ >= steps) break;
+        PackedBatch p = Pack(mb, device);
+        Scored s = Score(model, p, 1.0);
+        torch::Tensor ntok = p.target_mask.sum().clamp_min(1.0);
+        torch::Tensor loss = -(s.logp * p.target_mask).sum() / ntok;
+        impl_->Step(m, loss);
+        st.steps += 1;
+        st.loss = loss.item<double>();
+        st.entropy = ((s.entropy * p.target_mask).sum() / ntok).item<double>();
+      }
+    }
+  }
+  return stats;
+}
+
+void Trainer::Save(const std::string& dir) const {
+  for (int m = 0; m < impl_->pool->size(); ++m) {
+    torch::save(*impl_->optimizers[m], dir + "/optimizer-" + impl_->pool->config(m).name + ".pt");
+    if (!impl_->references.empty()) {
+      torch::save(impl_->references[m], dir + "/reference-" + impl_->pool->config(m).name + ".pt");
+    }
+  }
+  std::ofstream(dir + "/trainer-rng.txt") << impl_->rng.Save();
+}
+
+void Trainer::Load(const std::string& dir) {
+  for (int m = 0; m < impl_->pool->size(); ++m) {
+    const std::string path = dir + "/optimizer-" + impl_->pool->config(m).name + ".pt";
+    if (!std::filesystem::exists(path)) throw CheckpointError("checkpoint lacks optimizer file " + path);
+    torch::load(*impl_->optimizers[m], path);
+    if (!impl_->references.empty()) {
+      torch::load(impl_->references[m], dir + "/reference-" + impl_->pool->config(m).name + ".pt");
+    }
+  }
+  std::ifstream in(dir + "/trainer-rng.txt");
+  std::string state((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  impl_->rng.Load(state);
+}
+
+}  // namespace troupe

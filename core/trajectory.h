@@ -1,0 +1,28 @@
+// GraphTrajectory records: one per LLM call. The rollout writes them, credit
+// assignment fills rewards and advantages, the trainer reads them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace troupe {
+
+struct CallRecord {
+  int64_t episode = 0;   // index within the iteration's batch of episodes
+  int group = 0;         // episodes sharing a start form a group (GRPO "query")
+  int role = 0;          // index of the logical role in the workflow
+  int model = 0;         // index of the physical model
+  int role_slot = 0;     // the role's slot inside its model (role token, adapter)
+  int seat = 0;
+  int turn = 0;
+  std::string phase;     // kind of decision ("vote", "speak", node name...)
+  std::vector<int> prompt;
+  std::vector<int> response;      // sampled tokens, <eos> included when emitted
+  std::vector<float> logprobs;    // behaviour log-probabilities of `response`
+  bool valid = true;              // the game or parser could read the output
+  double reward = 0.0;            // filled by credit assignment
+  double advantage = 0.0;         // filled by credit assignment (non-PPO estimators)
+};
+
+}  // namespace troupe

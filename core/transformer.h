@@ -1,0 +1,79 @@
+// A small decoder-only transformer language model with a value head, in the
+// LibTorch frontend's own shape. Roles sharing the model are told apart by a
+// role embedding; partial sharing adds per-role LoRA adapters or per-role heads.
+// Only translation units that need LibTorch include this header.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <vector>
+
+namespace troupe {
+
+struct TransformerLMOptions {
+  explicit TransformerLMOptions(int64_t vocab_size) : vocab_size_(vocab_size) {}
+  TORCH_ARG(int64_t, vocab_size);
+  TORCH_ARG(int64_t, d_model) = 64;
+  TORCH_ARG(int64_t, layers) = 2;
+  TORCH_ARG(int64_t, heads) = 4;
+  TORCH_ARG(int64_t, max_len) = 160;
+  TORCH_ARG(int64_t, ff_mult) = 4;
+  TORCH_ARG(int64_t, num_roles) = 1;   // role embeddings (and adapters/heads) on this model
+  TORCH_ARG(int64_t, lora_rank) = 0;   // > 0: per-role LoRA adapters on every projection
+  TORCH_ARG(bool, role_heads) = false; // per-role LM and value heads
+};
+
+// A linear layer with optional per-role low-rank adapters: y = W x + B_r A_r x.
+class AdaptedLinearImpl : public torch::nn::Module {
+ public:
+  AdaptedLinearImpl(int64_t in, int64_t out, int64_t num_roles, int64_t rank);
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& role);
+  torch::nn::Linear base{nullptr};
+  torch::Tensor lora_a, lora_b;  // [roles, in, rank], [roles, rank, out]; undefined without adapters
+};
+TORCH_MODULE(AdaptedLinear);
+
+// Keys and values of earlier positions, one pair per layer.
+struct KvCache {
+  std::vector<torch::Tensor> keys, values;
+  bool empty() const { return keys.empty(); }
+};
+
+class BlockImpl : public torch::nn::Module {
+ public:
+  BlockImpl(const TransformerLMOptions& o);
+  // x [B,T,d]; allowed [B,1,T,Tk] attention mask; cache (per-layer) may be null.
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& allowed, const torch::Tensor& role,
+                        torch::Tensor* cache_k, torch::Tensor* cache_v);
+
+ private:
+  int64_t heads_;
+  torch::nn::LayerNorm ln1{nullptr}, ln2{nullptr};
+  AdaptedLinear qkv{nullptr}, proj{nullptr}, fc1{nullptr}, fc2{nullptr};
+};
+TORCH_MODULE(Block);
+
+struct LMOutput {
+  torch::Tensor logits;  // [B,T,V]
+  torch::Tensor values;  // [B,T]
+};
+
+class TransformerLMImpl : public torch::nn::Module {
+ public:
+  explicit TransformerLMImpl(const TransformerLMOptions& options);
+  // tokens/positions [B,T]; key_valid [B,Tk] (Tk = cached + T); role [B].
+  LMOutput forward(const torch::Tensor& tokens, const torch::Tensor& positions, const torch::Tensor& key_valid,
+                   const torch::Tensor& role, KvCache* cache = nullptr);
+  const TransformerLMOptions& options() const { return options_; }
+
+ private:
+  TransformerLMOptions options_;
+  torch::nn::Embedding tok_emb{nullptr}, pos_emb{nullptr}, role_emb{nullptr};
+  torch::nn::ModuleList blocks{nullptr};
+  torch::nn::LayerNorm ln_f{nullptr};
+  torch::nn::Linear lm_head{nullptr}, value_head{nullptr};
+  torch::Tensor role_lm_w, role_value_w;  // [roles, d, V], [roles, d, 1] with role_heads
+};
+TORCH_MODULE(TransformerLM);
+
+}  // namespace troupe

@@ -1,0 +1,198 @@
+// The Red-Black game: parameters, vocabulary, signals and best-response search.
+#include "games/red_black/red_black.h"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include "games/red_black/red_black_state.h"
+
+namespace troupe::red_black {
+
+const char* ChoiceWord(Choice c) { return c == Choice::kBlack ? "black" : "red"; }
+
+int BasePayoff(Choice own, Choice other) {
+  if (own == Choice::kBlack && other == Choice::kBlack) return 3;
+  if (own == Choice::kRed && other == Choice::kRed) return -3;
+  if (own == Choice::kRed) return 6;
+  return -6;
+}
+
+std::vector<ParamSpec> RedBlackParamSpecs() {
+  return {
+      {"team_size", ParamType::kInt, int64_t{5}, "agents per team", 1, 15},
+      {"rounds", ParamType::kInt, int64_t{10}, "rounds per game", 1, 30},
+      {"multipliers", ParamType::kText, std::string("5:3,8:5,10:10"),
+       "round:multiplier pairs (1-based rounds); other rounds x1"},
+      {"invalid_choice", ParamType::kText, std::string("black"),
+       "what an unparseable recommendation or vote counts as (black|red); also breaks vote ties"},
+      {"reason_words", ParamType::kInt, int64_t{3}, "longest reasoning message, in words", 0, 16},
+      {"discussion_rounds", ParamType::kInt, int64_t{0}, "extra speaking cycles before the vote", 0, 3},
+  };
+}
+
+namespace {
+
+std::vector<int> ParseMultipliers(const std::string& text, int rounds) {
+  std::vector<int> m(rounds, 1);
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (item.empty()) continue;
+    auto colon = item.find(':');
+    int round = 0, mult = 0;
+    try {
+      if (colon == std::string::npos) throw std::invalid_argument("no colon");
+      round = std::stoi(item.substr(0, colon));
+      mult = std::stoi(item.substr(colon + 1));
+    } catch (const std::exception&) {
+      throw GameError("multipliers: '" + item + "' is not round:multiplier");
+    }
+    if (round < 1 || round > rounds) {
+      throw GameError("multipliers: round " + std::to_string(round) + " is outside 1.." + std::to_string(rounds));
+    }
+    if (mult < 1 || mult > 100) throw GameError("multipliers: multiplier must be in 1..100");
+    m[round - 1] = mult;
+  }
+  return m;
+}
+
+Choice ParseChoiceParam(const std::string& text) {
+  if (text == "black") return Choice::kBlack;
+  if (text == "red") return Choice::kRed;
+  throw GameError("invalid_choice must be \"black\" or \"red\", got \"" + text + "\"");
+}
+
+}  // namespace
+
+RedBlackGame::RedBlackGame(const Params& params)
+    : team_size_(static_cast<int>(params.Int("team_size"))),
+      rounds_(static_cast<int>(params.Int("rounds"))),
+      multipliers_(ParseMultipliers(params.Text("multipliers"), rounds_)),
+      invalid_choice_(ParseChoiceParam(params.Text("invalid_choice"))),
+      reason_words_(static_cast<int>(params.Int("reason_words"))),
+      discussion_rounds_(static_cast<int>(params.Int("discussion_rounds"))) {}
+
+std::vector<std::string> RedBlackGame::SeatNames() const {
+  std::vector<std::string> names;
+  for (int t = 0; t < 2; ++t) {
+    for (int i = 0; i < team_size_; ++i) names.push_back(std::string(t == 0 ? "a" : "b") + std::to_string(i));
+  }
+  return names;
+}
+
+// Words of the reasoning messages; agents may use any of them.
+static const std::vector<std::string>& ReasoningWords() {
+  static const std::vector<std::string> words = {
+      "we",    "they",  "should", "must",   "trust",  "cooperate", "defect",  "betray", "punish",
+      "forgive", "risk", "safe",  "win",    "lose",   "points",    "big",     "last",   "now",
+      "later", "again", "together", "because", "copy",  "signal",    "greedy", "fair",   "not",
+      "agree", "multiplier", "end"};
+  return words;
+}
+
+std::vector<std::string> RedBlackGame::Vocabulary() const {
+  std::vector<std::string> v = {"round", "of", "x", "us", "them", "history", "now", "says",
+                                "will", "speak", "vote", "red", "black", "-"};
+  for (int d = 0; d <= 9; ++d) v.push_back(std::to_string(d));
+  std::set<int> points;
+  for (int m : multipliers_) {
+    for (int p : {3, -3, 6, -6}) points.insert(p * m);
+  }
+  for (int p : points) v.push_back((p > 0 ? "+" : "") + std::to_string(p));
+  for (const auto& w : ReasoningWords()) v.push_back(w);
+  return v;
+}
+
+std::vector<std::string> RedBlackGame::SignalNames() const {
+  return {"team_score", "opponent_score", "combined_score", "team_cooperation"};
+}
+
+std::vector<std::string> RedBlackGame::TurnSignalNames() const { return {"round_payoff", "round_combined"}; }
+
+std::unique_ptr<State> RedBlackGame::NewInitialState(uint64_t seed) const {
+  return std::make_unique<RedBlackState>(*this, seed);
+}
+
+std::unique_ptr<State> RedBlackGame::Deserialize(const std::string& text) const {
+  std::istringstream in(text);
+  std::string line;
+  if (!std::getline(in, line)) throw GameError("red_black: empty serialized state");
+  uint64_t seed = 0;
+  try {
+    seed = std::stoull(line);
+  } catch (const std::exception&) {
+    throw GameError("red_black: bad seed line '" + line + "'");
+  }
+  auto state = std::make_unique<RedBlackState>(*this, seed);
+  while (std::getline(in, line)) {
+    std::vector<SeatOutput> outputs;
+    std::stringstream items(line);
+    std::string item;
+    while (std::getline(items, item, '|')) {
+      auto colon = item.find(':');
+      if (colon == std::string::npos) throw GameError("red_black: bad action '" + item + "'");
+      SeatOutput out;
+      out.seat = std::stoi(item.substr(0, colon));
+      std::istringstream words(item.substr(colon + 1));
+      std::string w;
+      while (words >> w) out.words.push_back(w);
+      outputs.push_back(out);
+    }
+    state->Apply(outputs);
+  }
+  return state;
+}
+
+int RedBlackGame::BestCombined() const {
+  int total = 0;
+  for (int m : multipliers_) total += 6 * m;
+  return total;
+}
+
+std::optional<double> RedBlackGame::BestAchievable(const std::string& signal, int seat,
+                                                   const std::map<int, std::string>& scripted) const {
+  if (signal != "team_score" && signal != "combined_score") return std::nullopt;
+  if (rounds_ > 20) return std::nullopt;
+  const int team = TeamOf(seat);
+  const int other = 1 - team;
+  // Every seat of the other team must follow one deterministic strategy.
+  std::string name;
+  for (int i = 0; i < team_size_; ++i) {
+    auto it = scripted.find(other * team_size_ + i);
+    if (it == scripted.end()) return std::nullopt;
+    if (!name.empty() && it->second != name) return std::nullopt;
+    name = it->second;
+  }
+  if (!StrategyFactory::Get().Has(name)) return std::nullopt;
+  auto strategy = StrategyFactory::Get().Create(name);
+  auto* rb = dynamic_cast<const RedBlackStrategy*>(strategy.get());
+  if (rb == nullptr || !rb->Deterministic()) return std::nullopt;
+
+  Rng unused(0);
+  double best = -1e18;
+  for (uint32_t mask = 0; mask < (1u << rounds_); ++mask) {
+    RoundView view;  // the opponent's view: own = opponent's choices
+    view.rounds = rounds_;
+    int own_score = 0, other_score = 0;
+    for (int r = 0; r < rounds_; ++r) {
+      view.round = r;
+      view.multiplier = multipliers_[r];
+      Choice mine = (mask >> r) & 1u ? Choice::kRed : Choice::kBlack;
+      Choice theirs = rb->Choose(view, unused);
+      own_score += BasePayoff(mine, theirs) * multipliers_[r];
+      other_score += BasePayoff(theirs, mine) * multipliers_[r];
+      view.own.push_back(theirs);
+      view.other.push_back(mine);
+    }
+    double value = signal == "team_score" ? own_score : own_score + other_score;
+    best = std::max(best, value);
+  }
+  return best;
+}
+
+namespace {
+TROUPE_REGISTER_GAME("red_black", RedBlackParamSpecs(), RedBlackGame);
+}  // namespace
+
+}  // namespace troupe::red_black

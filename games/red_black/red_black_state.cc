@@ -1,0 +1,314 @@
+// One Red-Black episode: willingness-ordered deliberation, parallel votes,
+// majority choice, payoffs with multipliers, metrics and signals.
+#include "games/red_black/red_black_state.h"
+
+#include <algorithm>
+#include <sstream>
+
+namespace troupe::red_black {
+
+namespace {
+
+std::vector<std::string> NumberWords(int n) {
+  std::vector<std::string> w;
+  if (n < 0) w.push_back("-");
+  for (char c : std::to_string(n < 0 ? -n : n)) w.push_back(std::string(1, c));
+  return w;
+}
+
+std::string PointsWord(int p) { return (p > 0 ? "+" : "") + std::to_string(p); }
+
+bool ParseChoice(const std::vector<std::string>& words, Choice* out) {
+  if (words.empty()) return false;
+  if (words[0] == "black") { *out = Choice::kBlack; return true; }
+  if (words[0] == "red") { *out = Choice::kRed; return true; }
+  return false;
+}
+
+}  // namespace
+
+RedBlackState::RedBlackState(const RedBlackGame& game, uint64_t seed) : game_(&game), seed_(seed), rng_(seed) {
+  invalid_ = {{"will", 0}, {"speak", 0}, {"vote", 0}};
+  StartRound();
+}
+
+void RedBlackState::StartRound() {
+  const int n = game_->team_size();
+  for (auto& t : teams_) {
+    t.spoken.assign(n, false);
+    t.willingness.assign(n, -1);
+    t.speaker = -1;
+    t.messages.clear();
+    t.votes.assign(n, Choice::kBlack);
+    t.order.clear();
+  }
+  cycle_ = 0;
+  phase_ = Phase::kWill;
+  SkipTrivialWillingness();
+}
+
+int RedBlackState::RemainingSpeakers(int team) const {
+  const auto& s = teams_[team].spoken;
+  return static_cast<int>(std::count(s.begin(), s.end(), false));
+}
+
+// With one agent left to speak there is nothing to order: it speaks.
+void RedBlackState::SkipTrivialWillingness() {
+  if (phase_ != Phase::kWill) return;
+  if (RemainingSpeakers(0) > 1) return;
+  for (auto& t : teams_) {
+    for (int i = 0; i < static_cast<int>(t.spoken.size()); ++i) {
+      if (!t.spoken[i]) t.speaker = i;
+    }
+  }
+  phase_ = Phase::kSpeak;
+}
+
+RoundView RedBlackState::ViewFor(int team) const {
+  RoundView v;
+  v.round = round_;
+  v.rounds = game_->rounds();
+  v.multiplier = round_ < game_->rounds() ? game_->Multiplier(round_) : 1;
+  for (const auto& r : history_) {
+    v.own.push_back(r.choice[team]);
+    v.other.push_back(r.choice[1 - team]);
+  }
+  return v;
+}
+
+std::vector<std::string> RedBlackState::Observation(int seat, const std::string& phase) const {
+  const int team = game_->TeamOf(seat);
+  std::vector<std::string> o = {"round"};
+  auto append = [&o](const std::vector<std::string>& w) { o.insert(o.end(), w.begin(), w.end()); };
+  append(NumberWords(round_ + 1));
+  o.push_back("of");
+  append(NumberWords(game_->rounds()));
+  o.push_back("x");
+  append(NumberWords(game_->Multiplier(round_)));
+  o.push_back("us");
+  append(NumberWords(score_[team]));
+  o.push_back("them");
+  append(NumberWords(score_[1 - team]));
+  o.push_back("history");
+  for (const auto& r : history_) {
+    o.push_back(ChoiceWord(r.choice[team]));
+    o.push_back(ChoiceWord(r.choice[1 - team]));
+    o.push_back(PointsWord(r.points[team]));
+  }
+  o.push_back("now");
+  for (const auto& m : teams_[team].messages) {
+    o.push_back("says");
+    o.push_back(ChoiceWord(m.recommendation));
+    append(m.reasoning);
+  }
+  o.push_back(phase);
+  return o;
+}
+
+std::vector<Decision> RedBlackState::PendingDecisions() const {
+  std::vector<Decision> d;
+  const int n = game_->team_size();
+  for (int t = 0; t < 2; ++t) {
+    const Team& team = teams_[t];
+    for (int i = 0; i < n; ++i) {
+      const int seat = t * n + i;
+      switch (phase_) {
+        case Phase::kWill:
+          if (!team.spoken[i]) d.push_back({seat, "will", Observation(seat, "will"), 1});
+          break;
+        case Phase::kSpeak:
+          if (i == team.speaker) d.push_back({seat, "speak", Observation(seat, "speak"), 1 + game_->reason_words()});
+          break;
+        case Phase::kVote:
+          d.push_back({seat, "vote", Observation(seat, "vote"), 1});
+          break;
+        case Phase::kDone:
+          break;
+      }
+    }
+  }
+  return d;
+}
+
+std::vector<bool> RedBlackState::Apply(const std::vector<SeatOutput>& outputs) {
+  const std::vector<Decision> pending = PendingDecisions();
+  if (pending.empty()) throw GameError("red_black: Apply on a finished game");
+  if (outputs.size() != pending.size()) {
+    throw GameError("red_black: expected " + std::to_string(pending.size()) + " outputs, got " +
+                    std::to_string(outputs.size()));
+  }
+  // Record the action line first (Serialize replays it).
+  std::string line;
+  for (const auto& out : outputs) {
+    if (!line.empty()) line += "|";
+    line += std::to_string(out.seat) + ":";
+    for (size_t i = 0; i < out.words.size(); ++i) line += (i ? " " : "") + out.words[i];
+  }
+
+  const int n = game_->team_size();
+  std::vector<bool> valid(outputs.size(), false);
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const SeatOutput& out = outputs[k];
+    auto it = std::find_if(pending.begin(), pending.end(), [&](const Decision& d) { return d.seat == out.seat; });
+    if (it == pending.end()) throw GameError("red_black: seat " + std::to_string(out.seat) + " is not to act now");
+    Team& team = teams_[game_->TeamOf(out.seat)];
+    const int i = out.seat % n;
+    ++decisions_;
+    if (phase_ == Phase::kWill) {
+      int w = 0;
+      if (!out.words.empty() && out.words[0].size() == 1 && out.words[0][0] >= '0' && out.words[0][0] <= '3') {
+        w = out.words[0][0] - '0';
+        valid[k] = true;
+      }
+      team.willingness[i] = w;
+    } else if (phase_ == Phase::kSpeak) {
+      Message m;
+      m.seat = out.seat;
+      valid[k] = ParseChoice(out.words, &m.recommendation);
+      if (!valid[k]) m.recommendation = game_->invalid_choice();
+      for (size_t w = 1; w < out.words.size() && static_cast<int>(m.reasoning.size()) < game_->reason_words(); ++w) {
+        m.reasoning.push_back(out.words[w]);
+      }
+      team.messages.push_back(m);
+      team.spoken[i] = true;
+      team.order.push_back(out.seat);
+    } else if (phase_ == Phase::kVote) {
+      Choice c = game_->invalid_choice();
+      valid[k] = ParseChoice(out.words, &c);
+      team.votes[i] = valid[k] ? c : game_->invalid_choice();
+    }
+    if (!valid[k]) ++invalid_[it->phase];
+  }
+  applied_.push_back(line);
+
+  if (phase_ == Phase::kWill) {
+    ChooseSpeakers();
+  } else if (phase_ == Phase::kSpeak) {
+    if (RemainingSpeakers(0) == 0) {
+      ++cycle_;
+      if (cycle_ <= game_->discussion_rounds()) {
+        for (auto& t : teams_) t.spoken.assign(n, false);
+        phase_ = Phase::kWill;
+      } else {
+        phase_ = Phase::kVote;
+      }
+    } else {
+      phase_ = Phase::kWill;
+    }
+    SkipTrivialWillingness();
+  } else if (phase_ == Phase::kVote) {
+    ResolveRound();
+  }
+  return valid;
+}
+
+void RedBlackState::ChooseSpeakers() {
+  for (auto& t : teams_) {
+    int best = -1;
+    std::vector<int> tied;
+    for (int i = 0; i < static_cast<int>(t.spoken.size()); ++i) {
+      if (t.spoken[i]) continue;
+      if (t.willingness[i] > best) { best = t.willingness[i]; tied.clear(); }
+      if (t.willingness[i] == best) tied.push_back(i);
+    }
+    t.speaker = tied[tied.size() == 1 ? 0 : rng_.Below(static_cast<int>(tied.size()))];
+  }
+  phase_ = Phase::kSpeak;
+}
+
+void RedBlackState::ResolveRound() {
+  RoundRecord rec;
+  rec.multiplier = game_->Multiplier(round_);
+  for (int t = 0; t < 2; ++t) {
+    int red = 0;
+    for (Choice v : teams_[t].votes) red += v == Choice::kRed;
+    int black = static_cast<int>(teams_[t].votes.size()) - red;
+    rec.choice[t] = red > black ? Choice::kRed : black > red ? Choice::kBlack : game_->invalid_choice();
+    rec.messages[t] = teams_[t].messages;
+    rec.votes[t] = teams_[t].votes;
+    rec.speaking_order[t] = teams_[t].order;
+  }
+  for (int t = 0; t < 2; ++t) {
+    rec.points[t] = BasePayoff(rec.choice[t], rec.choice[1 - t]) * rec.multiplier;
+    score_[t] += rec.points[t];
+  }
+  history_.push_back(std::move(rec));
+  ++round_;
+  if (round_ >= game_->rounds()) {
+    phase_ = Phase::kDone;
+  } else {
+    StartRound();
+  }
+}
+
+double RedBlackState::Signal(const std::string& name, int seat) const {
+  const int team = game_->TeamOf(seat);
+  if (name == "team_score") return score_[team];
+  if (name == "opponent_score") return score_[1 - team];
+  if (name == "combined_score") return score_[0] + score_[1];
+  if (name == "team_cooperation") {
+    int black = 0;
+    for (const auto& r : history_) black += r.choice[team] == Choice::kBlack;
+    return history_.empty() ? 0.0 : static_cast<double>(black) / history_.size();
+  }
+  throw GameError("red_black: unknown signal '" + name + "'");
+}
+
+double RedBlackState::TurnSignal(const std::string& name, int seat, int turn) const {
+  if (turn < 0 || turn >= static_cast<int>(history_.size())) return 0.0;
+  const auto& r = history_[turn];
+  const int team = game_->TeamOf(seat);
+  if (name == "round_payoff") return r.points[team];
+  if (name == "round_combined") return r.points[0] + r.points[1];
+  throw GameError("red_black: unknown turn signal '" + name + "'");
+}
+
+std::map<std::string, double> RedBlackState::Metrics() const {
+  std::map<std::string, double> m;
+  const double rounds = std::max<size_t>(1, history_.size());
+  int black_a = 0, black_b = 0;
+  for (const auto& r : history_) {
+    black_a += r.choice[0] == Choice::kBlack;
+    black_b += r.choice[1] == Choice::kBlack;
+  }
+  const int best = game_->BestCombined();
+  m["team_a_score"] = score_[0];
+  m["team_b_score"] = score_[1];
+  m["combined_score"] = score_[0] + score_[1];
+  m["efficiency"] = (score_[0] + score_[1] + best) / (2.0 * best);
+  m["team_a_cooperation"] = black_a / rounds;
+  m["team_b_cooperation"] = black_b / rounds;
+  m["game_cooperation"] = (black_a + black_b) / (2.0 * rounds);
+  int invalid = 0;
+  for (const auto& [phase, count] : invalid_) {
+    m["invalid_" + phase] = count;
+    invalid += count;
+  }
+  m["invalid_outputs"] = invalid;
+  m["decisions"] = decisions_;
+  return m;
+}
+
+std::string RedBlackState::Serialize() const {
+  std::string s = std::to_string(seed_) + "\n";
+  for (const auto& line : applied_) s += line + "\n";
+  return s;
+}
+
+std::string RedBlackState::ToString() const {
+  std::ostringstream out;
+  out << "round  mult  A      B      A pts  B pts\n";
+  int a = 0, b = 0;
+  for (size_t r = 0; r < history_.size(); ++r) {
+    const auto& rec = history_[r];
+    a += rec.points[0];
+    b += rec.points[1];
+    out << (r + 1 < 10 ? " " : "") << r + 1 << "     x" << rec.multiplier << (rec.multiplier < 10 ? "    " : "   ")
+        << ChoiceWord(rec.choice[0]) << (rec.choice[0] == Choice::kRed ? "    " : "  ") << ChoiceWord(rec.choice[1])
+        << (rec.choice[1] == Choice::kRed ? "    " : "  ") << rec.points[0] << "\t" << rec.points[1] << "\n";
+  }
+  out << "score  A " << a << "  B " << b << (IsTerminal() ? "  (final)" : "") << "\n";
+  return out.str();
+}
+
+}  // namespace troupe::red_black

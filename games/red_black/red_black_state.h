@@ -1,0 +1,80 @@
+// The state of one Red-Black episode: deliberation phases, votes and history.
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "games/red_black/red_black.h"
+
+namespace troupe::red_black {
+
+struct Message {
+  int seat = 0;
+  Choice recommendation = Choice::kBlack;
+  std::vector<std::string> reasoning;
+};
+
+struct RoundRecord {
+  std::array<Choice, 2> choice{};
+  std::array<int, 2> points{};
+  int multiplier = 1;
+  std::array<std::vector<Message>, 2> messages;
+  std::array<std::vector<Choice>, 2> votes;
+  std::array<std::vector<int>, 2> speaking_order;
+};
+
+class RedBlackState : public State {
+ public:
+  RedBlackState(const RedBlackGame& game, uint64_t seed);
+
+  std::vector<Decision> PendingDecisions() const override;
+  std::vector<bool> Apply(const std::vector<SeatOutput>& outputs) override;
+  bool IsTerminal() const override { return phase_ == Phase::kDone; }
+  int Turn() const override { return round_; }
+  double Signal(const std::string& name, int seat) const override;
+  double TurnSignal(const std::string& name, int seat, int turn) const override;
+  std::map<std::string, double> Metrics() const override;
+  std::unique_ptr<State> Clone() const override { return std::make_unique<RedBlackState>(*this); }
+  std::string Serialize() const override;
+  std::string ToString() const override;
+
+  // Read access for scripted strategies, renderers and tests.
+  const std::vector<RoundRecord>& history() const { return history_; }
+  RoundView ViewFor(int team) const;
+  int Score(int team) const { return score_[team]; }
+  const RedBlackGame& game() const { return *game_; }
+
+ private:
+  enum class Phase { kWill, kSpeak, kVote, kDone };
+  struct Team {
+    std::vector<bool> spoken;
+    std::vector<int> willingness;
+    int speaker = -1;  // index within the team
+    std::vector<Message> messages;
+    std::vector<Choice> votes;
+    std::vector<int> order;
+  };
+
+  std::vector<std::string> Observation(int seat, const std::string& phase) const;
+  void StartRound();
+  void SkipTrivialWillingness();
+  void ChooseSpeakers();
+  void ResolveRound();
+  int RemainingSpeakers(int team) const;
+
+  const RedBlackGame* game_;
+  uint64_t seed_;
+  Rng rng_;
+  Phase phase_ = Phase::kWill;
+  int round_ = 0;
+  int cycle_ = 0;
+  std::array<Team, 2> teams_;
+  std::vector<RoundRecord> history_;
+  std::array<int, 2> score_{0, 0};
+  std::map<std::string, int> invalid_;  // per phase
+  int decisions_ = 0;
+  std::vector<std::string> applied_;  // one line per Apply, for Serialize
+};
+
+}  // namespace troupe::red_black
