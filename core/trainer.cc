@@ -133,13 +133,22 @@ struct Trainer::Impl {
     return norm;
   }
 
-  std::vector<std::vector<const CallRecord*>> Minibatches(std::vector<const CallRecord*> recs) {
+  void Shuffle(std::vector<const CallRecord*>& recs) {
     for (size_t i = recs.size(); i > 1; --i) std::swap(recs[i - 1], recs[rng.Below(static_cast<int>(i))]);
+  }
+
+  // Shuffled minibatches of records of similar length (little padding).
+  std::vector<std::vector<const CallRecord*>> Minibatches(std::vector<const CallRecord*> recs) {
+    Shuffle(recs);
+    std::stable_sort(recs.begin(), recs.end(), [](const CallRecord* a, const CallRecord* b) {
+      return a->prompt.size() + a->response.size() < b->prompt.size() + b->response.size();
+    });
     std::vector<std::vector<const CallRecord*>> out;
     const size_t mb = static_cast<size_t>(std::max(1, config.minibatch));
     for (size_t i = 0; i < recs.size(); i += mb) {
       out.emplace_back(recs.begin() + i, recs.begin() + std::min(recs.size(), i + mb));
     }
+    for (size_t i = out.size(); i > 1; --i) std::swap(out[i - 1], out[rng.Below(static_cast<int>(i))]);
     return out;
   }
 };
@@ -153,9 +162,16 @@ Trainer::Trainer(ModelPool& pool, TrainerConfig config, uint64_t seed) : impl_(s
     impl_->optimizers.push_back(std::make_unique<torch::optim::AdamW>(
         pool.impl().models[m]->parameters(), torch::optim::AdamWOptions(c.lr).weight_decay(c.weight_decay)));
     if (config.kl_coef > 0) {
-      auto copy = std::dynamic_pointer_cast<TransformerLMImpl>(pool.impl().models[m]->clone());
-      TransformerLM ref(copy);
-      for (auto& p : ref->parameters()) p.set_requires_grad(false);
+      // A frozen copy of the initial model: same options, parameters copied.
+      TransformerLM& model = pool.impl().models[m];
+      TransformerLM ref(model->options());
+      ref->to(pool.impl().devices[m]);
+      torch::NoGradGuard no_grad;
+      auto source = model->named_parameters();
+      for (auto& item : ref->named_parameters()) {
+        item.value().copy_(source[item.key()]);
+        item.value().set_requires_grad(false);
+      }
       impl_->references.push_back(ref);
     }
   }
@@ -172,6 +188,10 @@ std::vector<ModelTrainStats> Trainer::Update(const std::vector<CallRecord>& reco
       if (r.model == m && !r.response.empty()) recs.push_back(&r);
     }
     if (recs.empty()) continue;
+    if (cfg.update_records > 0 && static_cast<int>(recs.size()) > cfg.update_records) {
+      impl_->Shuffle(recs);
+      recs.resize(cfg.update_records);
+    }
     TransformerLM& model = impl_->pool->impl().models[m];
     const torch::Device device = impl_->pool->impl().devices[m];
     ModelTrainStats& st = stats[m];

@@ -19,6 +19,7 @@ struct TrainerConfig {
   Estimator estimator = Estimator::kGrpo;
   int epochs = 1;
   int minibatch = 1024;  // records per optimiser step
+  int update_records = 0;  // records sampled per model for each update; 0 = all
   double clip = 0.2;
   double entropy_coef = 0.0;
   double kl_coef = 0.0;

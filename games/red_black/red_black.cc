@@ -22,8 +22,9 @@ std::vector<ParamSpec> RedBlackParamSpecs() {
   return {
       {"team_size", ParamType::kInt, int64_t{5}, "agents per team", 1, 15},
       {"rounds", ParamType::kInt, int64_t{10}, "rounds per game", 1, 30},
-      {"multipliers", ParamType::kText, std::string("5:3,8:5,10:10"),
-       "round:multiplier pairs (1-based rounds); other rounds x1"},
+      {"multipliers", ParamType::kText, std::string(""),
+       "round:multiplier pairs (1-based rounds), other rounds x1; empty: the spec's 5:3,8:5,10:10 "
+       "(the pairs that fit the number of rounds)"},
       {"invalid_choice", ParamType::kText, std::string("black"),
        "what an unparseable recommendation or vote counts as (black|red); also breaks vote ties"},
       {"reason_words", ParamType::kInt, int64_t{3}, "longest reasoning message, in words", 0, 16},
@@ -35,6 +36,12 @@ namespace {
 
 std::vector<int> ParseMultipliers(const std::string& text, int rounds) {
   std::vector<int> m(rounds, 1);
+  if (text.empty()) {
+    for (auto [round, mult] : {std::pair{5, 3}, std::pair{8, 5}, std::pair{10, 10}}) {
+      if (round <= rounds) m[round - 1] = mult;
+    }
+    return m;
+  }
   std::stringstream in(text);
   std::string item;
   while (std::getline(in, item, ',')) {
@@ -152,7 +159,10 @@ int RedBlackGame::BestCombined() const {
 
 std::optional<double> RedBlackGame::BestAchievable(const std::string& signal, int seat,
                                                    const std::map<int, std::string>& scripted) const {
-  if (signal != "team_score" && signal != "combined_score") return std::nullopt;
+  // Per-turn payoffs summed over the game are the episode scores.
+  const bool own = signal == "team_score" || signal == "round_payoff";
+  const bool combined = signal == "combined_score" || signal == "round_combined";
+  if (!own && !combined) return std::nullopt;
   if (rounds_ > 20) return std::nullopt;
   const int team = TeamOf(seat);
   const int other = 1 - team;
@@ -185,7 +195,7 @@ std::optional<double> RedBlackGame::BestAchievable(const std::string& signal, in
       view.own.push_back(theirs);
       view.other.push_back(mine);
     }
-    double value = signal == "team_score" ? own_score : own_score + other_score;
+    double value = own ? own_score : own_score + other_score;
     best = std::max(best, value);
   }
   return best;

@@ -1,0 +1,29 @@
+// Checkpoints: models, optimisers, RNG states and the iteration, written into a
+// temporary folder and renamed into place, then published by an atomic rename
+// of the `latest` pointer. A crash at any point leaves the previous checkpoint.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace troupe {
+
+class ModelPool;
+class Trainer;
+
+// Small named texts saved beside the tensors (iteration, RNG states, ...).
+using RunState = std::map<std::string, std::string>;
+
+// Saves under run_dir/checkpoints/iter-NNNNNN and points run_dir/checkpoints/latest at it.
+std::string SaveCheckpoint(const std::string& run_dir, int iteration, const RunState& state, const ModelPool& pool,
+                           const Trainer* trainer, int keep = 2);
+
+// The newest checkpoint folder under a run folder (or the folder itself when it is one).
+std::optional<std::string> FindCheckpoint(const std::string& dir);
+
+// Loads models (and the trainer's state when given) and returns the saved texts.
+RunState LoadCheckpoint(const std::string& checkpoint_dir, ModelPool& pool, Trainer* trainer);
+
+}  // namespace troupe

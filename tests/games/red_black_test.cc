@@ -1,0 +1,234 @@
+// Red-Black rules as the spec states them: payoffs, multipliers, deliberation
+// order, votes, visibility, strategies and the best-response search.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <set>
+
+#include "core/game.h"
+#include "games/red_black/red_black.h"
+#include "games/red_black/red_black_state.h"
+
+using namespace troupe;
+using namespace troupe::red_black;
+
+namespace {
+
+std::unique_ptr<Game> Make(std::map<std::string, ParamValue> p = {}) { return MakeGame("red_black", p); }
+
+// Answers every pending decision with the same words per phase.
+std::vector<SeatOutput> Answer(const State& s, const std::string& will, const std::string& speak,
+                               const std::string& vote_a, const std::string& vote_b, int team_size = 5) {
+  std::vector<SeatOutput> out;
+  for (const auto& d : s.PendingDecisions()) {
+    SeatOutput o{d.seat, {}};
+    if (d.phase == "will") o.words = {will};
+    else if (d.phase == "speak") o.words = {speak, "we", "trust"};
+    else o.words = {d.seat < team_size ? vote_a : vote_b};
+    out.push_back(o);
+  }
+  return out;
+}
+
+void PlayRound(State& s, const std::string& vote_a, const std::string& vote_b) {
+  const int turn = s.Turn();
+  while (!s.IsTerminal() && s.Turn() == turn) s.Apply(Answer(s, "1", "black", vote_a, vote_b));
+}
+
+}  // namespace
+
+TEST_CASE("payoff table matches the spec", "[red_black]") {
+  CHECK(BasePayoff(Choice::kBlack, Choice::kBlack) == 3);
+  CHECK(BasePayoff(Choice::kRed, Choice::kRed) == -3);
+  CHECK(BasePayoff(Choice::kRed, Choice::kBlack) == 6);
+  CHECK(BasePayoff(Choice::kBlack, Choice::kRed) == -6);
+}
+
+TEST_CASE("rounds 5, 8 and 10 are multiplied by 3, 5 and 10", "[red_black]") {
+  auto game = Make();
+  auto* rb = dynamic_cast<RedBlackGame*>(game.get());
+  REQUIRE(rb != nullptr);
+  std::vector<int> m;
+  for (int r = 0; r < 10; ++r) m.push_back(rb->Multiplier(r));
+  CHECK(m == std::vector<int>{1, 1, 1, 1, 3, 1, 1, 5, 1, 10});
+  CHECK(rb->BestCombined() == 150);
+}
+
+TEST_CASE("all-black game reaches the best combined score and efficiency 1", "[red_black]") {
+  auto game = Make();
+  auto s = game->NewInitialState(1);
+  while (!s->IsTerminal()) PlayRound(*s, "black", "black");
+  auto m = s->Metrics();
+  CHECK(m["team_a_score"] == 75);
+  CHECK(m["combined_score"] == 150);
+  CHECK(m["efficiency"] == Approx(1.0));
+  CHECK(m["game_cooperation"] == Approx(1.0));
+  CHECK(m["invalid_outputs"] == 0);
+}
+
+TEST_CASE("defecting against cooperation pays 6 times the multiplier", "[red_black]") {
+  auto game = Make();
+  auto s = game->NewInitialState(1);
+  for (int r = 0; r < 4; ++r) PlayRound(*s, "black", "black");
+  PlayRound(*s, "red", "black");  // round 5, x3
+  CHECK(s->Signal("team_score", 0) == 4 * 3 + 18);
+  CHECK(s->Signal("team_score", 5) == 4 * 3 - 18);
+  CHECK(s->TurnSignal("round_payoff", 0, 4) == 18);
+}
+
+TEST_CASE("the most willing agent speaks first and ties are broken by the seed", "[red_black]") {
+  auto game = Make();
+  auto s = game->NewInitialState(3);
+  auto pending = s->PendingDecisions();
+  REQUIRE(pending.size() == 10);
+  std::vector<SeatOutput> out;
+  for (const auto& d : pending) out.push_back({d.seat, {d.seat == 3 ? "3" : d.seat == 7 ? "2" : "0"}});
+  s->Apply(out);
+  auto speakers = s->PendingDecisions();
+  REQUIRE(speakers.size() == 2);
+  CHECK(speakers[0].phase == "speak");
+  CHECK(speakers[0].seat == 3);
+  CHECK(speakers[1].seat == 7);
+
+  // All tied: the choice depends on the seed only.
+  auto order_for = [&](uint64_t seed) {
+    auto t = game->NewInitialState(seed);
+    std::vector<SeatOutput> o;
+    for (const auto& d : t->PendingDecisions()) o.push_back({d.seat, {"1"}});
+    t->Apply(o);
+    return t->PendingDecisions()[0].seat;
+  };
+  CHECK(order_for(11) == order_for(11));
+  std::set<int> firsts;
+  for (uint64_t seed = 0; seed < 30; ++seed) firsts.insert(order_for(seed));
+  CHECK(firsts.size() > 1);
+}
+
+TEST_CASE("vote majority decides the team choice", "[red_black]") {
+  auto game = Make();
+  auto s = game->NewInitialState(1);
+  while (s->PendingDecisions().front().phase != "vote") s->Apply(Answer(*s, "1", "black", "", ""));
+  std::vector<SeatOutput> votes;
+  for (const auto& d : s->PendingDecisions()) {
+    const bool red = (d.seat < 5 && d.seat < 3) || (d.seat >= 5 && d.seat < 7);  // A: 3 red; B: 2 red
+    votes.push_back({d.seat, {red ? "red" : "black"}});
+  }
+  s->Apply(votes);
+  auto* rb = dynamic_cast<RedBlackState*>(s.get());
+  REQUIRE(rb->history().size() == 1);
+  CHECK(rb->history()[0].choice[0] == Choice::kRed);
+  CHECK(rb->history()[0].choice[1] == Choice::kBlack);
+}
+
+TEST_CASE("an unparseable vote counts as the configured default and is counted", "[red_black]") {
+  auto game = Make({{"invalid_choice", std::string("red")}});
+  auto s = game->NewInitialState(1);
+  while (s->PendingDecisions().front().phase != "vote") s->Apply(Answer(*s, "x", "maybe", "", ""));
+  std::vector<SeatOutput> votes;
+  for (const auto& d : s->PendingDecisions()) votes.push_back({d.seat, {"purple"}});
+  auto valid = s->Apply(votes);
+  CHECK(std::count(valid.begin(), valid.end(), false) == 10);
+  auto* rb = dynamic_cast<RedBlackState*>(s.get());
+  CHECK(rb->history()[0].choice[0] == Choice::kRed);
+  auto m = s->Metrics();
+  CHECK(m["invalid_vote"] == 10);
+  CHECK(m["invalid_will"] > 0);
+  CHECK(m["invalid_speak"] == 10);
+}
+
+TEST_CASE("agents never see the other team's deliberation", "[red_black]") {
+  auto game = Make();
+  auto s = game->NewInitialState(1);
+  // First speakers: A recommends black, B recommends red.
+  std::vector<SeatOutput> will;
+  for (const auto& d : s->PendingDecisions()) will.push_back({d.seat, {"1"}});
+  s->Apply(will);
+  std::vector<SeatOutput> speak;
+  for (const auto& d : s->PendingDecisions()) {
+    speak.push_back({d.seat, d.seat < 5 ? std::vector<std::string>{"black", "trust"}
+                                        : std::vector<std::string>{"red", "betray"}});
+  }
+  s->Apply(speak);
+  for (const auto& d : s->PendingDecisions()) {
+    const auto& o = d.observation;
+    const auto now = std::find(o.begin(), o.end(), "now");
+    REQUIRE(now != o.end());
+    const std::vector<std::string> said(now + 1, o.end());
+    if (d.seat < 5) {
+      CHECK(std::find(said.begin(), said.end(), "betray") == said.end());
+      CHECK(std::find(said.begin(), said.end(), "trust") != said.end());
+    } else {
+      CHECK(std::find(said.begin(), said.end(), "trust") == said.end());
+      CHECK(std::find(said.begin(), said.end(), "betray") != said.end());
+    }
+  }
+}
+
+TEST_CASE("observations show round, multiplier, scores and both teams' history", "[red_black]") {
+  auto game = Make();
+  auto s = game->NewInitialState(1);
+  for (int r = 0; r < 4; ++r) PlayRound(*s, r == 1 ? "red" : "black", "black");
+  const auto d = s->PendingDecisions().front();
+  const std::vector<std::string> head(d.observation.begin(), d.observation.begin() + 7);
+  CHECK(head == std::vector<std::string>{"round", "5", "of", "1", "0", "x", "3"});
+  const auto hist = std::find(d.observation.begin(), d.observation.end(), "history");
+  REQUIRE(hist != d.observation.end());
+  // Round 2 from team A's side: A red, B black, +6.
+  CHECK(*(hist + 4) == "red");
+  CHECK(*(hist + 5) == "black");
+  CHECK(*(hist + 6) == "+6");
+  CHECK(d.observation.back() == "will");
+}
+
+TEST_CASE("scripted strategies choose as the spec says", "[red_black][strategies]") {
+  auto choices = [](const std::string& name, const std::vector<Choice>& other) {
+    auto s = StrategyFactory::Get().Create(name);
+    auto* rb = dynamic_cast<RedBlackStrategy*>(s.get());
+    Rng rng(0);
+    std::string out;
+    RoundView v;
+    v.rounds = 10;
+    const std::vector<int> mult = {1, 1, 1, 1, 3, 1, 1, 5, 1, 10};
+    for (int r = 0; r < 10; ++r) {
+      v.round = r;
+      v.multiplier = mult[r];
+      const Choice c = rb->Choose(v, rng);
+      out += c == Choice::kBlack ? 'B' : 'R';
+      v.own.push_back(c);
+      v.other.push_back(other[r]);
+    }
+    return out;
+  };
+  const std::vector<Choice> B(10, Choice::kBlack);
+  std::vector<Choice> alt;
+  for (int r = 0; r < 10; ++r) alt.push_back(r == 2 || r == 5 || r == 6 ? Choice::kRed : Choice::kBlack);
+  CHECK(choices("always_cooperate", B) == "BBBBBBBBBB");
+  CHECK(choices("mostly_cooperate", B) == "BBBBBBBBBR");
+  CHECK(choices("always_defect", B) == "RRRRRRRRRR");
+  CHECK(choices("defect_critical", B) == "BBBBRBBRBR");
+  CHECK(choices("tit_for_tat", alt) == "BBBRBBRRBB");
+  CHECK(choices("early_exploiter", B) == "BRRRBBBBBB");
+  CHECK(choices("mid_exploiter", B) == "BBBBRRBBBB");
+  CHECK(choices("late_betrayer", B) == "BBBBBBRRRR");
+  CHECK(choices("alternating", B) == "BRBRBRBRBR");
+  CHECK(choices("forgiver", alt) == "BBBBBBBRBB");
+}
+
+TEST_CASE("best response against tit_for_tat is found by search", "[red_black]") {
+  auto game = Make();
+  std::map<int, std::string> tft, defect;
+  for (int s = 5; s < 10; ++s) { tft[s] = "tit_for_tat"; defect[s] = "always_defect"; }
+  // Cooperate, defect in round 8 (x5), take the punishment, defect again in round 10.
+  CHECK(game->BestAchievable("team_score", 0, tft).value() == 111);
+  CHECK(game->BestAchievable("team_score", 0, defect).value() == -75);
+  CHECK(game->BestAchievable("combined_score", 0, defect).value() == 0);
+  CHECK_FALSE(game->BestAchievable("team_score", 0, {}).has_value());
+}
+
+TEST_CASE("bad parameters are rejected with the parameter's name", "[red_black]") {
+  CHECK_THROWS_WITH(Make({{"team_size", int64_t{0}}}), Catch::Contains("team_size"));
+  CHECK_THROWS_WITH(Make({{"rounds", std::string("ten")}}), Catch::Contains("takes a int"));
+  CHECK_THROWS_WITH(Make({{"multipliers", std::string("12:3")}}), Catch::Contains("outside 1..10"));
+  CHECK_THROWS_WITH(Make({{"invalid_choice", std::string("blue")}}), Catch::Contains("invalid_choice"));
+  CHECK_THROWS_WITH(MakeGame("chess", {}), Catch::Contains("unknown game 'chess'"));
+}

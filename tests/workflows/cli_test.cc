@@ -1,0 +1,92 @@
+// The real `troupe` binary in real processes: help, validate's exit status and
+// messages, every shipped workflow validating, train then eval --json.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int status = -1;
+  std::string output;  // stdout and stderr
+};
+
+Result Troupe(const std::string& args) {
+  const std::string cmd = std::string(TROUPE_BINARY) + " " + args + " 2>&1";
+  Result r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
+  const int status = pclose(pipe);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string Source(const std::string& rel) { return std::string(TROUPE_SOURCE_DIR) + "/" + rel; }
+
+}  // namespace
+
+TEST_CASE("troupe --help lists the commands and each command has help", "[cli]") {
+  Result r = Troupe("--help");
+  CHECK(r.status == 0);
+  CHECK_THAT(r.output, Catch::Contains("train FILE") && Catch::Contains("eval FILE") && Catch::Contains("validate FILE"));
+  CHECK_THAT(Troupe("train --help").output, Catch::Contains("--resume"));
+  CHECK_THAT(Troupe("eval --help").output, Catch::Contains("--json"));
+  Result bad = Troupe("frobnicate");
+  CHECK(bad.status == 2);
+  CHECK_THAT(bad.output, Catch::Contains("unknown command 'frobnicate'"));
+}
+
+TEST_CASE("every shipped workflow validates", "[cli][workflows]") {
+  int count = 0;
+  for (const char* folder : {"workflows"}) {
+    for (const auto& e : fs::directory_iterator(Source(folder))) {
+      if (e.path().extension() != ".textproto") continue;
+      INFO(e.path());
+      Result r = Troupe("validate " + e.path().string());
+      CHECK(r.status == 0);
+      CHECK_THAT(r.output, Catch::EndsWith("valid\n"));
+      ++count;
+    }
+  }
+  CHECK(count >= 5);
+}
+
+TEST_CASE("validate exits 1 with file:line:col on a broken workflow", "[cli]") {
+  const fs::path file = fs::temp_directory_path() / "troupe-cli-broken.textproto";
+  std::ofstream(file) << "name: \"x\"\ngame { name: \"red_black\" }\nmodel { name: \"m\" }\n"
+                         "role { name: \"a\" seats: \"a*\" model: \"nope\" }\n";
+  Result r = Troupe("validate " + file.string());
+  CHECK(r.status == 1);
+  CHECK_THAT(r.output, Catch::StartsWith(file.string() + ":4:") && Catch::Contains("undefined model 'nope'"));
+}
+
+TEST_CASE("train then eval --json reports the game's figures", "[cli]") {
+  const fs::path dir = fs::temp_directory_path() / "troupe-cli-run";
+  fs::remove_all(dir);
+  const std::string wf = Source("workflows/red_black.textproto");
+  const std::string small =
+      " --set trainer.iterations=1 --set trainer.episodes_per_iteration=8 --set trainer.eval_episodes=4"
+      " --set game.param[0].int=2 --set model[0].transformer.d_model=16 --set model[0].transformer.heads=2";
+  Result train = Troupe("train " + wf + " --out " + dir.string() + small);
+  INFO(train.output);
+  REQUIRE(train.status == 0);
+  CHECK_THAT(train.output, Catch::Contains("team_a_score") && Catch::Contains("% of best"));
+  Result eval = Troupe("eval " + wf + " --checkpoint " + dir.string() + " --episodes 4 --json" + small);
+  INFO(eval.output);
+  REQUIRE(eval.status == 0);
+  for (const char* key : {"\"episodes\":4", "\"team_a_score\":", "\"team_b_score\":", "\"team_a_cooperation\":",
+                          "\"game_cooperation\":", "\"efficiency\":", "\"invalid_outputs\":"}) {
+    CHECK_THAT(eval.output, Catch::Contains(key));
+  }
+  CHECK(eval.output.front() == '{');
+}

@@ -1,0 +1,232 @@
+// Config mistakes and the messages they produce: syntax and schema errors at
+// file:line:col, semantic errors at the offending field or naming the culprit.
+#include <catch2/catch.hpp>
+
+#include <sstream>
+
+#include "core/errors.h"
+#include "workflows/compiled_workflow.h"
+#include "workflows/config_loader.h"
+
+using namespace troupe;
+
+namespace {
+
+const char* kBase = R"(name: "t"
+game {
+  name: "red_black"
+  param { name: "team_size" int: 2 }
+  param { name: "rounds" int: 3 }
+}
+model { name: "m" transformer { d_model: 16 heads: 2 } }
+role { name: "a" seats: "a*" model: "m" }
+role { name: "b" seats: "b*" scripted: "tit_for_tat" }
+reward { level: TRAJECTORY signal: "team_score" }
+)";
+
+// Replaces line `n` (1-based) of the base text.
+std::string WithLine(int n, const std::string& line) {
+  std::istringstream in(kBase);
+  std::string l, out;
+  for (int i = 1; std::getline(in, l); ++i) out += (i == n ? line : l) + "\n";
+  return out;
+}
+
+// The error of compiling `text`, or "" when it is valid.
+std::string ErrorOf(const std::string& text) {
+  try {
+    CompileWorkflow(ParseWorkflowText(text, "t.textproto"));
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// "t.textproto:LINE:COL" where COL is where `token` starts on that line.
+std::string At(const std::string& text, int line, const std::string& token) {
+  std::istringstream in(text);
+  std::string l;
+  for (int i = 1; i <= line; ++i) std::getline(in, l);
+  return "t.textproto:" + std::to_string(line) + ":" + std::to_string(l.find(token) + 1) + ":";
+}
+
+}  // namespace
+
+TEST_CASE("the base workflow of these tests is valid", "[config]") { CHECK(ErrorOf(kBase) == ""); }
+
+TEST_CASE("a syntax error reports its line and column", "[config]") {
+  const std::string text = WithLine(7, "model { name: \"m\" transformer { d_model: 16 heads: 2 }");
+  const std::string e = ErrorOf(text);
+  CHECK_THAT(e, Catch::StartsWith("t.textproto:8:1:"));
+}
+
+TEST_CASE("an unknown field is reported where it is written", "[config]") {
+  const std::string text = WithLine(7, "modle { name: \"m\" }");
+  CHECK_THAT(ErrorOf(text), Catch::StartsWith("t.textproto:7:1:") && Catch::Contains("modle"));
+}
+
+TEST_CASE("an unknown enum value is reported where it is written", "[config]") {
+  const std::string text = WithLine(10, "reward { level: TRAJ signal: \"team_score\" }");
+  CHECK_THAT(ErrorOf(text), Catch::StartsWith(At(text, 10, "TRAJ")) && Catch::Contains("TRAJ"));
+}
+
+TEST_CASE("an unknown game names the registered ones", "[config]") {
+  const std::string text = WithLine(3, "  name: \"chess\"");
+  CHECK_THAT(ErrorOf(text), Catch::StartsWith(At(text, 3, "name")) && Catch::Contains("unknown game 'chess'") &&
+                                Catch::Contains("red_black"));
+}
+
+TEST_CASE("an unknown game parameter points at the parameter", "[config]") {
+  const std::string text = WithLine(4, "  param { name: \"teams\" int: 2 }");
+  CHECK_THAT(ErrorOf(text), Catch::StartsWith(At(text, 4, "param")) && Catch::Contains("unknown parameter 'teams'"));
+}
+
+TEST_CASE("a parameter of the wrong type says which type it takes", "[config]") {
+  const std::string text = WithLine(5, "  param { name: \"rounds\" text: \"ten\" }");
+  CHECK_THAT(ErrorOf(text), Catch::StartsWith(At(text, 5, "param")) && Catch::Contains("'rounds' takes a int"));
+}
+
+TEST_CASE("a parameter out of range gives the range", "[config]") {
+  const std::string text = WithLine(4, "  param { name: \"team_size\" int: 99 }");
+  CHECK_THAT(ErrorOf(text), Catch::StartsWith(At(text, 4, "param")) && Catch::Contains("outside [1, 15]"));
+}
+
+TEST_CASE("a role mapped to an undefined model is reported at its model field", "[config]") {
+  const std::string text = WithLine(8, "role { name: \"a\" seats: \"a*\" model: \"mm\" }");
+  CHECK_THAT(ErrorOf(text), Catch::StartsWith(At(text, 8, "model")) &&
+                                Catch::Contains("role 'a' maps to undefined model 'mm'"));
+}
+
+TEST_CASE("a role with both a model and a strategy is rejected", "[config]") {
+  const std::string text = WithLine(9, "role { name: \"b\" seats: \"b*\" model: \"m\" scripted: \"tit_for_tat\" }");
+  CHECK_THAT(ErrorOf(text), Catch::StartsWith(At(text, 9, "scripted")) && Catch::Contains("both a model and a scripted"));
+}
+
+TEST_CASE("an unknown scripted strategy lists the registered ones", "[config]") {
+  const std::string text = WithLine(9, "role { name: \"b\" seats: \"b*\" scripted: \"tit_for_two_tats\" }");
+  CHECK_THAT(ErrorOf(text), Catch::StartsWith(At(text, 9, "scripted")) &&
+                                Catch::Contains("unknown scripted strategy 'tit_for_two_tats'") &&
+                                Catch::Contains("forgiver"));
+}
+
+TEST_CASE("a seat played by no role is named", "[config]") {
+  const std::string text = WithLine(9, "");
+  CHECK_THAT(ErrorOf(text), Catch::Contains("seat 'b0' is played by no role"));
+}
+
+TEST_CASE("a seat played by two roles is reported at the second", "[config]") {
+  const std::string text = WithLine(9, "role { name: \"b\" seats: \"b*\" seats: \"a1\" scripted: \"tit_for_tat\" }");
+  CHECK_THAT(ErrorOf(text), Catch::StartsWith(At(text, 9, "seats: \"a1")) &&
+                                Catch::Contains("seat 'a1' is already played by role 'a'"));
+}
+
+TEST_CASE("a seat pattern that matches no seat is reported", "[config]") {
+  const std::string text = WithLine(9, "role { name: \"b\" seats: \"c*\" scripted: \"tit_for_tat\" }");
+  CHECK_THAT(ErrorOf(text), Catch::StartsWith(At(text, 9, "seats")) && Catch::Contains("'c*' matches no seat"));
+}
+
+TEST_CASE("a role defined twice is reported at its second name", "[config]") {
+  const std::string text = WithLine(9, "role { name: \"a\" seats: \"b*\" scripted: \"tit_for_tat\" }");
+  CHECK_THAT(ErrorOf(text), Catch::StartsWith(At(text, 9, "name")) && Catch::Contains("role 'a' is defined twice"));
+}
+
+TEST_CASE("a model no role uses is reported", "[config]") {
+  const std::string text = WithLine(7, "model { name: \"m\" } model { name: \"unused\" }");
+  CHECK_THAT(ErrorOf(text), Catch::Contains("model 'unused' is used by no role"));
+}
+
+TEST_CASE("a device that is not cpu or cuda:N is reported", "[config]") {
+  const std::string text = WithLine(7, "model { name: \"m\" device: \"gpu0\" }");
+  CHECK_THAT(ErrorOf(text), Catch::StartsWith(At(text, 7, "device")) && Catch::Contains("not cpu or cuda:N"));
+}
+
+TEST_CASE("d_model must divide into the heads", "[config]") {
+  const std::string text = WithLine(7, "model { name: \"m\" transformer { d_model: 30 heads: 4 } }");
+  CHECK_THAT(ErrorOf(text), Catch::StartsWith(At(text, 7, "heads")) && Catch::Contains("not divisible by heads"));
+}
+
+TEST_CASE("a channel to an unknown role is reported at its endpoint", "[config]") {
+  const std::string text = std::string(kBase) + "channel { from: \"a\" to: \"c\" }\n";
+  CHECK_THAT(ErrorOf(text), Catch::StartsWith(At(text, 11, "to")) && Catch::Contains("'c' is not a role"));
+}
+
+TEST_CASE("latent channels are refused until they are implemented", "[config]") {
+  const std::string text = std::string(kBase) + "channel { from: \"a\" to: \"a\" mode: LATENT }\n";
+  CHECK_THAT(ErrorOf(text), Catch::StartsWith(At(text, 11, "mode")) && Catch::Contains("not implemented yet"));
+}
+
+TEST_CASE("an unknown reward signal lists the game's signals", "[config]") {
+  const std::string text = WithLine(10, "reward { level: TURN signal: \"team_score\" }");
+  CHECK_THAT(ErrorOf(text), Catch::StartsWith(At(text, 10, "signal")) && Catch::Contains("round_payoff"));
+}
+
+TEST_CASE("episodes per iteration must fill whole groups", "[config]") {
+  const std::string text = std::string(kBase) + "credit { group_size: 8 }\ntrainer { episodes_per_iteration: 12 }\n";
+  CHECK_THAT(ErrorOf(text), Catch::StartsWith(At(text, 12, "episodes_per_iteration")) &&
+                                Catch::Contains("not a multiple of credit.group_size 8"));
+}
+
+TEST_CASE("an adapter on a model that serves one role is refused", "[config]") {
+  const std::string text = WithLine(8, "role { name: \"a\" seats: \"a*\" model: \"m\" adapter: LORA }");
+  CHECK_THAT(ErrorOf(text), Catch::StartsWith(At(text, 8, "adapter")) && Catch::Contains("serves no other role"));
+}
+
+TEST_CASE("a workflow needs a game or a pipeline", "[config]") {
+  CHECK_THAT(ErrorOf("name: \"x\"\n"), Catch::Contains("needs a game { } or a pipeline { }"));
+}
+
+namespace {
+const char* kPipeline = R"(name: "p"
+pipeline {
+  task: "reverse_digits"
+  node { name: "propose" role: "proposer" inputs: "critic" }
+  node { name: "critic" role: "critic" inputs: "propose" }
+  node { name: "done" kind: END_NODE }
+  edge { from: "propose" to: "critic" }
+  edge { from: "critic" to: "propose" when { node: "critic" equals: "reject" } }
+  edge { from: "critic" to: "done" when { node: "critic" equals: "reject" negate: true } }
+  start: "propose"
+  max_steps: 6
+  answer: "propose"
+}
+model { name: "m" }
+role { name: "proposer" model: "m" }
+role { name: "critic" model: "m" }
+reward { level: TRAJECTORY signal: "score" }
+)";
+std::string PipelineWith(const std::string& from, const std::string& to) {
+  std::string t = kPipeline;
+  t.replace(t.find(from), from.size(), to);
+  return t;
+}
+}  // namespace
+
+TEST_CASE("a valid pipeline compiles and has a bounded cycle", "[config][pipeline]") {
+  CompiledWorkflow w = CompileWorkflow(ParseWorkflowText(kPipeline, "t.textproto"));
+  CHECK(w.pipeline->has_cycle);
+  CHECK(w.pipeline->max_steps == 6);
+  CHECK(w.models[0].num_roles == 2);
+}
+
+TEST_CASE("a pipeline cycle without max_steps is refused", "[config][pipeline]") {
+  CHECK_THAT(ErrorOf(PipelineWith("  max_steps: 6\n", "")), Catch::Contains("cycle but no max_steps"));
+}
+
+TEST_CASE("an unreachable pipeline node is named", "[config][pipeline]") {
+  const std::string text = PipelineWith("  start: \"propose\"", "  node { name: \"orphan\" kind: END_NODE }\n  start: \"propose\"");
+  CHECK_THAT(ErrorOf(text), Catch::StartsWith(At(text, 10, "name")) && Catch::Contains("'orphan' is unreachable"));
+}
+
+TEST_CASE("an edge to an unknown node is reported at its endpoint", "[config][pipeline]") {
+  const std::string text = PipelineWith("to: \"critic\" }", "to: \"critics\" }");
+  CHECK_THAT(ErrorOf(text), Catch::StartsWith(At(text, 7, "to:")) && Catch::Contains("'critics' is not a node"));
+}
+
+TEST_CASE("a command-line override of an unknown field names the override", "[config]") {
+  LoadedWorkflow w = ParseWorkflowText(kBase, "t.textproto");
+  CHECK_THROWS_WITH(ApplyOverride(w, "trainer.iteratons=3"), Catch::Contains("--set trainer.iteratons=3") &&
+                                                                  Catch::Contains("no field 'iteratons'"));
+  CHECK_THROWS_WITH(ApplyOverride(w, "trainer.iterations=many"), Catch::Contains("not a valid value"));
+  ApplyOverride(w, "model[0].transformer.d_model=32");
+  CHECK(w.proto.model(0).transformer().d_model() == 32);
+}

@@ -1,0 +1,218 @@
+// The `troupe` command line: train, eval, validate. Only this file catches
+// troupe's errors, prints them and chooses the exit status.
+#include <malloc.h>
+#include <unistd.h>
+
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "core/checkpoint.h"
+#include "core/errors.h"
+#include "core/model_pool.h"
+#include "workflows/compiled_workflow.h"
+#include "workflows/config_loader.h"
+#include "workflows/evaluate.h"
+#include "workflows/train_run.h"
+
+namespace {
+
+using troupe::CompiledWorkflow;
+
+const char* kUsage = R"(troupe: define multi-agent workflows in config, co-train agent teams, evaluate them.
+
+usage: troupe <command> [options]
+
+commands:
+  train FILE      train the workflow's models; writes a run folder
+  eval FILE       evaluate trained models from a checkpoint
+  validate FILE   check a workflow file and describe it (exit 0 valid, 1 invalid)
+  help [COMMAND]  this text, or a command's options
+
+`troupe help train` lists train's options, and so on.
+)";
+
+const char* kTrainUsage = R"(usage: troupe train FILE [--out DIR] [--seed N] [--set field.path=value ...] [--resume] [--quiet]
+
+  --out DIR      run folder (default runs/<workflow name>-<date>-<time>)
+  --seed N       overrides the workflow's seed
+  --set P=V      overrides one field of the workflow, e.g. --set trainer.iterations=20
+                 or --set model[0].transformer.d_model=32 (repeatable)
+  --resume       continue the run in --out from its latest checkpoint, exactly
+  --quiet        no progress line
+  --no-eval      skip the before/after evaluation table
+
+The run folder holds workflow.resolved.textproto, metrics.jsonl (one JSON object
+per iteration), TensorBoard event files, eval_untrained.json, eval_trained.json
+and checkpoints/.
+)";
+
+const char* kEvalUsage = R"(usage: troupe eval FILE --checkpoint DIR [--episodes N] [--json] [--greedy] [--seed N] [--set P=V ...]
+
+  --checkpoint DIR  a run folder or one of its checkpoints/iter-* folders
+  --episodes N      episodes to play (default: the workflow's trainer.eval_episodes)
+  --json            print one JSON object (episodes, scores, cooperation, invalid_outputs, ...)
+  --greedy          pick the most likely token instead of sampling
+)";
+
+const char* kValidateUsage = R"(usage: troupe validate FILE [--set P=V ...]
+
+Parses and validates the whole workflow (schema, roles, seats, models, sharing,
+channels, rewards, graph) and prints a summary. Errors read file:line:col: message.
+)";
+
+struct Args {
+  std::string command;
+  std::string file;
+  std::string out;
+  std::string checkpoint;
+  std::vector<std::string> sets;
+  long long seed = -1;
+  int episodes = 0;
+  bool json = false, greedy = false, resume = false, quiet = false, no_eval = false, help = false;
+};
+
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+Args Parse(int argc, char** argv) {
+  Args a;
+  std::vector<std::string> v(argv + 1, argv + argc);
+  auto value = [&](size_t& i) -> std::string {
+    if (i + 1 >= v.size()) throw UsageError(v[i] + " needs a value");
+    return v[++i];
+  };
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string& s = v[i];
+    try {
+      if (s == "-h" || s == "--help") a.help = true;
+      else if (s == "--out") a.out = value(i);
+      else if (s == "--checkpoint") a.checkpoint = value(i);
+      else if (s == "--set") a.sets.push_back(value(i));
+      else if (s == "--seed") a.seed = std::stoll(value(i));
+      else if (s == "--episodes") a.episodes = std::stoi(value(i));
+      else if (s == "--json") a.json = true;
+      else if (s == "--greedy") a.greedy = true;
+      else if (s == "--resume") a.resume = true;
+      else if (s == "--quiet") a.quiet = true;
+      else if (s == "--no-eval") a.no_eval = true;
+      else if (!s.empty() && s[0] == '-') throw UsageError("unknown option " + s);
+      else if (a.command.empty()) a.command = s;
+      else if (a.file.empty()) a.file = s;
+      else throw UsageError("unexpected argument " + s);
+    } catch (const std::invalid_argument&) {
+      throw UsageError(s + " needs a number");
+    }
+  }
+  return a;
+}
+
+CompiledWorkflow Load(const Args& a) {
+  if (a.file.empty()) throw UsageError(a.command + " needs a workflow FILE");
+  troupe::LoadedWorkflow loaded = troupe::LoadWorkflowFile(a.file);
+  for (const auto& s : a.sets) troupe::ApplyOverride(loaded, s);
+  if (a.seed >= 0) loaded.proto.set_seed(static_cast<uint64_t>(a.seed));
+  return troupe::CompileWorkflow(loaded);
+}
+
+std::string DefaultOut(const CompiledWorkflow& w) {
+  char stamp[32];
+  std::time_t t = std::time(nullptr);
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&t));
+  std::string name = w.proto.name().empty() ? std::filesystem::path(w.file).stem().string() : w.proto.name();
+  return "runs/" + name + "-" + stamp;
+}
+
+int Train(const Args& a) {
+  CompiledWorkflow w = Load(a);
+  std::cout << troupe::DescribeWorkflow(w) << "\n";
+  troupe::TrainOptions o;
+  if (a.resume && a.out.empty()) throw UsageError("--resume needs --out DIR (the run to continue)");
+  o.out_dir = a.out.empty() ? DefaultOut(w) : a.out;
+  o.resume = a.resume;
+  o.progress = !a.quiet;
+  o.final_eval = !a.no_eval;
+  std::cout << "run folder: " << o.out_dir << "\n";
+  troupe::TrainResult r = troupe::Train(w, o, std::cout);
+  std::cout << "trained " << r.iterations << " iterations in " << static_cast<int>(r.seconds) << " s\n";
+  if (r.before && r.after) {
+    std::cout << "\n" << troupe::ResultTable(r);
+    std::cout << "(means over " << r.after->episodes << " evaluation episodes each, sampled policy)\n";
+  }
+  return 0;
+}
+
+int Eval(const Args& a) {
+  if (a.checkpoint.empty()) throw UsageError("eval needs --checkpoint DIR");
+  CompiledWorkflow w = Load(a);
+  troupe::SetTorchThreads(w.run.threads);
+  auto ckpt = troupe::FindCheckpoint(a.checkpoint);
+  if (!ckpt) throw troupe::CheckpointError("no checkpoint in " + a.checkpoint);
+  troupe::ModelPool pool(w.models, w.seed);
+  troupe::RunState state = troupe::LoadCheckpoint(*ckpt, pool, nullptr);
+  if (state["vocab"] != w.vocab.Fingerprint()) {
+    throw troupe::CheckpointError("checkpoint " + *ckpt + " was trained with another vocabulary (game or roles differ)");
+  }
+  const int episodes = a.episodes > 0 ? a.episodes : w.run.eval_episodes;
+  troupe::EvalResult r = troupe::Evaluate(w, pool, episodes, w.seed + 1, a.greedy, w.trainer.temperature);
+  if (a.json) {
+    std::cout << troupe::EvalJson(r) << "\n";
+  } else {
+    std::cout << "checkpoint " << *ckpt << ", " << episodes << " episodes" << (a.greedy ? " (greedy)" : "") << "\n";
+    for (const auto& [k, v] : r.metrics) std::cout << "  " << k << " = " << v << "\n";
+    if (auto best = troupe::BestAchievable(w)) {
+      std::cout << "  best achievable " << best->signal << " = " << best->value << "\n";
+    }
+  }
+  return 0;
+}
+
+int Validate(const Args& a) {
+  CompiledWorkflow w = Load(a);
+  std::cout << troupe::DescribeWorkflow(w) << "\nvalid\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Training allocates and frees the same large activation buffers every step;
+  // keeping them on the heap (no mmap/munmap per tensor) avoids a page fault storm.
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  Args a;
+  try {
+    a = Parse(argc, argv);
+    if (a.command.empty() || a.command == "help") {
+      const std::string topic = a.file;
+      std::cout << (topic == "train" ? kTrainUsage : topic == "eval" ? kEvalUsage
+                                                     : topic == "validate" ? kValidateUsage : kUsage);
+      return a.command.empty() && !a.help ? 2 : 0;
+    }
+    if (a.help) {
+      std::cout << (a.command == "train" ? kTrainUsage : a.command == "eval" ? kEvalUsage
+                                                         : a.command == "validate" ? kValidateUsage : kUsage);
+      return 0;
+    }
+    if (a.command == "train") return Train(a);
+    if (a.command == "eval") return Eval(a);
+    if (a.command == "validate") return Validate(a);
+    throw UsageError("unknown command '" + a.command + "'");
+  } catch (const UsageError& e) {
+    std::cerr << "troupe: " << e.what() << "\n(see troupe --help)\n";
+    return 2;
+  } catch (const troupe::ConfigError& e) {
+    std::cerr << e.what() << "\n";
+    return 1;
+  } catch (const troupe::Error& e) {
+    std::cerr << "troupe: " << e.what() << "\n";
+    return 3;
+  } catch (const std::exception& e) {
+    std::cerr << "troupe: internal error: " << e.what() << "\n";
+    return 4;
+  }
+}

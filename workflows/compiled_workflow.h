@@ -1,0 +1,114 @@
+// A workflow after validation: names resolved to indices, defaults applied,
+// the game (or pipeline task) built, the vocabulary and model configs fixed.
+// Everything the runtime needs; nothing in it can still be wrong.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comms/proto/workflow.pb.h"
+#include "core/credit.h"
+#include "core/game.h"
+#include "core/model_pool.h"
+#include "core/pipeline_task.h"
+#include "core/trainer.h"
+#include "core/vocab.h"
+
+namespace troupe {
+
+struct RoleInfo {
+  std::string name;
+  std::vector<int> seats;     // game seats this role plays
+  int model = -1;             // physical model, or -1 for a scripted role
+  int slot = 0;               // the role's index among the roles of its model
+  std::string scripted;       // strategy name for scripted roles
+  config::Adapter adapter = config::ADAPTER_NONE;
+  bool trained() const { return model >= 0; }
+};
+
+struct RewardTerm {
+  config::RewardLevel level = config::TRAJECTORY;
+  std::string signal;
+  double weight = 1.0;
+  bool to_go = false;      // TURN: return-to-go from the call's turn
+  std::vector<int> roles;  // empty: every trained role
+};
+
+struct PipelineNode {
+  std::string name;
+  config::NodeKind kind = config::ROLE_NODE;
+  int role = -1;
+  std::string tool;
+  std::vector<int> inputs;
+  int max_tokens = 4;
+};
+
+struct PipelineEdge {
+  int from = 0;
+  int to = 0;
+  bool conditional = false;
+  int cond_node = -1;
+  std::string equals;
+  bool negate = false;
+};
+
+struct CompiledPipeline {
+  std::unique_ptr<PipelineTask> task;
+  std::vector<std::unique_ptr<PipelineTool>> tools;  // per node (null for non-tool nodes)
+  std::vector<PipelineNode> nodes;
+  std::vector<PipelineEdge> edges;
+  std::vector<int> start;
+  int max_steps = 0;
+  int answer = -1;
+  bool has_cycle = false;
+};
+
+struct RunSettings {
+  int iterations = 100;
+  int episodes_per_iteration = 32;
+  int group_size = 8;
+  int eval_episodes = 64;
+  double max_minutes = 0.0;
+  int checkpoint_every = 10;
+  int threads = 1;
+  int sft_episodes = 0;
+  int sft_steps = 0;
+  std::string sft_teacher;
+};
+
+struct CompiledWorkflow {
+  std::string file;
+  config::Workflow proto;  // with defaults filled in: the resolved config
+  uint64_t seed = 0;
+
+  std::unique_ptr<Game> game;          // seat-driven workflows
+  std::unique_ptr<CompiledPipeline> pipeline;  // node-driven workflows
+  std::vector<std::string> seat_names;
+  std::vector<int> seat_role;          // seat -> role index
+
+  std::vector<RoleInfo> roles;
+  std::vector<ModelConfig> models;
+  std::vector<std::string> sharing;    // per model: "shared", "separate", "partial (LoRA r=4)"...
+  Vocab vocab;
+  std::vector<RewardTerm> rewards;
+  CreditConfig credit;
+  TrainerConfig trainer;
+  RunSettings run;
+
+  int RoleIndex(const std::string& name) const;
+  // Seat -> strategy for every scripted seat (for best-response search).
+  std::map<int, std::string> ScriptedSeats() const;
+};
+
+class LoadedWorkflow;
+
+// Validates the whole workflow and builds what the runtime needs.
+// Throws ConfigError with file:line:col (or the offending role/seat/model).
+CompiledWorkflow CompileWorkflow(const LoadedWorkflow& workflow);
+
+// A one-paragraph human summary: game, roles -> models, sharing modes, estimator.
+std::string DescribeWorkflow(const CompiledWorkflow& workflow);
+
+}  // namespace troupe

@@ -1,0 +1,140 @@
+// Batched rollouts of node-driven pipelines: every episode's frontier runs
+// together; role nodes of all episodes are gathered per model into one
+// Generate call per step; edges with conditions choose the next frontier.
+#include <algorithm>
+#include <set>
+
+#include "core/errors.h"
+#include "workflows/rollout.h"
+
+namespace troupe {
+
+RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
+  const CompiledPipeline& p = *workflow_.pipeline;
+  RolloutBatch batch;
+  const int E = options.episodes;
+  struct Episode {
+    PipelineQuery query;
+    std::vector<std::vector<std::string>> latest;  // per node
+    std::vector<int> frontier;
+    int steps = 0;
+    bool done = false;
+    int invalid = 0;
+    std::vector<size_t> records;
+  };
+  std::vector<Episode> eps(E);
+  for (int e = 0; e < E; ++e) {
+    const int group = e / std::max(1, options.group_size);
+    eps[e].query = p.task->MakeQuery(Rng::Mix(options.seed, static_cast<uint64_t>(group)));
+    eps[e].latest.assign(p.nodes.size(), {});
+    eps[e].frontier = p.start;
+  }
+  int64_t calls_before = 0;
+  for (int m = 0; m < pool_.size(); ++m) calls_before += pool_.forward_calls(m);
+
+  struct Pending {
+    int episode;
+    int node;
+    std::vector<int> prompt;
+  };
+  for (bool active = true; active;) {
+    active = false;
+    std::vector<std::vector<Pending>> by_model(pool_.size());
+    for (int e = 0; e < E; ++e) {
+      Episode& ep = eps[e];
+      if (ep.done) continue;
+      if (ep.frontier.empty() || ep.steps >= p.max_steps) { ep.done = true; continue; }
+      active = true;
+      for (int n : ep.frontier) {
+        const PipelineNode& node = p.nodes[n];
+        if (node.kind == config::END_NODE) { ep.done = true; continue; }
+        std::vector<std::string> seen = ep.query.question;
+        for (int in : node.inputs) {
+          seen.push_back("|");
+          seen.insert(seen.end(), ep.latest[in].begin(), ep.latest[in].end());
+        }
+        if (node.kind == config::TOOL_NODE) {
+          std::vector<std::vector<std::string>> inputs;
+          for (int in : node.inputs) inputs.push_back(ep.latest[in]);
+          ep.latest[n] = p.tools[n]->Run(ep.query, inputs);
+        } else {
+          const RoleInfo& role = workflow_.roles[node.role];
+          by_model[role.model].push_back({e, n, Prompt(node.role, seen)});
+        }
+      }
+    }
+    if (!active) break;
+    for (int m = 0; m < pool_.size(); ++m) {
+      auto& pend = by_model[m];
+      if (pend.empty()) continue;
+      std::vector<GenerateQuery> queries;
+      for (const auto& q : pend) {
+        const PipelineNode& node = p.nodes[q.node];
+        queries.push_back({workflow_.roles[node.role].slot, &q.prompt, node.max_tokens});
+      }
+      std::vector<Generation> gens = pool_.Generate(m, queries, rng, options.temperature, options.greedy);
+      ++batch.generate_calls;
+      for (size_t i = 0; i < pend.size(); ++i) {
+        Pending& q = pend[i];
+        Episode& ep = eps[q.episode];
+        const PipelineNode& node = p.nodes[q.node];
+        ep.latest[q.node] = workflow_.vocab.Decode(gens[i].tokens);
+        CallRecord rec;
+        rec.episode = q.episode;
+        rec.group = q.episode / std::max(1, options.group_size);
+        rec.role = node.role;
+        rec.model = m;
+        rec.role_slot = workflow_.roles[node.role].slot;
+        rec.turn = ep.steps;
+        rec.phase = node.name;
+        rec.prompt = std::move(q.prompt);
+        rec.response = std::move(gens[i].tokens);
+        rec.logprobs = std::move(gens[i].logprobs);
+        rec.valid = !ep.latest[q.node].empty();
+        ep.invalid += !rec.valid;
+        batch.invalid += !rec.valid;
+        ep.records.push_back(batch.records.size());
+        batch.records.push_back(std::move(rec));
+      }
+    }
+    // Next frontier: targets of edges whose condition holds.
+    for (int e = 0; e < E; ++e) {
+      Episode& ep = eps[e];
+      if (ep.done) continue;
+      std::set<int> next;
+      for (int n : ep.frontier) {
+        for (const auto& edge : p.edges) {
+          if (edge.from != n) continue;
+          bool ok = true;
+          if (edge.conditional) {
+            const auto& out = ep.latest[edge.cond_node];
+            ok = (!out.empty() && out[0] == edge.equals) != edge.negate;
+          }
+          if (ok) next.insert(edge.to);
+        }
+      }
+      ep.frontier.assign(next.begin(), next.end());
+      ++ep.steps;
+      batch.turns = std::max<int64_t>(batch.turns, ep.steps);
+    }
+  }
+  for (int e = 0; e < E; ++e) {
+    Episode& ep = eps[e];
+    const double score = p.task->Score(ep.query, ep.latest[p.answer]);
+    for (size_t r : ep.records) batch.records[r].reward = CallReward(workflow_, batch.records[r], nullptr, score);
+    EpisodeSummary s;
+    s.metrics = {{"score", score}, {"steps", static_cast<double>(ep.steps)}, {"invalid_outputs", static_cast<double>(ep.invalid)}};
+    std::string text = "question:";
+    for (const auto& w : ep.query.question) text += " " + w;
+    text += "\nanswer:";
+    for (const auto& w : ep.latest[p.answer]) text += " " + w;
+    s.final_state = text + "\n";
+    batch.episodes.push_back(std::move(s));
+  }
+  int64_t calls_after = 0;
+  for (int m = 0; m < pool_.size(); ++m) calls_after += pool_.forward_calls(m);
+  batch.forward_calls = calls_after - calls_before;
+  return batch;
+}
+
+}  // namespace troupe

@@ -1,0 +1,173 @@
+// Batched rollouts of seat-driven games (pipelines are in pipeline_rollout.cc).
+#include "workflows/rollout.h"
+
+#include <algorithm>
+
+#include "core/errors.h"
+
+namespace troupe {
+
+Rollout::Rollout(const CompiledWorkflow& workflow, ModelPool& pool) : workflow_(workflow), pool_(pool) {
+  for (const auto& r : workflow_.roles) {
+    strategies_.push_back(r.trained() ? nullptr : StrategyFactory::Get().Create(r.scripted));
+  }
+}
+
+std::vector<int> Rollout::Prompt(int role, const std::vector<std::string>& observation) const {
+  std::vector<int> p = {Vocab::kBos, workflow_.vocab.RoleToken(role)};
+  for (const auto& w : observation) p.push_back(workflow_.vocab.Id(w));
+  return p;
+}
+
+double CallReward(const CompiledWorkflow& workflow, const CallRecord& record, const State* state, double task_score) {
+  double reward = 0.0;
+  for (const auto& term : workflow.rewards) {
+    if (!term.roles.empty() && std::find(term.roles.begin(), term.roles.end(), record.role) == term.roles.end()) continue;
+    switch (term.level) {
+      case config::TRAJECTORY:
+        reward += term.weight * (state ? state->Signal(term.signal, record.seat) : task_score);
+        break;
+      case config::TURN:
+        if (state && term.to_go) {
+          for (int t = record.turn; t < state->Turn(); ++t) reward += term.weight * state->TurnSignal(term.signal, record.seat, t);
+        } else if (state) {
+          reward += term.weight * state->TurnSignal(term.signal, record.seat, record.turn);
+        }
+        break;
+      case config::ROLE:
+        reward += term.weight * (record.valid ? 0.0 : -1.0);
+        break;
+      default:
+        break;
+    }
+  }
+  return reward;
+}
+
+RolloutBatch Rollout::Run(const RolloutOptions& options, Rng& rng) {
+  return workflow_.game ? RunGame(options, rng) : RunPipeline(options, rng);
+}
+
+RolloutBatch Rollout::RunGame(const RolloutOptions& options, Rng& rng) {
+  RolloutBatch batch;
+  const int E = options.episodes;
+  std::vector<std::unique_ptr<State>> states;
+  std::vector<std::vector<size_t>> episode_records(E);
+  for (int e = 0; e < E; ++e) {
+    const int group = e / std::max(1, options.group_size);
+    states.push_back(workflow_.game->NewInitialState(Rng::Mix(options.seed, static_cast<uint64_t>(group))));
+  }
+  std::unique_ptr<ScriptedStrategy> teacher;
+  if (options.scripted_for_trained) teacher = StrategyFactory::Get().Create(options.teacher);
+  const int64_t calls_before = [&] {
+    int64_t n = 0;
+    for (int m = 0; m < pool_.size(); ++m) n += pool_.forward_calls(m);
+    return n;
+  }();
+
+  // Per tick: every active episode's pending decisions, grouped by model.
+  struct Pending {
+    int episode;
+    size_t output;  // index into that episode's outputs
+    int role;
+    std::vector<int> prompt;
+    int max_words;
+    std::string phase;
+  };
+  bool active = true;
+  while (active) {
+    active = false;
+    std::vector<std::vector<Decision>> decisions(E);
+    std::vector<std::vector<SeatOutput>> outputs(E);
+    std::vector<std::vector<Pending>> by_model(pool_.size());
+    for (int e = 0; e < E; ++e) {
+      if (states[e]->IsTerminal()) continue;
+      active = true;
+      decisions[e] = states[e]->PendingDecisions();
+      outputs[e].resize(decisions[e].size());
+      for (size_t k = 0; k < decisions[e].size(); ++k) {
+        const Decision& d = decisions[e][k];
+        const int role = workflow_.seat_role[d.seat];
+        const RoleInfo& info = workflow_.roles[role];
+        outputs[e][k].seat = d.seat;
+        if (!info.trained()) {
+          outputs[e][k].words = strategies_[role]->Act(*states[e], d, rng);
+        } else if (teacher) {
+          outputs[e][k].words = teacher->Act(*states[e], d, rng);
+          CallRecord rec;
+          rec.episode = e;
+          rec.group = e / std::max(1, options.group_size);
+          rec.role = role;
+          rec.model = info.model;
+          rec.role_slot = info.slot;
+          rec.seat = d.seat;
+          rec.turn = states[e]->Turn();
+          rec.phase = d.phase;
+          rec.prompt = Prompt(role, d.observation);
+          rec.response = workflow_.vocab.Encode(outputs[e][k].words);
+          if (static_cast<int>(rec.response.size()) < d.max_words) rec.response.push_back(Vocab::kEos);
+          rec.response.resize(std::min<size_t>(rec.response.size(), d.max_words));
+          episode_records[e].push_back(batch.records.size());
+          batch.records.push_back(std::move(rec));
+        } else {
+          by_model[info.model].push_back({e, k, role, Prompt(role, d.observation), d.max_words, d.phase});
+        }
+      }
+    }
+    if (!active) break;
+    std::vector<std::vector<size_t>> record_of_output(E);
+    for (int e = 0; e < E; ++e) record_of_output[e].assign(outputs[e].size(), SIZE_MAX);
+    for (int m = 0; m < pool_.size(); ++m) {
+      auto& pend = by_model[m];
+      if (pend.empty()) continue;
+      std::vector<GenerateQuery> queries;
+      queries.reserve(pend.size());
+      for (const auto& p : pend) queries.push_back({workflow_.roles[p.role].slot, &p.prompt, p.max_words});
+      std::vector<Generation> gens = pool_.Generate(m, queries, rng, options.temperature, options.greedy);
+      ++batch.generate_calls;
+      for (size_t i = 0; i < pend.size(); ++i) {
+        Pending& p = pend[i];
+        outputs[p.episode][p.output].words = workflow_.vocab.Decode(gens[i].tokens);
+        CallRecord rec;
+        rec.episode = p.episode;
+        rec.group = p.episode / std::max(1, options.group_size);
+        rec.role = p.role;
+        rec.model = m;
+        rec.role_slot = workflow_.roles[p.role].slot;
+        rec.seat = decisions[p.episode][p.output].seat;
+        rec.turn = states[p.episode]->Turn();
+        rec.phase = p.phase;
+        rec.prompt = std::move(p.prompt);
+        rec.response = std::move(gens[i].tokens);
+        rec.logprobs = std::move(gens[i].logprobs);
+        record_of_output[p.episode][p.output] = batch.records.size();
+        episode_records[p.episode].push_back(batch.records.size());
+        batch.records.push_back(std::move(rec));
+      }
+    }
+    for (int e = 0; e < E; ++e) {
+      if (outputs[e].empty()) continue;
+      std::vector<bool> valid = states[e]->Apply(outputs[e]);
+      for (size_t k = 0; k < valid.size(); ++k) {
+        const size_t r = record_of_output[e][k];
+        if (r == SIZE_MAX) continue;
+        batch.records[r].valid = valid[k];
+        batch.invalid += !valid[k];
+      }
+    }
+  }
+  for (int e = 0; e < E; ++e) {
+    for (size_t r : episode_records[e]) batch.records[r].reward = CallReward(workflow_, batch.records[r], states[e].get(), 0.0);
+    EpisodeSummary s;
+    s.metrics = states[e]->Metrics();
+    s.final_state = states[e]->ToString();
+    batch.turns = std::max<int64_t>(batch.turns, states[e]->Turn());
+    batch.episodes.push_back(std::move(s));
+  }
+  int64_t calls_after = 0;
+  for (int m = 0; m < pool_.size(); ++m) calls_after += pool_.forward_calls(m);
+  batch.forward_calls = calls_after - calls_before;
+  return batch;
+}
+
+}  // namespace troupe

@@ -1,0 +1,61 @@
+// The controller's rollout loop: runs many episodes at once and, per tick,
+// gathers every pending decision for the same physical model into one batched
+// Generate call (never one forward per agent per episode). Scripted seats
+// answer without a model. Produces one CallRecord per model call, with rewards.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/model_pool.h"
+#include "core/rng.h"
+#include "core/trajectory.h"
+#include "workflows/compiled_workflow.h"
+
+namespace troupe {
+
+struct EpisodeSummary {
+  std::map<std::string, double> metrics;
+  std::string final_state;  // the game's ToString of the last state
+};
+
+struct RolloutBatch {
+  std::vector<CallRecord> records;
+  std::vector<EpisodeSummary> episodes;
+  int64_t generate_calls = 0;  // batched Generate calls, all models
+  int64_t forward_calls = 0;   // model forward passes, all models
+  int64_t turns = 0;           // game rounds played by the longest episode
+  int64_t invalid = 0;         // unparseable model outputs
+};
+
+struct RolloutOptions {
+  int episodes = 32;
+  int group_size = 8;          // episodes sharing a game seed form a GRPO group
+  uint64_t seed = 0;           // game seeds derive from it
+  double temperature = 1.0;
+  bool greedy = false;
+  bool scripted_for_trained = false;  // demonstrations: trained roles act as `teacher`
+  std::string teacher;
+};
+
+class Rollout {
+ public:
+  Rollout(const CompiledWorkflow& workflow, ModelPool& pool);
+  RolloutBatch Run(const RolloutOptions& options, Rng& rng);
+
+ private:
+  RolloutBatch RunGame(const RolloutOptions& options, Rng& rng);
+  RolloutBatch RunPipeline(const RolloutOptions& options, Rng& rng);
+  std::vector<int> Prompt(int role, const std::vector<std::string>& observation) const;
+
+  const CompiledWorkflow& workflow_;
+  ModelPool& pool_;
+  std::vector<std::unique_ptr<ScriptedStrategy>> strategies_;  // per role (null when trained)
+};
+
+// Sums the workflow's reward terms for one call record of a finished episode.
+double CallReward(const CompiledWorkflow& workflow, const CallRecord& record, const State* state, double task_score);
+
+}  // namespace troupe

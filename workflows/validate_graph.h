@@ -1,0 +1,16 @@
+// Graph checks of a workflow with Boost.Graph: channel endpoints, pipeline
+// node references, reachability from the start nodes, cycles that need a step
+// bound, and a reachable end.
+#pragma once
+
+namespace troupe {
+
+class LoadedWorkflow;
+struct CompiledWorkflow;
+
+// Checks channels (endpoints are roles, or nodes in a pipeline; modes implemented).
+void ValidateChannels(const LoadedWorkflow& w, CompiledWorkflow& c);
+// Resolves and checks a pipeline's nodes and edges; fills c.pipeline.
+void ValidatePipelineGraph(const LoadedWorkflow& w, CompiledWorkflow& c);
+
+}  // namespace troupe
