@@ -15,7 +15,7 @@ std::map<std::string, double> MeanMetrics(const RolloutBatch& batch) {
 }
 
 EvalResult Evaluate(const CompiledWorkflow& workflow, ModelPool& pool, int episodes, uint64_t seed, bool greedy,
-                    double temperature) {
+                    double temperature, int show) {
   Rollout rollout(workflow, pool);
   Rng rng(Rng::Mix(seed, 0xE7A1));
   EvalResult result;
@@ -32,6 +32,7 @@ EvalResult Evaluate(const CompiledWorkflow& workflow, ModelPool& pool, int episo
     RolloutBatch b = rollout.Run(o, rng);
     for (const auto& e : b.episodes) {
       for (const auto& [k, v] : e.metrics) sum[k] += v;
+      if (static_cast<int>(result.shown.size()) < show) result.shown.push_back(e.final_state);
     }
     forward += b.forward_calls;
     turns += b.turns;

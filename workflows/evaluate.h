@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/model_pool.h"
 #include "workflows/compiled_workflow.h"
@@ -16,10 +17,11 @@ struct EvalResult {
   int episodes = 0;
   std::map<std::string, double> metrics;  // means over episodes
   double forward_calls_per_turn = 0.0;
+  std::vector<std::string> shown;  // the first episodes' final states, when asked for
 };
 
 EvalResult Evaluate(const CompiledWorkflow& workflow, ModelPool& pool, int episodes, uint64_t seed, bool greedy,
-                    double temperature);
+                    double temperature, int show = 0);
 
 // Means of every episode metric in a rollout batch.
 std::map<std::string, double> MeanMetrics(const RolloutBatch& batch);

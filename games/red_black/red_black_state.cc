@@ -279,6 +279,8 @@ std::map<std::string, double> RedBlackState::Metrics() const {
   m["team_a_cooperation"] = black_a / rounds;
   m["team_b_cooperation"] = black_b / rounds;
   m["game_cooperation"] = (black_a + black_b) / (2.0 * rounds);
+  // End-game defection, the classic exploit against reciprocating strategies.
+  m["team_a_red_last_round"] = IsTerminal() && history_.back().choice[0] == Choice::kRed ? 1.0 : 0.0;
   int invalid = 0;
   for (const auto& [phase, count] : invalid_) {
     m["invalid_" + phase] = count;

@@ -1,6 +1,7 @@
 // The `troupe` command line: train, eval, validate. Only this file catches
 // troupe's errors, prints them and chooses the exit status.
 #include <malloc.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <ctime>
@@ -55,6 +56,7 @@ const char* kEvalUsage = R"(usage: troupe eval FILE --checkpoint DIR [--episodes
   --episodes N      episodes to play (default: the workflow's trainer.eval_episodes)
   --json            print one JSON object (episodes, scores, cooperation, invalid_outputs, ...)
   --greedy          pick the most likely token instead of sampling
+  --show N          also print the first N episodes as the game draws them
 )";
 
 const char* kValidateUsage = R"(usage: troupe validate FILE [--set P=V ...]
@@ -71,6 +73,7 @@ struct Args {
   std::vector<std::string> sets;
   long long seed = -1;
   int episodes = 0;
+  int show = 0;
   bool json = false, greedy = false, resume = false, quiet = false, no_eval = false, help = false;
 };
 
@@ -96,6 +99,7 @@ Args Parse(int argc, char** argv) {
       else if (s == "--seed") a.seed = std::stoll(value(i));
       else if (s == "--episodes") a.episodes = std::stoi(value(i));
       else if (s == "--json") a.json = true;
+      else if (s == "--show") a.show = std::stoi(value(i));
       else if (s == "--greedy") a.greedy = true;
       else if (s == "--resume") a.resume = true;
       else if (s == "--quiet") a.quiet = true;
@@ -138,7 +142,10 @@ int Train(const Args& a) {
   o.final_eval = !a.no_eval;
   std::cout << "run folder: " << o.out_dir << "\n";
   troupe::TrainResult r = troupe::Train(w, o, std::cout);
-  std::cout << "trained " << r.iterations << " iterations in " << static_cast<int>(r.seconds) << " s\n";
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  std::cout << "trained " << r.iterations << " iterations in " << static_cast<int>(r.seconds) << " s; peak memory "
+            << usage.ru_maxrss / 1024 << " MiB\n";
   if (r.before && r.after) {
     std::cout << "\n" << troupe::ResultTable(r);
     std::cout << "(means over " << r.after->episodes << " evaluation episodes each, sampled policy)\n";
@@ -158,7 +165,8 @@ int Eval(const Args& a) {
     throw troupe::CheckpointError("checkpoint " + *ckpt + " was trained with another vocabulary (game or roles differ)");
   }
   const int episodes = a.episodes > 0 ? a.episodes : w.run.eval_episodes;
-  troupe::EvalResult r = troupe::Evaluate(w, pool, episodes, w.seed + 1, a.greedy, w.trainer.temperature);
+  troupe::EvalResult r = troupe::Evaluate(w, pool, episodes, w.seed + 1, a.greedy, w.trainer.temperature, a.show);
+  for (const auto& text : r.shown) std::cout << text << "\n";
   if (a.json) {
     std::cout << troupe::EvalJson(r) << "\n";
   } else {
