@@ -6,9 +6,7 @@ namespace troupe {
 std::unique_ptr<Game> MakeGame(const std::string& name, const std::map<std::string, ParamValue>& values) {
   const std::vector<ParamSpec>* specs = GameParamRegistry::Get().Find(name);
   if (specs == nullptr || !GameFactory::Get().Has(name)) {
-    std::string known;
-    for (const auto& n : GameFactory::Get().Names()) known += (known.empty() ? "" : ", ") + n;
-    throw GameError("unknown game '" + name + "' (registered: " + known + ")");
+    throw GameError("unknown game '" + name + "' (registered: " + JoinNames(GameFactory::Get().Names()) + ")");
   }
   Params params(*specs);
   for (const auto& [k, v] : values) params.Set(k, v);

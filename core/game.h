@@ -71,31 +71,10 @@ class Game {
 };
 
 // Games are made by name with their typed parameters.
-struct GameInfo {
-  std::string name;
-  std::vector<ParamSpec> params;
-};
 using GameFactory = Registry<Game, const Params&>;
 
 // Every registered game's parameter specs, for validation before construction.
-class GameParamRegistry {
- public:
-  static GameParamRegistry& Get() {
-    static GameParamRegistry instance;
-    return instance;
-  }
-  bool Register(const std::string& name, std::vector<ParamSpec> specs) {
-    specs_[name] = std::move(specs);
-    return true;
-  }
-  const std::vector<ParamSpec>* Find(const std::string& name) const {
-    auto it = specs_.find(name);
-    return it == specs_.end() ? nullptr : &it->second;
-  }
-
- private:
-  std::map<std::string, std::vector<ParamSpec>> specs_;
-};
+using GameParamRegistry = ParamSpecRegistry<Game>;
 
 // Makes a game by name; the params are checked against the game's specs.
 std::unique_ptr<Game> MakeGame(const std::string& name, const std::map<std::string, ParamValue>& values);

@@ -69,6 +69,11 @@ int ModelPool::Find(const std::string& name) const {
   return -1;
 }
 int64_t ModelPool::forward_calls(int model) const { return impl_->forward_calls.at(model); }
+int64_t ModelPool::total_forward_calls() const {
+  int64_t n = 0;
+  for (int64_t c : impl_->forward_calls) n += c;
+  return n;
+}
 
 int64_t ModelPool::ParameterCount(int model) const {
   int64_t n = 0;

@@ -58,6 +58,7 @@ class ModelPool {
                                    double temperature, bool greedy);
 
   int64_t forward_calls(int model) const;
+  int64_t total_forward_calls() const;
   int64_t ParameterCount(int model) const;
 
   // Parameters only; optimiser state is the trainer's.

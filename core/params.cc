@@ -1,6 +1,8 @@
 // Typed plug-in parameters: checking and access.
 #include "core/params.h"
 
+#include "core/registry.h"
+
 #include <sstream>
 
 namespace troupe {
@@ -34,9 +36,9 @@ const ParamSpec& Params::Spec(const std::string& name) const {
   for (const auto& s : specs_) {
     if (s.name == name) return s;
   }
-  std::string known;
-  for (const auto& s : specs_) known += (known.empty() ? "" : ", ") + s.name;
-  throw GameError("unknown parameter '" + name + "' (known: " + known + ")");
+  std::vector<std::string> known;
+  for (const auto& s : specs_) known.push_back(s.name);
+  throw GameError("unknown parameter '" + name + "' (known: " + JoinNames(known) + ")");
 }
 
 void Params::Set(const std::string& name, const ParamValue& value) {

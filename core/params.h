@@ -49,4 +49,26 @@ class Params {
   std::map<std::string, ParamValue> values_;
 };
 
+// The parameter specs of every registered plug-in of one kind (games, tasks),
+// so a workflow's parameters are checked before the plug-in is made.
+template <class Kind>
+class ParamSpecRegistry {
+ public:
+  static ParamSpecRegistry& Get() {
+    static ParamSpecRegistry instance;
+    return instance;
+  }
+  bool Register(const std::string& name, std::vector<ParamSpec> specs) {
+    specs_[name] = std::move(specs);
+    return true;
+  }
+  const std::vector<ParamSpec>* Find(const std::string& name) const {
+    auto it = specs_.find(name);
+    return it == specs_.end() ? nullptr : &it->second;
+  }
+
+ private:
+  std::map<std::string, std::vector<ParamSpec>> specs_;
+};
+
 }  // namespace troupe

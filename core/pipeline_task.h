@@ -29,24 +29,7 @@ class PipelineTask {
 };
 using PipelineTaskFactory = Registry<PipelineTask, const Params&>;
 
-class PipelineTaskParamRegistry {
- public:
-  static PipelineTaskParamRegistry& Get() {
-    static PipelineTaskParamRegistry instance;
-    return instance;
-  }
-  bool Register(const std::string& name, std::vector<ParamSpec> specs) {
-    specs_[name] = std::move(specs);
-    return true;
-  }
-  const std::vector<ParamSpec>* Find(const std::string& name) const {
-    auto it = specs_.find(name);
-    return it == specs_.end() ? nullptr : &it->second;
-  }
-
- private:
-  std::map<std::string, std::vector<ParamSpec>> specs_;
-};
+using PipelineTaskParamRegistry = ParamSpecRegistry<PipelineTask>;
 
 class PipelineTool {
  public:

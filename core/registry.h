@@ -13,6 +13,13 @@
 
 namespace troupe {
 
+// "a, b, c": for error messages that list what is registered.
+inline std::string JoinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
 template <class Base, class... Args>
 class Registry {
  public:
@@ -33,9 +40,7 @@ class Registry {
   std::unique_ptr<Base> Create(const std::string& name, Args... args) const {
     auto it = factories_.find(name);
     if (it == factories_.end()) {
-      std::string known;
-      for (const auto& [n, f] : factories_) known += (known.empty() ? "" : ", ") + n;
-      throw Error("unknown name '" + name + "' (registered: " + known + ")");
+      throw Error("unknown name '" + name + "' (registered: " + JoinNames(Names()) + ")");
     }
     return it->second(std::forward<Args>(args)...);
   }

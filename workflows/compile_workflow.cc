@@ -71,9 +71,8 @@ void CompileGame(const LoadedWorkflow& w, CompiledWorkflow& c) {
   const config::GameSpec& spec = w.proto.game();
   const std::vector<ParamSpec>* specs = GameParamRegistry::Get().Find(spec.name());
   if (specs == nullptr) {
-    std::string known;
-    for (const auto& n : GameFactory::Get().Names()) known += (known.empty() ? "" : ", ") + n;
-    w.Fail({{"game"}, {"name"}}, "unknown game '" + spec.name() + "' (registered: " + known + ")");
+    w.Fail({{"game"}, {"name"}},
+           "unknown game '" + spec.name() + "' (registered: " + JoinNames(GameFactory::Get().Names()) + ")");
   }
   Params params = ResolveParams(w, *specs, spec.param(), "game");
   try {
@@ -89,9 +88,8 @@ void CompilePipelineTask(const LoadedWorkflow& w, CompiledWorkflow& c) {
   const config::PipelineSpec& spec = w.proto.pipeline();
   const std::vector<ParamSpec>* specs = PipelineTaskParamRegistry::Get().Find(spec.task());
   if (specs == nullptr) {
-    std::string known;
-    for (const auto& n : PipelineTaskFactory::Get().Names()) known += (known.empty() ? "" : ", ") + n;
-    w.Fail({{"pipeline"}, {"task"}}, "unknown pipeline task '" + spec.task() + "' (registered: " + known + ")");
+    w.Fail({{"pipeline"}, {"task"}}, "unknown pipeline task '" + spec.task() + "' (registered: " +
+                                         JoinNames(PipelineTaskFactory::Get().Names()) + ")");
   }
   Params params = ResolveParams(w, *specs, spec.param(), "pipeline");
   c.pipeline = std::make_unique<CompiledPipeline>();
@@ -164,10 +162,8 @@ void CompileRoles(const LoadedWorkflow& w, CompiledWorkflow& c) {
       roles_of_model[info.model].push_back(i);
     } else {
       if (!StrategyFactory::Get().Has(r.scripted())) {
-        std::string known;
-        for (const auto& n : StrategyFactory::Get().Names()) known += (known.empty() ? "" : ", ") + n;
-        w.Fail({{"role", i}, {"scripted"}},
-               "role '" + r.name() + "': unknown scripted strategy '" + r.scripted() + "' (registered: " + known + ")");
+        w.Fail({{"role", i}, {"scripted"}}, "role '" + r.name() + "': unknown scripted strategy '" + r.scripted() +
+                                                "' (registered: " + JoinNames(StrategyFactory::Get().Names()) + ")");
       }
       if (c.game && StrategyFactory::Get().Create(r.scripted())->GameName() != c.game->Name()) {
         w.Fail({{"role", i}, {"scripted"}}, "role '" + r.name() + "': strategy '" + r.scripted() + "' plays " +
@@ -271,10 +267,9 @@ void CompileRewards(const LoadedWorkflow& w, CompiledWorkflow& c) {
                                              : r.level() == config::TURN     ? turn
                                                                              : std::vector<std::string>{"format"};
     if (std::find(allowed.begin(), allowed.end(), r.signal()) == allowed.end()) {
-      std::string known;
-      for (const auto& s : allowed) known += (known.empty() ? "" : ", ") + s;
       w.Fail({{"reward", i}, {"signal"}}, "unknown " + config::RewardLevel_Name(r.level()) + " reward signal '" +
-                                              r.signal() + "' (available: " + (known.empty() ? "none" : known) + ")");
+                                              r.signal() + "' (available: " +
+                                              (allowed.empty() ? "none" : JoinNames(allowed)) + ")");
     }
     for (int j = 0; j < r.roles_size(); ++j) {
       const int ri = c.RoleIndex(r.roles(j));

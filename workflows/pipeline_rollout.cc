@@ -29,8 +29,7 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
     eps[e].latest.assign(p.nodes.size(), {});
     eps[e].frontier = p.start;
   }
-  int64_t calls_before = 0;
-  for (int m = 0; m < pool_.size(); ++m) calls_before += pool_.forward_calls(m);
+  const int64_t calls_before = pool_.total_forward_calls();
 
   struct Pending {
     int episode;
@@ -79,14 +78,7 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
         Episode& ep = eps[q.episode];
         const PipelineNode& node = p.nodes[q.node];
         ep.latest[q.node] = workflow_.vocab.Decode(gens[i].tokens);
-        CallRecord rec;
-        rec.episode = q.episode;
-        rec.group = q.episode / std::max(1, options.group_size);
-        rec.role = node.role;
-        rec.model = m;
-        rec.role_slot = workflow_.roles[node.role].slot;
-        rec.turn = ep.steps;
-        rec.phase = node.name;
+        CallRecord rec = NewRecord(q.episode, options.group_size, node.role, 0, ep.steps, node.name);
         rec.prompt = std::move(q.prompt);
         rec.response = std::move(gens[i].tokens);
         rec.logprobs = std::move(gens[i].logprobs);
@@ -131,9 +123,7 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
     s.final_state = text + "\n";
     batch.episodes.push_back(std::move(s));
   }
-  int64_t calls_after = 0;
-  for (int m = 0; m < pool_.size(); ++m) calls_after += pool_.forward_calls(m);
-  batch.forward_calls = calls_after - calls_before;
+  batch.forward_calls = pool_.total_forward_calls() - calls_before;
   return batch;
 }
 

@@ -19,6 +19,19 @@ std::vector<int> Rollout::Prompt(int role, const std::vector<std::string>& obser
   return p;
 }
 
+CallRecord Rollout::NewRecord(int episode, int group_size, int role, int seat, int turn, const std::string& phase) const {
+  CallRecord rec;
+  rec.episode = episode;
+  rec.group = episode / std::max(1, group_size);
+  rec.role = role;
+  rec.model = workflow_.roles[role].model;
+  rec.role_slot = workflow_.roles[role].slot;
+  rec.seat = seat;
+  rec.turn = turn;
+  rec.phase = phase;
+  return rec;
+}
+
 double CallReward(const CompiledWorkflow& workflow, const CallRecord& record, const State* state, double task_score) {
   double reward = 0.0;
   for (const auto& term : workflow.rewards) {
@@ -59,11 +72,7 @@ RolloutBatch Rollout::RunGame(const RolloutOptions& options, Rng& rng) {
   }
   std::unique_ptr<ScriptedStrategy> teacher;
   if (options.scripted_for_trained) teacher = StrategyFactory::Get().Create(options.teacher);
-  const int64_t calls_before = [&] {
-    int64_t n = 0;
-    for (int m = 0; m < pool_.size(); ++m) n += pool_.forward_calls(m);
-    return n;
-  }();
+  const int64_t calls_before = pool_.total_forward_calls();
 
   // Per tick: every active episode's pending decisions, grouped by model.
   struct Pending {
@@ -94,15 +103,7 @@ RolloutBatch Rollout::RunGame(const RolloutOptions& options, Rng& rng) {
           outputs[e][k].words = strategies_[role]->Act(*states[e], d, rng);
         } else if (teacher) {
           outputs[e][k].words = teacher->Act(*states[e], d, rng);
-          CallRecord rec;
-          rec.episode = e;
-          rec.group = e / std::max(1, options.group_size);
-          rec.role = role;
-          rec.model = info.model;
-          rec.role_slot = info.slot;
-          rec.seat = d.seat;
-          rec.turn = states[e]->Turn();
-          rec.phase = d.phase;
+          CallRecord rec = NewRecord(e, options.group_size, role, d.seat, states[e]->Turn(), d.phase);
           rec.prompt = Prompt(role, d.observation);
           rec.response = workflow_.vocab.Encode(outputs[e][k].words);
           if (static_cast<int>(rec.response.size()) < d.max_words) rec.response.push_back(Vocab::kEos);
@@ -128,15 +129,8 @@ RolloutBatch Rollout::RunGame(const RolloutOptions& options, Rng& rng) {
       for (size_t i = 0; i < pend.size(); ++i) {
         Pending& p = pend[i];
         outputs[p.episode][p.output].words = workflow_.vocab.Decode(gens[i].tokens);
-        CallRecord rec;
-        rec.episode = p.episode;
-        rec.group = p.episode / std::max(1, options.group_size);
-        rec.role = p.role;
-        rec.model = m;
-        rec.role_slot = workflow_.roles[p.role].slot;
-        rec.seat = decisions[p.episode][p.output].seat;
-        rec.turn = states[p.episode]->Turn();
-        rec.phase = p.phase;
+        CallRecord rec = NewRecord(p.episode, options.group_size, p.role, decisions[p.episode][p.output].seat,
+                                   states[p.episode]->Turn(), p.phase);
         rec.prompt = std::move(p.prompt);
         rec.response = std::move(gens[i].tokens);
         rec.logprobs = std::move(gens[i].logprobs);
@@ -164,9 +158,7 @@ RolloutBatch Rollout::RunGame(const RolloutOptions& options, Rng& rng) {
     batch.turns = std::max<int64_t>(batch.turns, states[e]->Turn());
     batch.episodes.push_back(std::move(s));
   }
-  int64_t calls_after = 0;
-  for (int m = 0; m < pool_.size(); ++m) calls_after += pool_.forward_calls(m);
-  batch.forward_calls = calls_after - calls_before;
+  batch.forward_calls = pool_.total_forward_calls() - calls_before;
   return batch;
 }
 

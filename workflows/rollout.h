@@ -49,6 +49,7 @@ class Rollout {
   RolloutBatch RunGame(const RolloutOptions& options, Rng& rng);
   RolloutBatch RunPipeline(const RolloutOptions& options, Rng& rng);
   std::vector<int> Prompt(int role, const std::vector<std::string>& observation) const;
+  CallRecord NewRecord(int episode, int group_size, int role, int seat, int turn, const std::string& phase) const;
 
   const CompiledWorkflow& workflow_;
   ModelPool& pool_;

@@ -72,10 +72,8 @@ void ValidatePipelineGraph(const LoadedWorkflow& w, CompiledWorkflow& c) {
       used_roles.insert(node.role);
     } else if (n.kind() == config::TOOL_NODE) {
       if (!PipelineToolFactory::Get().Has(n.tool())) {
-        std::string known;
-        for (const auto& t : PipelineToolFactory::Get().Names()) known += (known.empty() ? "" : ", ") + t;
-        w.Fail({{"pipeline"}, {"node", i}, {"tool"}},
-               "node '" + n.name() + "': unknown tool '" + n.tool() + "' (registered: " + known + ")");
+        w.Fail({{"pipeline"}, {"node", i}, {"tool"}}, "node '" + n.name() + "': unknown tool '" + n.tool() +
+                                                         "' (registered: " + JoinNames(PipelineToolFactory::Get().Names()) + ")");
       }
       node.tool = n.tool();
       tool = PipelineToolFactory::Get().Create(n.tool());
