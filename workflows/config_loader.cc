@@ -2,6 +2,7 @@
 #include "workflows/config_loader.h"
 
 #include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/stubs/logging.h>
 #include <google/protobuf/text_format.h>
 
 #include <cstring>
@@ -151,8 +152,15 @@ void ApplyOverride(LoadedWorkflow& workflow, const std::string& assignment) {
     } else {
       if (!last) fail("'" + name + "' is not a message");
       if (field->is_repeated() && index >= 0) fail("indexing repeated scalars is not supported; the value is appended");
-      if (!pb::TextFormat::ParseFieldValueFromString(value, field, msg)) {
-        fail("'" + value + "' is not a valid value for " + name);
+      if (field->cpp_type() == pb::FieldDescriptor::CPPTYPE_STRING) {
+        // Strings need no quotes on the command line.
+        if (field->is_repeated()) refl->AddString(msg, field, value);
+        else refl->SetString(msg, field, value);
+      } else {
+        pb::LogSilencer quiet;  // the parser would log what we report ourselves
+        if (!pb::TextFormat::ParseFieldValueFromString(value, field, msg)) {
+          fail("'" + value + "' is not a valid value for " + name);
+        }
       }
     }
   }

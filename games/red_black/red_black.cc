@@ -99,7 +99,7 @@ static const std::vector<std::string>& ReasoningWords() {
 }
 
 std::vector<std::string> RedBlackGame::Vocabulary() const {
-  std::vector<std::string> v = {"round", "of", "x", "us", "them", "history", "now", "says",
+  std::vector<std::string> v = {"round", "of", "left", "x", "us", "them", "history", "now", "says",
                                 "will", "speak", "vote", "red", "black", "-"};
   for (int d = 0; d <= 9; ++d) v.push_back(std::to_string(d));
   std::set<int> points;

@@ -83,6 +83,8 @@ std::vector<std::string> RedBlackState::Observation(int seat, const std::string&
   append(NumberWords(round_ + 1));
   o.push_back("of");
   append(NumberWords(game_->rounds()));
+  o.push_back("left");
+  append(NumberWords(game_->rounds() - round_ - 1));
   o.push_back("x");
   append(NumberWords(game_->Multiplier(round_)));
   o.push_back("us");

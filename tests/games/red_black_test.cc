@@ -164,13 +164,13 @@ TEST_CASE("agents never see the other team's deliberation", "[red_black]") {
   }
 }
 
-TEST_CASE("observations show round, multiplier, scores and both teams' history", "[red_black]") {
+TEST_CASE("observations show round, rounds left, multiplier, scores and both teams' history", "[red_black]") {
   auto game = Make();
   auto s = game->NewInitialState(1);
   for (int r = 0; r < 4; ++r) PlayRound(*s, r == 1 ? "red" : "black", "black");
   const auto d = s->PendingDecisions().front();
-  const std::vector<std::string> head(d.observation.begin(), d.observation.begin() + 7);
-  CHECK(head == std::vector<std::string>{"round", "5", "of", "1", "0", "x", "3"});
+  const std::vector<std::string> head(d.observation.begin(), d.observation.begin() + 9);
+  CHECK(head == std::vector<std::string>{"round", "5", "of", "1", "0", "left", "5", "x", "3"});
   const auto hist = std::find(d.observation.begin(), d.observation.end(), "history");
   REQUIRE(hist != d.observation.end());
   // Round 2 from team A's side: A red, B black, +6.
