@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
 
 #include "core/errors.h"
 #include "core/model_pool_impl.h"
@@ -131,26 +132,39 @@ std::vector<Generation> ModelPool::Generate(int model_index, const std::vector<G
                      " tokens plus " + std::to_string(max_new) + " new exceeds max_len " +
                      std::to_string(model->options().max_len()));
   }
-  // Left-pad the prompts so every row's next token sits in the last column.
-  std::vector<int64_t> tok(B * Tp, Vocab::kPad), pos(B * Tp, 0), roles(B);
-  std::vector<uint8_t> valid(B * Tp, 0);
-  std::vector<int64_t> next_pos(B);
+  // Identical prompts of the same role (agents of one role seeing the same
+  // observation) are encoded once; their rows are copied before sampling.
+  std::map<std::pair<int, std::vector<int>>, int64_t> unique_of;
+  std::vector<int64_t> row_of(B);
+  std::vector<int64_t> firsts;
   for (int64_t b = 0; b < B; ++b) {
-    const auto& p = *queries[b].prompt;
+    auto [it, fresh] = unique_of.emplace(std::make_pair(queries[b].role_slot, *queries[b].prompt),
+                                         static_cast<int64_t>(firsts.size()));
+    if (fresh) firsts.push_back(b);
+    row_of[b] = it->second;
+  }
+  const int64_t U = static_cast<int64_t>(firsts.size());
+  // Left-pad the prompts so every row's next token sits in the last column.
+  std::vector<int64_t> tok(U * Tp, Vocab::kPad), pos(U * Tp, 0), roles(U);
+  std::vector<uint8_t> valid(U * Tp, 0);
+  for (int64_t u = 0; u < U; ++u) {
+    const auto& p = *queries[firsts[u]].prompt;
     const int64_t off = Tp - static_cast<int64_t>(p.size());
     for (size_t t = 0; t < p.size(); ++t) {
-      tok[b * Tp + off + t] = p[t];
-      pos[b * Tp + off + t] = static_cast<int64_t>(t);
-      valid[b * Tp + off + t] = 1;
+      tok[u * Tp + off + t] = p[t];
+      pos[u * Tp + off + t] = static_cast<int64_t>(t);
+      valid[u * Tp + off + t] = 1;
     }
-    next_pos[b] = static_cast<int64_t>(p.size());
-    roles[b] = queries[b].role_slot;
+    roles[u] = queries[firsts[u]].role_slot;
   }
+  std::vector<int64_t> next_pos(B);
+  for (int64_t b = 0; b < B; ++b) next_pos[b] = static_cast<int64_t>(queries[b].prompt->size());
   auto long_opts = torch::TensorOptions().dtype(torch::kLong);
-  torch::Tensor tokens = torch::from_blob(tok.data(), {B, Tp}, long_opts).clone().to(device);
-  torch::Tensor positions = torch::from_blob(pos.data(), {B, Tp}, long_opts).clone().to(device);
-  torch::Tensor key_valid = torch::from_blob(valid.data(), {B, Tp}, torch::kUInt8).clone().to(torch::kBool).to(device);
-  torch::Tensor role = torch::from_blob(roles.data(), {B}, long_opts).clone().to(device);
+  torch::Tensor tokens = torch::from_blob(tok.data(), {U, Tp}, long_opts).clone().to(device);
+  torch::Tensor positions = torch::from_blob(pos.data(), {U, Tp}, long_opts).clone().to(device);
+  torch::Tensor key_valid = torch::from_blob(valid.data(), {U, Tp}, torch::kUInt8).clone().to(torch::kBool).to(device);
+  torch::Tensor role = torch::from_blob(roles.data(), {U}, long_opts).clone().to(device);
+  torch::Tensor expand = torch::from_blob(row_of.data(), {B}, long_opts).clone().to(device);
 
   KvCache cache;
   std::vector<bool> done(B, false);
@@ -160,6 +174,13 @@ std::vector<Generation> ModelPool::Generate(int model_index, const std::vector<G
     LMOutput o = model->forward(tokens, positions, key_valid, role, &cache);
     ++impl_->forward_calls[model_index];
     torch::Tensor last = o.logits.select(1, o.logits.size(1) - 1);
+    if (step == 0 && U < B) {  // one row per query from here on
+      last = last.index_select(0, expand);
+      for (auto& k : cache.keys) k = k.index_select(0, expand);
+      for (auto& v : cache.values) v = v.index_select(0, expand);
+      key_valid = key_valid.index_select(0, expand);
+      role = role.index_select(0, expand);
+    }
     torch::Tensor logp = torch::log_softmax(last / temperature, -1).to(torch::kCPU, torch::kFloat).contiguous();
     SampleRows(logp, rng, greedy, done, &picked, &picked_logp);
     bool all_done = true;

@@ -103,10 +103,11 @@ TEST_CASE("batched KV-cached generation agrees with teacher-forced scoring", "[m
   auto w = Compile(kOneModel, "role { name: \"a\" seats: \"a*\" model: \"m\" }\n");
   ModelPool pool(w.models, 3);
   const std::vector<int> p1 = {1, 4, 9, 10, 11, 12, 13}, p2 = {1, 4, 20}, p3 = {1, 4, 30, 31, 32};
-  std::vector<GenerateQuery> q = {{0, &p1, 4}, {0, &p2, 4}, {0, &p3, 2}};
+  // The fourth query repeats the first: encoded once, sampled separately.
+  std::vector<GenerateQuery> q = {{0, &p1, 4}, {0, &p2, 4}, {0, &p3, 2}, {0, &p1, 4}};
   Rng rng(9);
   auto gens = pool.Generate(0, q, rng, 1.0, false);
-  REQUIRE(gens.size() == 3);
+  REQUIRE(gens.size() == 4);
   CHECK(gens[2].tokens.size() <= 2);
   const int64_t calls = pool.forward_calls(0);
   CHECK(calls <= 4);  // one forward per decoding step for the whole batch
