@@ -31,8 +31,25 @@ CreditAssigner::Key CreditAssigner::KeyOf(const CallRecord& r, bool with_group) 
   return k;
 }
 
+void CreditAssigner::BaselineInert(std::vector<CallRecord>& records) const {
+  std::map<Key, std::pair<double, int>> outcome;  // over the calls that could matter
+  for (const auto& r : records) {
+    if (r.inert) continue;
+    auto& [sum, n] = outcome[KeyOf(r, true)];
+    sum += r.reward - r.role_reward;
+    n += 1;
+  }
+  for (auto& r : records) {
+    if (!r.inert) continue;
+    auto it = outcome.find(KeyOf(r, true));
+    if (it == outcome.end()) continue;  // no pivotal call in the group: keep the reward
+    r.reward = it->second.first / it->second.second + r.role_reward;
+  }
+}
+
 CreditStats CreditAssigner::Assign(std::vector<CallRecord>& records) {
   CreditStats stats;
+  if (config_.baseline_inert) BaselineInert(records);
   if (config_.estimator == Estimator::kPpo) return stats;
   const bool reinforce = config_.estimator == Estimator::kReinforce;
   std::map<Key, std::vector<size_t>> groups;

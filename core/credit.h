@@ -23,6 +23,9 @@ struct CreditConfig {
   std::vector<GroupKey> group_by = {GroupKey::kEpisodeGroup, GroupKey::kRole, GroupKey::kTurn};
   double eps = 1e-6;
   double baseline_decay = 0.9;
+  // Inert calls (State::Inert) get their group's mean outcome instead of their
+  // own: a difference reward, exact for outputs that cannot change the outcome.
+  bool baseline_inert = true;
 };
 
 struct CreditStats {
@@ -35,7 +38,8 @@ class CreditAssigner {
  public:
   explicit CreditAssigner(CreditConfig config) : config_(std::move(config)) {}
 
-  // Fills `advantage` of every record from its `reward` (no-op for PPO).
+  // Replaces the outcome part of inert records' rewards by their group's mean
+  // outcome; then fills `advantage` from `reward` (PPO: the trainer does).
   CreditStats Assign(std::vector<CallRecord>& records);
 
   const CreditConfig& config() const { return config_; }
@@ -46,6 +50,7 @@ class CreditAssigner {
  private:
   using Key = std::tuple<int, int, int, std::string>;
   Key KeyOf(const CallRecord& r, bool with_group) const;
+  void BaselineInert(std::vector<CallRecord>& records) const;
 
   CreditConfig config_;
   std::map<Key, double> baselines_;

@@ -37,6 +37,13 @@ class State {
   // Applies one output for every pending decision; returns, per output, whether
   // the game could parse it (an unparseable output is handled per the game's rule).
   virtual std::vector<bool> Apply(const std::vector<SeatOutput>& outputs) = 0;
+  // After Apply: whether `seat`'s last output provably could not change the
+  // episode's outcome (e.g. a vote that was not pivotal). Credit assignment
+  // gives such calls the baseline instead of the outcome (a difference reward).
+  virtual bool Inert(int seat) const {
+    (void)seat;
+    return false;
+  }
   virtual bool IsTerminal() const = 0;
   virtual int Turn() const = 0;  // current turn (round), 0-based
   // A named episode-level signal for one seat, e.g. "team_score".

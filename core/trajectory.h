@@ -21,7 +21,9 @@ struct CallRecord {
   std::vector<int> response;      // sampled tokens, <eos> included when emitted
   std::vector<float> logprobs;    // behaviour log-probabilities of `response`
   bool valid = true;              // the game or parser could read the output
-  double reward = 0.0;            // filled by credit assignment
+  bool inert = false;             // the output provably could not change the outcome (State::Inert)
+  double reward = 0.0;            // all reward terms (filled after the episode)
+  double role_reward = 0.0;       // the ROLE-level part of `reward` (e.g. format)
   double advantage = 0.0;         // filled by credit assignment (non-PPO estimators)
 };
 

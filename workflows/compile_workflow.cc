@@ -313,6 +313,7 @@ void CompileTraining(const LoadedWorkflow& w, CompiledWorkflow& c) {
     for (int g : k.group_by()) c.credit.group_by.push_back(static_cast<GroupKey>(g));
   }
   c.credit.baseline_decay = k.baseline_decay() > 0 ? k.baseline_decay() : 0.9;
+  c.credit.baseline_inert = !k.keep_inert_outcome();
 
   TrainerConfig& tc = c.trainer;
   tc.estimator = c.credit.estimator;

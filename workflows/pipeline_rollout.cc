@@ -113,7 +113,10 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
   for (int e = 0; e < E; ++e) {
     Episode& ep = eps[e];
     const double score = p.task->Score(ep.query, ep.latest[p.answer]);
-    for (size_t r : ep.records) batch.records[r].reward = CallReward(workflow_, batch.records[r], nullptr, score);
+    for (size_t r : ep.records) {
+      CallRecord& rec = batch.records[r];
+      rec.reward = CallReward(workflow_, rec, nullptr, score, &rec.role_reward);
+    }
     EpisodeSummary s;
     s.metrics = {{"score", score}, {"steps", static_cast<double>(ep.steps)}, {"invalid_outputs", static_cast<double>(ep.invalid)}};
     std::string text = "question:";

@@ -32,8 +32,10 @@ CallRecord Rollout::NewRecord(int episode, int group_size, int role, int seat, i
   return rec;
 }
 
-double CallReward(const CompiledWorkflow& workflow, const CallRecord& record, const State* state, double task_score) {
+double CallReward(const CompiledWorkflow& workflow, const CallRecord& record, const State* state, double task_score,
+                  double* role_part) {
   double reward = 0.0;
+  if (role_part != nullptr) *role_part = 0.0;
   for (const auto& term : workflow.rewards) {
     if (!term.roles.empty() && std::find(term.roles.begin(), term.roles.end(), record.role) == term.roles.end()) continue;
     switch (term.level) {
@@ -49,6 +51,7 @@ double CallReward(const CompiledWorkflow& workflow, const CallRecord& record, co
         break;
       case config::ROLE:
         reward += term.weight * (record.valid ? 0.0 : -1.0);
+        if (role_part != nullptr) *role_part += term.weight * (record.valid ? 0.0 : -1.0);
         break;
       default:
         break;
@@ -146,12 +149,16 @@ RolloutBatch Rollout::RunGame(const RolloutOptions& options, Rng& rng) {
         const size_t r = record_of_output[e][k];
         if (r == SIZE_MAX) continue;
         batch.records[r].valid = valid[k];
+        batch.records[r].inert = states[e]->Inert(outputs[e][k].seat);
         batch.invalid += !valid[k];
       }
     }
   }
   for (int e = 0; e < E; ++e) {
-    for (size_t r : episode_records[e]) batch.records[r].reward = CallReward(workflow_, batch.records[r], states[e].get(), 0.0);
+    for (size_t r : episode_records[e]) {
+      CallRecord& rec = batch.records[r];
+      rec.reward = CallReward(workflow_, rec, states[e].get(), 0.0, &rec.role_reward);
+    }
     EpisodeSummary s;
     s.metrics = states[e]->Metrics();
     s.final_state = states[e]->ToString();

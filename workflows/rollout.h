@@ -57,6 +57,8 @@ class Rollout {
 };
 
 // Sums the workflow's reward terms for one call record of a finished episode.
-double CallReward(const CompiledWorkflow& workflow, const CallRecord& record, const State* state, double task_score);
+// `role_part`, when given, receives the ROLE-level part of the sum.
+double CallReward(const CompiledWorkflow& workflow, const CallRecord& record, const State* state, double task_score,
+                  double* role_part = nullptr);
 
 }  // namespace troupe

@@ -29,6 +29,7 @@ bool ParseChoice(const std::vector<std::string>& words, Choice* out) {
 
 RedBlackState::RedBlackState(const RedBlackGame& game, uint64_t seed) : game_(&game), seed_(seed), rng_(seed) {
   invalid_ = {{"will", 0}, {"speak", 0}, {"vote", 0}};
+  inert_.assign(2 * game.team_size(), false);
   StartRound();
 }
 
@@ -148,6 +149,7 @@ std::vector<bool> RedBlackState::Apply(const std::vector<SeatOutput>& outputs) {
   }
 
   const int n = game_->team_size();
+  inert_.assign(2 * n, false);
   std::vector<bool> valid(outputs.size(), false);
   for (size_t k = 0; k < outputs.size(); ++k) {
     const SeatOutput& out = outputs[k];
@@ -218,14 +220,25 @@ void RedBlackState::ChooseSpeakers() {
   phase_ = Phase::kSpeak;
 }
 
+Choice RedBlackState::Majority(int red, int black) const {
+  return red > black ? Choice::kRed : black > red ? Choice::kBlack : game_->invalid_choice();
+}
+
 void RedBlackState::ResolveRound() {
   RoundRecord rec;
   rec.multiplier = game_->Multiplier(round_);
+  const int n = game_->team_size();
   for (int t = 0; t < 2; ++t) {
     int red = 0;
     for (Choice v : teams_[t].votes) red += v == Choice::kRed;
-    int black = static_cast<int>(teams_[t].votes.size()) - red;
-    rec.choice[t] = red > black ? Choice::kRed : black > red ? Choice::kBlack : game_->invalid_choice();
+    int black = n - red;
+    rec.choice[t] = Majority(red, black);
+    // A vote is inert when flipping it would not change the team's choice.
+    for (int i = 0; i < n; ++i) {
+      const bool was_red = teams_[t].votes[i] == Choice::kRed;
+      const Choice flipped = was_red ? Majority(red - 1, black + 1) : Majority(red + 1, black - 1);
+      inert_[t * n + i] = flipped == rec.choice[t];
+    }
     rec.messages[t] = teams_[t].messages;
     rec.votes[t] = teams_[t].votes;
     rec.speaking_order[t] = teams_[t].order;

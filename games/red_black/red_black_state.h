@@ -30,6 +30,7 @@ class RedBlackState : public State {
 
   std::vector<Decision> PendingDecisions() const override;
   std::vector<bool> Apply(const std::vector<SeatOutput>& outputs) override;
+  bool Inert(int seat) const override { return inert_.at(seat); }
   bool IsTerminal() const override { return phase_ == Phase::kDone; }
   int Turn() const override { return round_; }
   double Signal(const std::string& name, int seat) const override;
@@ -61,6 +62,7 @@ class RedBlackState : public State {
   void SkipTrivialWillingness();
   void ChooseSpeakers();
   void ResolveRound();
+  Choice Majority(int red, int black) const;
   int RemainingSpeakers(int team) const;
 
   const RedBlackGame* game_;
@@ -75,6 +77,7 @@ class RedBlackState : public State {
   std::map<std::string, int> invalid_;  // per phase
   int decisions_ = 0;
   std::vector<std::string> applied_;  // one line per Apply, for Serialize
+  std::vector<bool> inert_;           // per seat, for the last Apply: a vote that was not pivotal
 };
 
 }  // namespace troupe::red_black

@@ -128,3 +128,19 @@ TEST_CASE("record files detect a corrupted byte", "[records]") {
   CHECK(r.error() == "corrupt record data");
   std::remove(path.c_str());
 }
+
+TEST_CASE("inert calls get their group's mean outcome but keep their own format reward", "[credit]") {
+  std::vector<CallRecord> recs = {Rec(0, 0, 0, 1.0), Rec(0, 0, 0, 3.0), Rec(0, 0, 0, 10.0)};
+  recs[2].inert = true;
+  recs[2].role_reward = -1.0;
+  recs[2].reward += recs[2].role_reward;  // outcome 10, format -1
+  CreditAssigner credit({Estimator::kRloo});
+  credit.Assign(recs);
+  CHECK(recs[2].reward == Approx(2.0 - 1.0));  // mean outcome of the pivotal calls, own format
+  CreditConfig keep{Estimator::kRloo};
+  keep.baseline_inert = false;
+  std::vector<CallRecord> kept = {Rec(0, 0, 0, 1.0), Rec(0, 0, 0, 3.0), Rec(0, 0, 0, 10.0)};
+  kept[2].inert = true;
+  CreditAssigner(keep).Assign(kept);
+  CHECK(kept[2].reward == Approx(10.0));
+}

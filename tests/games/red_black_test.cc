@@ -232,3 +232,19 @@ TEST_CASE("bad parameters are rejected with the parameter's name", "[red_black]"
   CHECK_THROWS_WITH(Make({{"invalid_choice", std::string("blue")}}), Catch::Contains("invalid_choice"));
   CHECK_THROWS_WITH(MakeGame("chess", {}), Catch::Contains("unknown game 'chess'"));
 }
+
+TEST_CASE("a vote is inert exactly when flipping it would not change the team's choice", "[red_black]") {
+  auto game = Make();
+  auto s = game->NewInitialState(1);
+  while (s->PendingDecisions().front().phase != "vote") s->Apply(Answer(*s, "1", "black", "", ""));
+  std::vector<SeatOutput> votes;
+  for (const auto& d : s->PendingDecisions()) {
+    // Team A splits 3 red : 2 black; team B votes 4 black : 1 red.
+    const bool red = d.seat < 5 ? d.seat < 3 : d.seat == 9;
+    votes.push_back({d.seat, {red ? "red" : "black"}});
+  }
+  s->Apply(votes);
+  for (int seat : {0, 1, 2}) CHECK_FALSE(s->Inert(seat));  // a majority voter of 3-2 is pivotal
+  for (int seat : {3, 4}) CHECK(s->Inert(seat));           // a minority vote changes nothing
+  for (int seat = 5; seat < 10; ++seat) CHECK(s->Inert(seat));  // 4-1: nobody is pivotal
+}
