@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <tuple>
 
 #include "core/errors.h"
 #include "core/model_pool_impl.h"
@@ -114,7 +115,25 @@ void SampleRows(const torch::Tensor& logp, Rng& rng, bool greedy, const std::vec
 }  // namespace
 
 std::vector<Generation> ModelPool::Generate(int model_index, const std::vector<GenerateQuery>& queries, Rng& rng,
-                                            double temperature, bool greedy) {
+                                            double temperature, bool greedy, bool share_identical) {
+  if (share_identical) {
+    // Decode the distinct queries only and hand each duplicate its twin's answer.
+    std::map<std::tuple<int, int, std::vector<int>>, size_t> first;
+    std::vector<GenerateQuery> distinct;
+    std::vector<size_t> source(queries.size());
+    for (size_t i = 0; i < queries.size(); ++i) {
+      const auto key = std::make_tuple(queries[i].role_slot, queries[i].max_new_tokens, *queries[i].prompt);
+      auto [it, fresh] = first.emplace(key, distinct.size());
+      if (fresh) distinct.push_back(queries[i]);
+      source[i] = it->second;
+    }
+    if (distinct.size() < queries.size()) {
+      std::vector<Generation> once = Generate(model_index, distinct, rng, temperature, greedy, false);
+      std::vector<Generation> out(queries.size());
+      for (size_t i = 0; i < queries.size(); ++i) out[i] = once[source[i]];
+      return out;
+    }
+  }
   std::vector<Generation> out(queries.size());
   if (queries.empty()) return out;
   torch::NoGradGuard no_grad;

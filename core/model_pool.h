@@ -54,8 +54,10 @@ class ModelPool {
 
   // One batched, KV-cached generation for every query of one model. Counts one
   // forward call per decoding step, however many queries are in the batch.
+  // With `share_identical`, queries with identical (role, prompt) also share
+  // one sampled answer (correlated exploration); otherwise each samples its own.
   std::vector<Generation> Generate(int model, const std::vector<GenerateQuery>& queries, Rng& rng,
-                                   double temperature, bool greedy);
+                                   double temperature, bool greedy, bool share_identical = false);
 
   int64_t forward_calls(int model) const;
   int64_t total_forward_calls() const;

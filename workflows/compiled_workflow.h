@@ -73,6 +73,7 @@ struct RunSettings {
   double max_minutes = 0.0;
   int checkpoint_every = 10;
   int threads = 1;
+  bool correlated_team_sampling = false;
   int sft_episodes = 0;
   int sft_steps = 0;
   std::string sft_teacher;

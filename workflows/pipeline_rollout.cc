@@ -71,7 +71,7 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
         const PipelineNode& node = p.nodes[q.node];
         queries.push_back({workflow_.roles[node.role].slot, &q.prompt, node.max_tokens});
       }
-      std::vector<Generation> gens = pool_.Generate(m, queries, rng, options.temperature, options.greedy);
+      std::vector<Generation> gens = pool_.Generate(m, queries, rng, options.temperature, options.greedy, options.correlated);
       ++batch.generate_calls;
       for (size_t i = 0; i < pend.size(); ++i) {
         Pending& q = pend[i];

@@ -127,7 +127,7 @@ RolloutBatch Rollout::RunGame(const RolloutOptions& options, Rng& rng) {
       std::vector<GenerateQuery> queries;
       queries.reserve(pend.size());
       for (const auto& p : pend) queries.push_back({workflow_.roles[p.role].slot, &p.prompt, p.max_words});
-      std::vector<Generation> gens = pool_.Generate(m, queries, rng, options.temperature, options.greedy);
+      std::vector<Generation> gens = pool_.Generate(m, queries, rng, options.temperature, options.greedy, options.correlated);
       ++batch.generate_calls;
       for (size_t i = 0; i < pend.size(); ++i) {
         Pending& p = pend[i];

@@ -36,6 +36,7 @@ struct RolloutOptions {
   uint64_t seed = 0;           // game seeds derive from it
   double temperature = 1.0;
   bool greedy = false;
+  bool correlated = false;     // agents of a role seeing the same observation share a sample
   bool scripted_for_trained = false;  // demonstrations: trained roles act as `teacher`
   std::string teacher;
 };

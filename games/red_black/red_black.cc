@@ -102,6 +102,9 @@ std::vector<std::string> RedBlackGame::Vocabulary() const {
   std::vector<std::string> v = {"round", "of", "left", "x", "us", "them", "history", "now", "says",
                                 "will", "speak", "vote", "red", "black", "-"};
   for (int d = 0; d <= 9; ++d) v.push_back(std::to_string(d));
+  int counts = rounds_;
+  for (int m : multipliers_) counts = std::max(counts, m);
+  for (int n = 0; n <= counts; ++n) v.push_back("#" + std::to_string(n));
   std::set<int> points;
   for (int m : multipliers_) {
     for (int p : {3, -3, 6, -6}) points.insert(p * m);

@@ -16,6 +16,8 @@ std::vector<std::string> NumberWords(int n) {
   return w;
 }
 
+std::string CountWord(int n) { return "#" + std::to_string(n); }
+
 std::string PointsWord(int p) { return (p > 0 ? "+" : "") + std::to_string(p); }
 
 bool ParseChoice(const std::vector<std::string>& words, Choice* out) {
@@ -77,22 +79,14 @@ RoundView RedBlackState::ViewFor(int team) const {
   return v;
 }
 
+// What a seat sees, oldest first and the present last, so the facts of the
+// current decision sit next to the phase word the answer follows:
+//   history <own> <other> <own points> ... now says <rec> <reasoning> ...
+//   us <score> them <score> round #r of #N left #k x #m <phase>
 std::vector<std::string> RedBlackState::Observation(int seat, const std::string& phase) const {
   const int team = game_->TeamOf(seat);
-  std::vector<std::string> o = {"round"};
+  std::vector<std::string> o = {"history"};
   auto append = [&o](const std::vector<std::string>& w) { o.insert(o.end(), w.begin(), w.end()); };
-  append(NumberWords(round_ + 1));
-  o.push_back("of");
-  append(NumberWords(game_->rounds()));
-  o.push_back("left");
-  append(NumberWords(game_->rounds() - round_ - 1));
-  o.push_back("x");
-  append(NumberWords(game_->Multiplier(round_)));
-  o.push_back("us");
-  append(NumberWords(score_[team]));
-  o.push_back("them");
-  append(NumberWords(score_[1 - team]));
-  o.push_back("history");
   for (const auto& r : history_) {
     o.push_back(ChoiceWord(r.choice[team]));
     o.push_back(ChoiceWord(r.choice[1 - team]));
@@ -104,6 +98,14 @@ std::vector<std::string> RedBlackState::Observation(int seat, const std::string&
     o.push_back(ChoiceWord(m.recommendation));
     append(m.reasoning);
   }
+  o.push_back("us");
+  append(NumberWords(score_[team]));
+  o.push_back("them");
+  append(NumberWords(score_[1 - team]));
+  // Round, rounds left and multiplier are single tokens ("#10"), so a model can
+  // find them by what they are rather than by counting digits.
+  append({"round", CountWord(round_ + 1), "of", CountWord(game_->rounds()), "left",
+          CountWord(game_->rounds() - round_ - 1), "x", CountWord(game_->Multiplier(round_))});
   o.push_back(phase);
   return o;
 }

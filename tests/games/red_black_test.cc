@@ -169,15 +169,17 @@ TEST_CASE("observations show round, rounds left, multiplier, scores and both tea
   auto s = game->NewInitialState(1);
   for (int r = 0; r < 4; ++r) PlayRound(*s, r == 1 ? "red" : "black", "black");
   const auto d = s->PendingDecisions().front();
-  const std::vector<std::string> head(d.observation.begin(), d.observation.begin() + 9);
-  CHECK(head == std::vector<std::string>{"round", "5", "of", "1", "0", "left", "5", "x", "3"});
-  const auto hist = std::find(d.observation.begin(), d.observation.end(), "history");
-  REQUIRE(hist != d.observation.end());
+  const std::vector<std::string> tail(d.observation.end() - 9, d.observation.end());
+  CHECK(tail == std::vector<std::string>{"round", "#5", "of", "#10", "left", "#5", "x", "#3", "will"});
+  // Scores: A 3 + 6 + 3 + 3 = 15, B 3 - 6 + 3 + 3 = 3.
+  const auto us = std::find(d.observation.begin(), d.observation.end(), "us");
+  REQUIRE(us != d.observation.end());
+  CHECK(std::vector<std::string>(us, us + 5) == std::vector<std::string>{"us", "1", "5", "them", "3"});
   // Round 2 from team A's side: A red, B black, +6.
-  CHECK(*(hist + 4) == "red");
-  CHECK(*(hist + 5) == "black");
-  CHECK(*(hist + 6) == "+6");
-  CHECK(d.observation.back() == "will");
+  REQUIRE(d.observation.front() == "history");
+  CHECK(d.observation[4] == "red");
+  CHECK(d.observation[5] == "black");
+  CHECK(d.observation[6] == "+6");
 }
 
 TEST_CASE("scripted strategies choose as the spec says", "[red_black][strategies]") {

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/model_pool_impl.h"
+#include "core/trainer.h"
 #include "workflows/compiled_workflow.h"
 #include "workflows/config_loader.h"
 
@@ -137,4 +138,62 @@ TEST_CASE("a prompt longer than max_len is a clear model error", "[models][gener
   const std::vector<int> p(8, 5);
   Rng rng(1);
   CHECK_THROWS_WITH(pool.Generate(0, {{0, &p, 2}}, rng, 1.0, false), Catch::Contains("exceeds max_len 8"));
+}
+
+TEST_CASE("correlated sampling gives identical queries one shared answer", "[models][generate]") {
+  auto w = Compile(kOneModel, "role { name: \"a\" seats: \"a*\" model: \"m\" }\n");
+  ModelPool pool(w.models, 3);
+  const std::vector<int> p = {1, 4, 9, 10}, other = {1, 4, 20};
+  std::vector<GenerateQuery> q = {{0, &p, 3}, {0, &other, 3}, {0, &p, 3}, {0, &p, 3}};
+  Rng rng(4);
+  auto shared = pool.Generate(0, q, rng, 3.0, false, true);
+  CHECK(shared[0].tokens == shared[2].tokens);
+  CHECK(shared[0].tokens == shared[3].tokens);
+  // Without sharing, a hot temperature makes three identical prompts disagree somewhere.
+  bool differ = false;
+  for (int trial = 0; trial < 5 && !differ; ++trial) {
+    auto own = pool.Generate(0, q, rng, 3.0, false, false);
+    differ = own[0].tokens != own[2].tokens || own[0].tokens != own[3].tokens;
+  }
+  CHECK(differ);
+}
+
+TEST_CASE("supervised training teaches the model to answer with a token from its prompt", "[models][learning]") {
+  // Prompt: <bos> <role> k filler... q ; answer: k. Solving it needs attention back to position 2.
+  ModelConfig c;
+  c.name = "m";
+  c.vocab_size = 30;
+  c.d_model = 32;
+  c.heads = 4;
+  c.layers = 2;
+  c.ff_mult = 2;
+  c.max_len = 32;
+  c.lr = 3e-3;
+  ModelPool pool({c}, 1);
+  TrainerConfig tc;
+  tc.minibatch = 256;
+  Trainer trainer(pool, tc, 1);
+  Rng rng(2);
+  auto make = [&](int n) {
+    std::vector<CallRecord> recs(n);
+    for (auto& r : recs) {
+      const int key = 10 + rng.Below(8);
+      r.prompt = {1, 4, key};
+      const int filler = 3 + rng.Below(10);
+      for (int i = 0; i < filler; ++i) r.prompt.push_back(20 + rng.Below(8));
+      r.prompt.push_back(5);
+      r.response = {key};
+    }
+    return recs;
+  };
+  auto demos = make(2048);
+  trainer.Supervised(demos, 150);
+  auto test = make(64);
+  std::vector<GenerateQuery> q;
+  for (const auto& r : test) q.push_back({0, &r.prompt, 1});
+  auto gens = pool.Generate(0, q, rng, 1.0, true);
+  int right = 0;
+  for (size_t i = 0; i < test.size(); ++i) right += gens[i].tokens[0] == test[i].response[0];
+  INFO("copied " << right << " of 64");
+  CHECK(right >= 56);
 }
