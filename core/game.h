@@ -22,6 +22,7 @@ struct Decision {
   std::string phase;                     // e.g. "will", "speak", "vote"
   std::vector<std::string> observation;  // the words the seat sees, ending with the phase word
   int max_words = 1;                     // longest answer the game reads
+  std::vector<std::string> options;      // the words the answer must start with (empty: free text)
 };
 
 // What one seat said in answer to its Decision.

@@ -112,17 +112,31 @@ void SampleRows(const torch::Tensor& logp, Rng& rng, bool greedy, const std::vec
   }
 }
 
+// Additive logits mask [B,V]: -inf outside each guided query's first-token options.
+torch::Tensor FirstTokenMask(const std::vector<GenerateQuery>& queries, int64_t V) {
+  const int64_t B = static_cast<int64_t>(queries.size());
+  torch::Tensor mask = torch::zeros({B, V});
+  for (int64_t b = 0; b < B; ++b) {
+    if (queries[b].first_options == nullptr || queries[b].first_options->empty()) continue;
+    mask[b].fill_(-1e9);
+    for (int t : *queries[b].first_options) mask[b][t] = 0.0;
+  }
+  return mask;
+}
+
 }  // namespace
 
 std::vector<Generation> ModelPool::Generate(int model_index, const std::vector<GenerateQuery>& queries, Rng& rng,
                                             double temperature, bool greedy, bool share_identical) {
   if (share_identical) {
     // Decode the distinct queries only and hand each duplicate its twin's answer.
-    std::map<std::tuple<int, int, std::vector<int>>, size_t> first;
+    std::map<std::tuple<int64_t, int, int, std::vector<int>>, size_t> first;
     std::vector<GenerateQuery> distinct;
     std::vector<size_t> source(queries.size());
     for (size_t i = 0; i < queries.size(); ++i) {
-      const auto key = std::make_tuple(queries[i].role_slot, queries[i].max_new_tokens, *queries[i].prompt);
+      // A negative key never matches another query: make it unique.
+      const int64_t share = queries[i].share_key >= 0 ? queries[i].share_key : -1 - static_cast<int64_t>(i);
+      const auto key = std::make_tuple(share, queries[i].role_slot, queries[i].max_new_tokens, *queries[i].prompt);
       auto [it, fresh] = first.emplace(key, distinct.size());
       if (fresh) distinct.push_back(queries[i]);
       source[i] = it->second;
@@ -200,7 +214,9 @@ std::vector<Generation> ModelPool::Generate(int model_index, const std::vector<G
       key_valid = key_valid.index_select(0, expand);
       role = role.index_select(0, expand);
     }
-    torch::Tensor logp = torch::log_softmax(last / temperature, -1).to(torch::kCPU, torch::kFloat).contiguous();
+    torch::Tensor scaled = last / temperature;
+    if (step == 0) scaled = scaled + FirstTokenMask(queries, scaled.size(1)).to(scaled.device());
+    torch::Tensor logp = torch::log_softmax(scaled, -1).to(torch::kCPU, torch::kFloat).contiguous();
     SampleRows(logp, rng, greedy, done, &picked, &picked_logp);
     bool all_done = true;
     for (int64_t b = 0; b < B; ++b) {

@@ -33,6 +33,11 @@ struct GenerateQuery {
   int role_slot = 0;
   const std::vector<int>* prompt = nullptr;
   int max_new_tokens = 1;
+  // Guided decoding: when set, the first token is sampled among these only.
+  const std::vector<int>* first_options = nullptr;
+  // With share_identical: only queries with the same share_key share an answer
+  // (e.g. the agents of one episode); a negative key never shares.
+  int64_t share_key = -1;
 };
 
 struct Generation {
@@ -54,8 +59,8 @@ class ModelPool {
 
   // One batched, KV-cached generation for every query of one model. Counts one
   // forward call per decoding step, however many queries are in the batch.
-  // With `share_identical`, queries with identical (role, prompt) also share
-  // one sampled answer (correlated exploration); otherwise each samples its own.
+  // With `share_identical`, queries with identical (share_key, role, prompt)
+  // share one sampled answer (correlated exploration); otherwise each samples its own.
   std::vector<Generation> Generate(int model, const std::vector<GenerateQuery>& queries, Rng& rng,
                                    double temperature, bool greedy, bool share_identical = false);
 

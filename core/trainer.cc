@@ -22,9 +22,10 @@ struct PackedBatch {
   torch::Tensor advantage;                        // [B,T-1] per-record advantage broadcast
   torch::Tensor last_mask;                        // [B,T-1] float: last response target
   torch::Tensor reward;                           // [B]
+  torch::Tensor guide;                            // [B,T-1,V] additive mask for guided first tokens, or undefined
 };
 
-PackedBatch Pack(const std::vector<const CallRecord*>& recs, torch::Device device) {
+PackedBatch Pack(const std::vector<const CallRecord*>& recs, torch::Device device, int64_t vocab) {
   const int64_t B = static_cast<int64_t>(recs.size());
   int64_t T = 0;
   for (const auto* r : recs) T = std::max<int64_t>(T, static_cast<int64_t>(r->prompt.size() + r->response.size()));
@@ -65,6 +66,19 @@ PackedBatch Pack(const std::vector<const CallRecord*>& recs, torch::Device devic
   p.advantage = torch::from_blob(adv.data(), {B, T - 1}, fo).clone().to(device);
   p.last_mask = torch::from_blob(last.data(), {B, T - 1}, fo).clone().to(device);
   p.reward = torch::from_blob(reward.data(), {B}, fo).clone().to(device);
+  bool guided = false;
+  for (const auto* r : recs) guided = guided || !r->first_options.empty();
+  if (guided) {
+    torch::Tensor g = torch::zeros({B, T - 1, vocab});
+    for (int64_t b = 0; b < B; ++b) {
+      const CallRecord& r = *recs[b];
+      if (r.first_options.empty() || r.response.empty()) continue;
+      const int64_t target = T - static_cast<int64_t>(r.response.size()) - 1;
+      g[b][target].fill_(-1e9);
+      for (int t : r.first_options) g[b][target][t] = 0.0;
+    }
+    p.guide = g.to(device);
+  }
   return p;
 }
 
@@ -76,6 +90,7 @@ Scored Score(TransformerLM& model, const PackedBatch& p, double temperature) {
   LMOutput o = model->forward(p.tokens, p.positions, p.valid, p.role);
   const int64_t T = p.tokens.size(1);
   torch::Tensor logits = o.logits.narrow(1, 0, T - 1) / temperature;
+  if (p.guide.defined()) logits = logits + p.guide;
   torch::Tensor all = torch::log_softmax(logits, -1);
   Scored s;
   s.logp = all.gather(-1, p.tokens.narrow(1, 1, T - 1).unsqueeze(-1)).squeeze(-1);
@@ -209,7 +224,7 @@ std::vector<ModelTrainStats> Trainer::Update(const std::vector<CallRecord>& reco
       double sum = 0, sq = 0, n = 0;
       std::vector<std::tuple<PackedBatch, torch::Tensor, torch::Tensor>> packed;
       for (auto& c : chunks) {
-        PackedBatch p = Pack(c, device);
+        PackedBatch p = Pack(c, device, impl_->pool->config(m).vocab_size);
         Scored s = Score(model, p, cfg.temperature);
         torch::Tensor adv = Gae(s.values, p, cfg.gamma, cfg.lambda);
         sum += (adv * p.target_mask).sum().item<double>();
@@ -230,7 +245,7 @@ std::vector<ModelTrainStats> Trainer::Update(const std::vector<CallRecord>& reco
 
     for (int epoch = 0; epoch < cfg.epochs; ++epoch) {
       for (const auto& mb : impl_->Minibatches(recs)) {
-        PackedBatch p = Pack(mb, device);
+        PackedBatch p = Pack(mb, device, impl_->pool->config(m).vocab_size);
         const int64_t T1 = p.tokens.size(1) - 1;
         torch::Tensor returns;
         if (cfg.estimator == Estimator::kPpo) {
@@ -306,7 +321,7 @@ std::vector<ModelTrainStats> Trainer::Supervised(const std::vector<CallRecord>& 
     while (done < steps) {
       for (const auto& mb : impl_->Minibatches(recs)) {
         if (done++ >= steps) break;
-        PackedBatch p = Pack(mb, device);
+        PackedBatch p = Pack(mb, device, impl_->pool->config(m).vocab_size);
         Scored s = Score(model, p, 1.0);
         torch::Tensor ntok = p.target_mask.sum().clamp_min(1.0);
         torch::Tensor loss = -(s.logp * p.target_mask).sum() / ntok;

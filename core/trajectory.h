@@ -20,6 +20,7 @@ struct CallRecord {
   std::vector<int> prompt;
   std::vector<int> response;      // sampled tokens, <eos> included when emitted
   std::vector<float> logprobs;    // behaviour log-probabilities of `response`
+  std::vector<int> first_options; // guided decoding: the allowed first tokens (empty: any)
   bool valid = true;              // the game or parser could read the output
   bool inert = false;             // the output provably could not change the outcome (State::Inert)
   double reward = 0.0;            // all reward terms (filled after the episode)

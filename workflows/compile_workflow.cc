@@ -294,6 +294,7 @@ void CompileTraining(const LoadedWorkflow& w, CompiledWorkflow& c) {
   run.checkpoint_every = t.checkpoint_every() > 0 ? t.checkpoint_every() : 10;
   run.threads = t.threads() > 0 ? t.threads() : 1;
   run.correlated_team_sampling = t.correlated_team_sampling();
+  run.guided_choices = t.guided_choices();
   run.sft_episodes = t.sft().episodes();
   run.sft_steps = t.sft().steps() > 0 ? t.sft().steps() : 50;
   run.sft_teacher = t.sft().teacher();

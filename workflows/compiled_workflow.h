@@ -74,6 +74,7 @@ struct RunSettings {
   int checkpoint_every = 10;
   int threads = 1;
   bool correlated_team_sampling = false;
+  bool guided_choices = false;
   int sft_episodes = 0;
   int sft_steps = 0;
   std::string sft_teacher;

@@ -29,6 +29,7 @@ EvalResult Evaluate(const CompiledWorkflow& workflow, ModelPool& pool, int episo
     o.seed = Rng::Mix(seed, 0xE7A1, static_cast<uint64_t>(done + 1));
     o.greedy = greedy;
     o.temperature = temperature;
+    o.guided = workflow.run.guided_choices;
     RolloutBatch b = rollout.Run(o, rng);
     for (const auto& e : b.episodes) {
       for (const auto& [k, v] : e.metrics) sum[k] += v;

@@ -69,7 +69,7 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
       std::vector<GenerateQuery> queries;
       for (const auto& q : pend) {
         const PipelineNode& node = p.nodes[q.node];
-        queries.push_back({workflow_.roles[node.role].slot, &q.prompt, node.max_tokens});
+        queries.push_back({workflow_.roles[node.role].slot, &q.prompt, node.max_tokens, nullptr, q.episode});
       }
       std::vector<Generation> gens = pool_.Generate(m, queries, rng, options.temperature, options.greedy, options.correlated);
       ++batch.generate_calls;

@@ -85,6 +85,7 @@ RolloutBatch Rollout::RunGame(const RolloutOptions& options, Rng& rng) {
     std::vector<int> prompt;
     int max_words;
     std::string phase;
+    std::vector<int> options;  // guided first tokens, or empty
   };
   bool active = true;
   while (active) {
@@ -114,7 +115,8 @@ RolloutBatch Rollout::RunGame(const RolloutOptions& options, Rng& rng) {
           episode_records[e].push_back(batch.records.size());
           batch.records.push_back(std::move(rec));
         } else {
-          by_model[info.model].push_back({e, k, role, Prompt(role, d.observation), d.max_words, d.phase});
+          by_model[info.model].push_back({e, k, role, Prompt(role, d.observation), d.max_words, d.phase,
+                                          options.guided ? workflow_.vocab.Encode(d.options) : std::vector<int>{}});
         }
       }
     }
@@ -126,7 +128,10 @@ RolloutBatch Rollout::RunGame(const RolloutOptions& options, Rng& rng) {
       if (pend.empty()) continue;
       std::vector<GenerateQuery> queries;
       queries.reserve(pend.size());
-      for (const auto& p : pend) queries.push_back({workflow_.roles[p.role].slot, &p.prompt, p.max_words});
+      for (const auto& p : pend) {
+        queries.push_back({workflow_.roles[p.role].slot, &p.prompt, p.max_words, p.options.empty() ? nullptr : &p.options,
+                           static_cast<int64_t>(p.episode)});
+      }
       std::vector<Generation> gens = pool_.Generate(m, queries, rng, options.temperature, options.greedy, options.correlated);
       ++batch.generate_calls;
       for (size_t i = 0; i < pend.size(); ++i) {
@@ -137,6 +142,7 @@ RolloutBatch Rollout::RunGame(const RolloutOptions& options, Rng& rng) {
         rec.prompt = std::move(p.prompt);
         rec.response = std::move(gens[i].tokens);
         rec.logprobs = std::move(gens[i].logprobs);
+        rec.first_options = p.options;
         record_of_output[p.episode][p.output] = batch.records.size();
         episode_records[p.episode].push_back(batch.records.size());
         batch.records.push_back(std::move(rec));

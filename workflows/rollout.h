@@ -37,6 +37,7 @@ struct RolloutOptions {
   double temperature = 1.0;
   bool greedy = false;
   bool correlated = false;     // agents of a role seeing the same observation share a sample
+  bool guided = false;         // restrict first tokens to the decision's options
   bool scripted_for_trained = false;  // demonstrations: trained roles act as `teacher`
   std::string teacher;
 };

@@ -190,6 +190,7 @@ TrainResult Train(const CompiledWorkflow& w, const TrainOptions& options, std::o
     ro.seed = Rng::Mix(w.seed, 2, static_cast<uint64_t>(it));
     ro.temperature = w.trainer.temperature;
     ro.correlated = w.run.correlated_team_sampling;
+    ro.guided = w.run.guided_choices;
     RolloutBatch batch = rollout.Run(ro, rng);
     const double rollout_s = Now() - ti;
     CreditStats cs = credit.Assign(batch.records);

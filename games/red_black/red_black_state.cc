@@ -119,13 +119,15 @@ std::vector<Decision> RedBlackState::PendingDecisions() const {
       const int seat = t * n + i;
       switch (phase_) {
         case Phase::kWill:
-          if (!team.spoken[i]) d.push_back({seat, "will", Observation(seat, "will"), 1});
+          if (!team.spoken[i]) d.push_back({seat, "will", Observation(seat, "will"), 1, {"0", "1", "2", "3"}});
           break;
         case Phase::kSpeak:
-          if (i == team.speaker) d.push_back({seat, "speak", Observation(seat, "speak"), 1 + game_->reason_words()});
+          if (i == team.speaker) {
+            d.push_back({seat, "speak", Observation(seat, "speak"), 1 + game_->reason_words(), {"red", "black"}});
+          }
           break;
         case Phase::kVote:
-          d.push_back({seat, "vote", Observation(seat, "vote"), 1});
+          d.push_back({seat, "vote", Observation(seat, "vote"), 1, {"red", "black"}});
           break;
         case Phase::kDone:
           break;

@@ -3,6 +3,8 @@
 // teacher-forced scoring.
 #include <catch2/catch.hpp>
 
+#include <set>
+
 #include "core/model_pool_impl.h"
 #include "core/trainer.h"
 #include "workflows/compiled_workflow.h"
@@ -144,7 +146,8 @@ TEST_CASE("correlated sampling gives identical queries one shared answer", "[mod
   auto w = Compile(kOneModel, "role { name: \"a\" seats: \"a*\" model: \"m\" }\n");
   ModelPool pool(w.models, 3);
   const std::vector<int> p = {1, 4, 9, 10}, other = {1, 4, 20};
-  std::vector<GenerateQuery> q = {{0, &p, 3}, {0, &other, 3}, {0, &p, 3}, {0, &p, 3}};
+  std::vector<GenerateQuery> q = {{0, &p, 3, nullptr, 0}, {0, &other, 3, nullptr, 0}, {0, &p, 3, nullptr, 0},
+                                  {0, &p, 3, nullptr, 0}};
   Rng rng(4);
   auto shared = pool.Generate(0, q, rng, 3.0, false, true);
   CHECK(shared[0].tokens == shared[2].tokens);
@@ -196,4 +199,32 @@ TEST_CASE("supervised training teaches the model to answer with a token from its
   for (size_t i = 0; i < test.size(); ++i) right += gens[i].tokens[0] == test[i].response[0];
   INFO("copied " << right << " of 64");
   CHECK(right >= 56);
+}
+
+TEST_CASE("correlated sampling never shares an answer across share keys", "[models][generate]") {
+  auto w = Compile(kOneModel, "role { name: \"a\" seats: \"a*\" model: \"m\" }\n");
+  ModelPool pool(w.models, 3);
+  const std::vector<int> p = {1, 4, 9, 10};
+  std::vector<GenerateQuery> q;
+  for (int64_t episode = 0; episode < 8; ++episode) q.push_back({0, &p, 3, nullptr, episode});
+  Rng rng(4);
+  auto gens = pool.Generate(0, q, rng, 3.0, false, true);
+  std::set<std::vector<int>> distinct;
+  for (const auto& g : gens) distinct.insert(g.tokens);
+  CHECK(distinct.size() > 1);
+}
+
+TEST_CASE("guided decoding samples the first token among the options and scores it consistently", "[models][generate]") {
+  auto w = Compile(kOneModel, "role { name: \"a\" seats: \"a*\" model: \"m\" }\n");
+  ModelPool pool(w.models, 3);
+  const std::vector<int> p = {1, 4, 9, 10}, options = {11, 12};
+  std::vector<GenerateQuery> q(16, GenerateQuery{0, &p, 2, &options});
+  Rng rng(4);
+  auto gens = pool.Generate(0, q, rng, 1.0, false);
+  double mass = 0;
+  for (const auto& g : gens) {
+    CHECK((g.tokens[0] == 11 || g.tokens[0] == 12));
+    mass += std::exp(g.logprobs[0]);
+  }
+  CHECK(mass / gens.size() > 0.3);  // renormalised over two options, not over the vocabulary
 }
