@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
         o.episodes = concurrent;
         o.group_size = concurrent;
         o.seed = static_cast<uint64_t>(r + 1);
+        o.guided = w.run.guided_choices;  // decode as the workflow trains
         RolloutBatch b = rollout.Run(o, rng);
         episodes += concurrent;
         forward += b.forward_calls;

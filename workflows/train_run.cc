@@ -93,8 +93,8 @@ std::string ResultTable(const TrainResult& r) {
     out << std::left << std::setw(26) << key << std::right << std::fixed << std::setprecision(3) << std::setw(12)
         << (b == r.before->metrics.end() ? 0.0 : b->second) << std::setw(12) << after;
     if (r.best && r.best->metric == key) {
-      out << std::setw(12) << r.best->value << "   (" << std::setprecision(1) << 100.0 * after / r.best->value
-          << "% of best)";
+      out << std::setw(12) << r.best->value;
+      if (r.best->value > 0) out << "   (" << std::setprecision(1) << 100.0 * after / r.best->value << "% of best)";
     }
     out << "\n";
   }
