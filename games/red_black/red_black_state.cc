@@ -110,7 +110,13 @@ std::vector<std::string> RedBlackState::Observation(int seat, const std::string&
   return o;
 }
 
-std::vector<Decision> RedBlackState::PendingDecisions() const {
+std::vector<Decision> RedBlackState::PendingDecisions() const { return Pending(true); }
+
+// Apply only needs who acts and in which phase; observations are built on demand.
+std::vector<Decision> RedBlackState::Pending(bool with_observations) const {
+  auto observe = [&](int seat, const char* phase) {
+    return with_observations ? Observation(seat, phase) : std::vector<std::string>{};
+  };
   std::vector<Decision> d;
   const int n = game_->team_size();
   for (int t = 0; t < 2; ++t) {
@@ -119,15 +125,15 @@ std::vector<Decision> RedBlackState::PendingDecisions() const {
       const int seat = t * n + i;
       switch (phase_) {
         case Phase::kWill:
-          if (!team.spoken[i]) d.push_back({seat, "will", Observation(seat, "will"), 1, {"0", "1", "2", "3"}});
+          if (!team.spoken[i]) d.push_back({seat, "will", observe(seat, "will"), 1, {"0", "1", "2", "3"}});
           break;
         case Phase::kSpeak:
           if (i == team.speaker) {
-            d.push_back({seat, "speak", Observation(seat, "speak"), 1 + game_->reason_words(), {"red", "black"}});
+            d.push_back({seat, "speak", observe(seat, "speak"), 1 + game_->reason_words(), {"red", "black"}});
           }
           break;
         case Phase::kVote:
-          d.push_back({seat, "vote", Observation(seat, "vote"), 1, {"red", "black"}});
+          d.push_back({seat, "vote", observe(seat, "vote"), 1, {"red", "black"}});
           break;
         case Phase::kDone:
           break;
@@ -138,7 +144,7 @@ std::vector<Decision> RedBlackState::PendingDecisions() const {
 }
 
 std::vector<bool> RedBlackState::Apply(const std::vector<SeatOutput>& outputs) {
-  const std::vector<Decision> pending = PendingDecisions();
+  const std::vector<Decision> pending = Pending(false);
   if (pending.empty()) throw GameError("red_black: Apply on a finished game");
   if (outputs.size() != pending.size()) {
     throw GameError("red_black: expected " + std::to_string(pending.size()) + " outputs, got " +

@@ -58,6 +58,7 @@ class RedBlackState : public State {
   };
 
   std::vector<std::string> Observation(int seat, const std::string& phase) const;
+  std::vector<Decision> Pending(bool with_observations) const;
   void StartRound();
   void SkipTrivialWillingness();
   void ChooseSpeakers();
