@@ -81,7 +81,7 @@ TransformerLMImpl::TransformerLMImpl(const TransformerLMOptions& o) : options_(o
 
 LMOutput TransformerLMImpl::forward(const torch::Tensor& tokens, const torch::Tensor& positions,
                                     const torch::Tensor& key_valid, const torch::Tensor& role, KvCache* cache) {
-  const int64_t B = tokens.size(0), T = tokens.size(1), Tk = key_valid.size(1);
+  const int64_t T = tokens.size(1), Tk = key_valid.size(1);
   TORCH_CHECK(positions.max().item<int64_t>() < options_.max_len(), "sequence longer than max_len ",
               options_.max_len());
   torch::Tensor x = tok_emb(tokens) + pos_emb(positions) + role_emb(role).unsqueeze(1);
@@ -109,7 +109,6 @@ LMOutput TransformerLMImpl::forward(const torch::Tensor& tokens, const torch::Te
     out.logits = lm_head(x);
     out.values = value_head(x).squeeze(-1);
   }
-  (void)B;
   return out;
 }
 
