@@ -11,6 +11,7 @@
 #include "workflows/compiled_workflow.h"
 #include "workflows/config_loader.h"
 #include "workflows/rollout.h"
+#include "workflows/worker_hub.h"
 
 using namespace troupe;
 
@@ -19,7 +20,7 @@ int main(int argc, char** argv) {
   try {
     CompiledWorkflow w = CompileWorkflow(LoadWorkflowFile(file));
     SetTorchThreads(w.run.threads);
-    ModelPool pool(w.models, w.seed);
+    WorkerHub pool(w);  // the production path: a model worker over inproc://
     Rollout rollout(w, pool);
     Rng rng(1);
     std::printf("%-12s %12s %12s %14s %12s\n", "concurrent", "episodes", "episodes/s", "vs 1 episode",

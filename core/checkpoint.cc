@@ -46,6 +46,17 @@ std::string ReadText(const fs::path& p) {
 
 std::string SaveCheckpoint(const std::string& run_dir, int iteration, const RunState& state, const ModelPool& pool,
                            const Trainer* trainer, int keep) {
+  return SaveCheckpoint(
+      run_dir, iteration, state,
+      [&](const std::string& dir) {
+        pool.Save(dir);
+        if (trainer != nullptr) trainer->Save(dir);
+      },
+      keep);
+}
+
+std::string SaveCheckpoint(const std::string& run_dir, int iteration, const RunState& state,
+                           const ModelStateIo& save_models, int keep) {
   const fs::path root = fs::path(run_dir) / "checkpoints";
   fs::create_directories(root);
   char name[32];
@@ -54,8 +65,7 @@ std::string SaveCheckpoint(const std::string& run_dir, int iteration, const RunS
   const fs::path final_dir = root / name;
   fs::remove_all(tmp);
   fs::create_directories(tmp / "state");
-  pool.Save(tmp.string());
-  if (trainer != nullptr) trainer->Save(tmp.string());
+  save_models(tmp.string());
   for (const auto& [key, text] : state) WriteText(tmp / "state" / key, text);
   WriteText(tmp / "state" / "iteration", std::to_string(iteration));
   for (const auto& entry : fs::recursive_directory_iterator(tmp)) {
@@ -92,10 +102,16 @@ std::optional<std::string> FindCheckpoint(const std::string& dir) {
 }
 
 RunState LoadCheckpoint(const std::string& checkpoint_dir, ModelPool& pool, Trainer* trainer) {
+  return LoadCheckpoint(checkpoint_dir, [&](const std::string& dir) {
+    pool.Load(dir);
+    if (trainer != nullptr) trainer->Load(dir);
+  });
+}
+
+RunState LoadCheckpoint(const std::string& checkpoint_dir, const ModelStateIo& load_models) {
   const fs::path dir(checkpoint_dir);
   if (!fs::exists(dir / "state" / "iteration")) throw CheckpointError(checkpoint_dir + " is not a troupe checkpoint");
-  pool.Load(dir.string());
-  if (trainer != nullptr) trainer->Load(dir.string());
+  load_models(dir.string());
   RunState state;
   for (const auto& entry : fs::directory_iterator(dir / "state")) state[entry.path().filename().string()] = ReadText(entry.path());
   return state;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -16,7 +17,12 @@ class Trainer;
 // Small named texts saved beside the tensors (iteration, RNG states, ...).
 using RunState = std::map<std::string, std::string>;
 
+// Writes models (and optimiser states) into the folder it is given.
+using ModelStateIo = std::function<void(const std::string& dir)>;
+
 // Saves under run_dir/checkpoints/iter-NNNNNN and points run_dir/checkpoints/latest at it.
+std::string SaveCheckpoint(const std::string& run_dir, int iteration, const RunState& state,
+                           const ModelStateIo& save_models, int keep = 2);
 std::string SaveCheckpoint(const std::string& run_dir, int iteration, const RunState& state, const ModelPool& pool,
                            const Trainer* trainer, int keep = 2);
 
@@ -25,5 +31,6 @@ std::optional<std::string> FindCheckpoint(const std::string& dir);
 
 // Loads models (and the trainer's state when given) and returns the saved texts.
 RunState LoadCheckpoint(const std::string& checkpoint_dir, ModelPool& pool, Trainer* trainer);
+RunState LoadCheckpoint(const std::string& checkpoint_dir, const ModelStateIo& load_models);
 
 }  // namespace troupe

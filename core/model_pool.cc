@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <sstream>
 #include <tuple>
 
 #include "core/errors.h"
@@ -42,7 +43,7 @@ ModelPool::ModelPool(std::vector<ModelConfig> configs, uint64_t seed) : impl_(st
   impl_->configs = std::move(configs);
   for (size_t m = 0; m < impl_->configs.size(); ++m) {
     const ModelConfig& c = impl_->configs[m];
-    torch::manual_seed(static_cast<uint64_t>(Rng::Mix(seed, 1000 + m)));
+    torch::manual_seed(static_cast<uint64_t>(Rng::Mix(seed, 1000 + (c.index >= 0 ? c.index : m))));
     TransformerLM model(TransformerLMOptions(c.vocab_size)
                             .d_model(c.d_model)
                             .layers(c.layers)
@@ -244,6 +245,21 @@ std::vector<Generation> ModelPool::Generate(int model_index, const std::vector<G
 void ModelPool::Save(const std::string& dir) const {
   for (int m = 0; m < size(); ++m) {
     torch::save(impl_->models[m], dir + "/model-" + impl_->configs[m].name + ".pt");
+  }
+}
+
+std::string ModelPool::SaveBytes(int model) const {
+  std::ostringstream out;
+  torch::save(impl_->models.at(model), out);
+  return out.str();
+}
+
+void ModelPool::LoadBytes(int model, const std::string& bytes) {
+  std::istringstream in(bytes);
+  try {
+    torch::load(impl_->models.at(model), in, impl_->devices.at(model));
+  } catch (const c10::Error& e) {
+    throw ModelError("cannot load parameters of model '" + impl_->configs.at(model).name + "': " + e.what_without_backtrace());
   }
 }
 

@@ -14,6 +14,7 @@ namespace troupe {
 
 struct ModelConfig {
   std::string name;
+  int index = -1;         // position among the workflow's models (seeds its initialisation); -1: its place here
   int vocab_size = 0;
   int d_model = 64;
   int layers = 2;
@@ -43,6 +44,7 @@ struct GenerateQuery {
 struct Generation {
   std::vector<int> tokens;      // <eos> included when sampled
   std::vector<float> logprobs;  // of the sampling distribution
+  bool lost = false;            // the worker serving it was lost (runtime); tokens are empty
 };
 
 class ModelPool {
@@ -71,6 +73,9 @@ class ModelPool {
   // Parameters only; optimiser state is the trainer's.
   void Save(const std::string& dir) const;
   void Load(const std::string& dir);
+  // One model's parameters as bytes (for keeping replicas in step).
+  std::string SaveBytes(int model) const;
+  void LoadBytes(int model, const std::string& bytes);
 
   struct Impl;
   Impl& impl() { return *impl_; }

@@ -335,6 +335,13 @@ std::vector<ModelTrainStats> Trainer::Supervised(const std::vector<CallRecord>& 
   return stats;
 }
 
+// One file per trainer, named for its models (several trainers may share a checkpoint folder).
+std::string Trainer::RngFile(const std::string& dir) const {
+  std::string names;
+  for (int m = 0; m < impl_->pool->size(); ++m) names += (m ? "+" : "") + impl_->pool->config(m).name;
+  return dir + "/trainer-rng-" + names + ".txt";
+}
+
 void Trainer::Save(const std::string& dir) const {
   for (int m = 0; m < impl_->pool->size(); ++m) {
     torch::save(*impl_->optimizers[m], dir + "/optimizer-" + impl_->pool->config(m).name + ".pt");
@@ -342,7 +349,7 @@ void Trainer::Save(const std::string& dir) const {
       torch::save(impl_->references[m], dir + "/reference-" + impl_->pool->config(m).name + ".pt");
     }
   }
-  std::ofstream(dir + "/trainer-rng.txt") << impl_->rng.Save();
+  std::ofstream(RngFile(dir)) << impl_->rng.Save();
 }
 
 void Trainer::Load(const std::string& dir) {
@@ -354,7 +361,7 @@ void Trainer::Load(const std::string& dir) {
       torch::load(impl_->references[m], dir + "/reference-" + impl_->pool->config(m).name + ".pt");
     }
   }
-  std::ifstream in(dir + "/trainer-rng.txt");
+  std::ifstream in(RngFile(dir));
   std::string state((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   impl_->rng.Load(state);
 }

@@ -57,6 +57,7 @@ class Trainer {
   void Load(const std::string& dir);
 
  private:
+  std::string RngFile(const std::string& dir) const;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -111,6 +111,7 @@ void CompileModels(const LoadedWorkflow& w, CompiledWorkflow& c) {
     }
     ModelConfig mc;
     mc.name = m.name();
+    mc.index = static_cast<int>(c.models.size());
     const auto& t = m.transformer();
     mc.d_model = t.d_model() ? t.d_model() : 64;
     mc.layers = t.layers() ? t.layers() : 2;
@@ -387,6 +388,7 @@ CompiledWorkflow CompileWorkflow(const LoadedWorkflow& w) {
   ValidateChannels(w, c);
   CompileRewards(w, c);
   CompileTraining(w, c);
+  CompileRuntime(w, c);
 
   std::vector<std::string> words = c.game ? c.game->Vocabulary() : c.pipeline->task->Vocabulary();
   if (c.pipeline) words.push_back("|");  // separates a node's inputs in its prompt

@@ -80,6 +80,24 @@ struct RunSettings {
   std::string sft_teacher;
 };
 
+struct WorkerPlacement {
+  int model = 0;
+  int replicas = 1;
+};
+
+struct RuntimeSettings {
+  std::string endpoint;                   // empty: private inproc://
+  std::vector<WorkerPlacement> external;  // models served by `troupe worker`
+  int heartbeat_ms = 200;
+  int worker_timeout_ms = 3000;
+  int request_timeout_ms = 600000;
+  int join_timeout_ms = 60000;
+  bool continue_on_loss = false;
+  std::string keys_dir;
+  std::string publish;
+  int detail_episodes = 2;
+};
+
 struct CompiledWorkflow {
   std::string file;
   config::Workflow proto;  // with defaults filled in: the resolved config
@@ -98,6 +116,7 @@ struct CompiledWorkflow {
   CreditConfig credit;
   TrainerConfig trainer;
   RunSettings run;
+  RuntimeSettings runtime;
 
   int RoleIndex(const std::string& name) const;
   // Seat -> strategy for every scripted seat (for best-response search).

@@ -7,20 +7,24 @@ namespace troupe {
 
 std::map<std::string, double> MeanMetrics(const RolloutBatch& batch) {
   std::map<std::string, double> mean;
+  size_t kept = 0;
   for (const auto& e : batch.episodes) {
+    if (e.dropped) continue;
+    ++kept;
     for (const auto& [k, v] : e.metrics) mean[k] += v;
   }
-  for (auto& [k, v] : mean) v /= std::max<size_t>(1, batch.episodes.size());
+  for (auto& [k, v] : mean) v /= std::max<size_t>(1, kept);
   return mean;
 }
 
-EvalResult Evaluate(const CompiledWorkflow& workflow, ModelPool& pool, int episodes, uint64_t seed, bool greedy,
+EvalResult Evaluate(const CompiledWorkflow& workflow, PolicyService& policy, int episodes, uint64_t seed, bool greedy,
                     double temperature, int show) {
-  Rollout rollout(workflow, pool);
+  Rollout rollout(workflow, policy);
   Rng rng(Rng::Mix(seed, 0xE7A1));
   EvalResult result;
   std::map<std::string, double> sum;
   int64_t forward = 0, turns = 0;
+  int kept = 0;
   const int chunk = 64;
   for (int done = 0; done < episodes; done += chunk) {
     RolloutOptions o;
@@ -32,6 +36,8 @@ EvalResult Evaluate(const CompiledWorkflow& workflow, ModelPool& pool, int episo
     o.guided = workflow.run.guided_choices;
     RolloutBatch b = rollout.Run(o, rng);
     for (const auto& e : b.episodes) {
+      if (e.dropped) continue;
+      ++kept;
       for (const auto& [k, v] : e.metrics) sum[k] += v;
       if (static_cast<int>(result.shown.size()) < show) result.shown.push_back(e.final_state);
     }
@@ -39,7 +45,7 @@ EvalResult Evaluate(const CompiledWorkflow& workflow, ModelPool& pool, int episo
     turns += b.turns;
   }
   result.episodes = episodes;
-  for (auto& [k, v] : sum) result.metrics[k] = v / std::max(1, episodes);
+  for (auto& [k, v] : sum) result.metrics[k] = v / std::max(1, kept);
   result.forward_calls_per_turn = turns > 0 ? static_cast<double>(forward) / turns : 0.0;
   return result;
 }

@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "core/model_pool.h"
 #include "workflows/compiled_workflow.h"
 #include "workflows/rollout.h"
 
@@ -20,7 +19,7 @@ struct EvalResult {
   std::vector<std::string> shown;  // the first episodes' final states, when asked for
 };
 
-EvalResult Evaluate(const CompiledWorkflow& workflow, ModelPool& pool, int episodes, uint64_t seed, bool greedy,
+EvalResult Evaluate(const CompiledWorkflow& workflow, PolicyService& policy, int episodes, uint64_t seed, bool greedy,
                     double temperature, int show = 0);
 
 // Means of every episode metric in a rollout batch.

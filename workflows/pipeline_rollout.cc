@@ -19,8 +19,8 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
     std::vector<int> frontier;
     int steps = 0;
     bool done = false;
+    bool dropped = false;
     int invalid = 0;
-    std::vector<size_t> records;
   };
   std::vector<Episode> eps(E);
   for (int e = 0; e < E; ++e) {
@@ -29,7 +29,12 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
     eps[e].latest.assign(p.nodes.size(), {});
     eps[e].frontier = p.start;
   }
-  const int64_t calls_before = pool_.total_forward_calls();
+  const int64_t calls_before = policy_.forward_calls();
+  std::vector<std::vector<size_t>> episode_records(E);
+  RolloutObserver* observer = options.observer;
+  if (observer) {
+    for (int e = 0; e < E; ++e) observer->EpisodeStarted(e, e / std::max(1, options.group_size));
+  }
 
   struct Pending {
     int episode;
@@ -38,7 +43,7 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
   };
   for (bool active = true; active;) {
     active = false;
-    std::vector<std::vector<Pending>> by_model(pool_.size());
+    std::vector<std::vector<Pending>> by_model(policy_.size());
     for (int e = 0; e < E; ++e) {
       Episode& ep = eps[e];
       if (ep.done) continue;
@@ -63,20 +68,25 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
       }
     }
     if (!active) break;
-    for (int m = 0; m < pool_.size(); ++m) {
-      auto& pend = by_model[m];
-      if (pend.empty()) continue;
-      std::vector<GenerateQuery> queries;
-      for (const auto& q : pend) {
+    std::vector<std::vector<GenerateQuery>> queries(by_model.size());
+    for (size_t m = 0; m < by_model.size(); ++m) {
+      for (const auto& q : by_model[m]) {
         const PipelineNode& node = p.nodes[q.node];
-        queries.push_back({workflow_.roles[node.role].slot, &q.prompt, node.max_tokens, nullptr, q.episode});
+        queries[m].push_back({workflow_.roles[node.role].slot, &q.prompt, node.max_tokens, nullptr, q.episode});
       }
-      std::vector<Generation> gens = pool_.Generate(m, queries, rng, options.temperature, options.greedy, options.correlated);
-      ++batch.generate_calls;
+    }
+    std::vector<std::vector<Generation>> gens_of = GenerateTick(queries, options, rng, &batch);
+    for (size_t m = 0; m < by_model.size(); ++m) {
+      auto& pend = by_model[m];
+      auto& gens = gens_of[m];
       for (size_t i = 0; i < pend.size(); ++i) {
         Pending& q = pend[i];
         Episode& ep = eps[q.episode];
         const PipelineNode& node = p.nodes[q.node];
+        if (gens[i].lost) {
+          ep.dropped = ep.done = true;
+          continue;
+        }
         ep.latest[q.node] = workflow_.vocab.Decode(gens[i].tokens);
         CallRecord rec = NewRecord(q.episode, options.group_size, node.role, 0, ep.steps, node.name);
         rec.prompt = std::move(q.prompt);
@@ -85,7 +95,8 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
         rec.valid = !ep.latest[q.node].empty();
         ep.invalid += !rec.valid;
         batch.invalid += !rec.valid;
-        ep.records.push_back(batch.records.size());
+        if (observer && observer->Detailed(q.episode)) observer->Acted(q.episode, rec, ep.latest[q.node], false);
+        episode_records[q.episode].push_back(batch.records.size());
         batch.records.push_back(std::move(rec));
       }
     }
@@ -113,7 +124,7 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
   for (int e = 0; e < E; ++e) {
     Episode& ep = eps[e];
     const double score = p.task->Score(ep.query, ep.latest[p.answer]);
-    for (size_t r : ep.records) {
+    for (size_t r : episode_records[e]) {
       CallRecord& rec = batch.records[r];
       rec.reward = CallReward(workflow_, rec, nullptr, score, &rec.role_reward);
     }
@@ -124,9 +135,11 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
     text += "\nanswer:";
     for (const auto& w : ep.latest[p.answer]) text += " " + w;
     s.final_state = text + "\n";
+    s.dropped = ep.dropped;
     batch.episodes.push_back(std::move(s));
   }
-  batch.forward_calls = pool_.total_forward_calls() - calls_before;
+  Finish(options, episode_records, &batch);
+  batch.forward_calls = policy_.forward_calls() - calls_before;
   return batch;
 }
 

@@ -7,7 +7,7 @@
 
 namespace troupe {
 
-Rollout::Rollout(const CompiledWorkflow& workflow, ModelPool& pool) : workflow_(workflow), pool_(pool) {
+Rollout::Rollout(const CompiledWorkflow& workflow, PolicyService& policy) : workflow_(workflow), policy_(policy) {
   for (const auto& r : workflow_.roles) {
     strategies_.push_back(r.trained() ? nullptr : StrategyFactory::Get().Create(r.scripted));
   }
@@ -64,18 +64,61 @@ RolloutBatch Rollout::Run(const RolloutOptions& options, Rng& rng) {
   return workflow_.game ? RunGame(options, rng) : RunPipeline(options, rng);
 }
 
+std::vector<std::vector<Generation>> Rollout::GenerateTick(std::vector<std::vector<GenerateQuery>>& per_model,
+                                                           const RolloutOptions& options, Rng& rng, RolloutBatch* batch) {
+  const uint64_t tick_seed = rng.Next();
+  std::vector<GenerateBatch> batches;
+  for (size_t m = 0; m < per_model.size(); ++m) {
+    if (per_model[m].empty()) continue;
+    GenerateBatch b;
+    b.model = static_cast<int>(m);
+    b.queries = std::move(per_model[m]);
+    b.seed = Rng::Mix(tick_seed, m);
+    b.temperature = options.temperature;
+    b.greedy = options.greedy;
+    b.share_identical = options.correlated;
+    batches.push_back(std::move(b));
+  }
+  std::vector<std::vector<Generation>> out(per_model.size());
+  if (batches.empty()) return out;
+  std::vector<std::vector<Generation>> results = policy_.Generate(batches);
+  batch->generate_calls += static_cast<int64_t>(batches.size());
+  for (size_t i = 0; i < batches.size(); ++i) out[batches[i].model] = std::move(results[i]);
+  return out;
+}
+
+void Rollout::Finish(const RolloutOptions& options, const std::vector<std::vector<size_t>>& episode_records,
+                     RolloutBatch* batch) {
+  std::vector<bool> keep(batch->records.size(), true);
+  for (size_t e = 0; e < batch->episodes.size(); ++e) {
+    if (options.observer) options.observer->EpisodeEnded(static_cast<int>(e), batch->episodes[e]);
+    if (!batch->episodes[e].dropped) continue;
+    ++batch->dropped;
+    for (size_t r : episode_records[e]) keep[r] = false;
+  }
+  if (batch->dropped == 0) return;
+  std::vector<CallRecord> kept;
+  for (size_t r = 0; r < keep.size(); ++r) {
+    if (keep[r]) kept.push_back(std::move(batch->records[r]));
+  }
+  batch->records = std::move(kept);
+}
+
 RolloutBatch Rollout::RunGame(const RolloutOptions& options, Rng& rng) {
   RolloutBatch batch;
   const int E = options.episodes;
+  RolloutObserver* observer = options.observer;
   std::vector<std::unique_ptr<State>> states;
   std::vector<std::vector<size_t>> episode_records(E);
+  std::vector<bool> dropped(E, false);
   for (int e = 0; e < E; ++e) {
     const int group = e / std::max(1, options.group_size);
     states.push_back(workflow_.game->NewInitialState(Rng::Mix(options.seed, static_cast<uint64_t>(group))));
+    if (observer) observer->EpisodeStarted(e, group);
   }
   std::unique_ptr<ScriptedStrategy> teacher;
   if (options.scripted_for_trained) teacher = StrategyFactory::Get().Create(options.teacher);
-  const int64_t calls_before = pool_.total_forward_calls();
+  const int64_t calls_before = policy_.forward_calls();
 
   // Per tick: every active episode's pending decisions, grouped by model.
   struct Pending {
@@ -92,12 +135,14 @@ RolloutBatch Rollout::RunGame(const RolloutOptions& options, Rng& rng) {
     active = false;
     std::vector<std::vector<Decision>> decisions(E);
     std::vector<std::vector<SeatOutput>> outputs(E);
-    std::vector<std::vector<Pending>> by_model(pool_.size());
+    std::vector<std::vector<Pending>> by_model(policy_.size());
+    std::vector<std::vector<size_t>> record_of_output(E);
     for (int e = 0; e < E; ++e) {
-      if (states[e]->IsTerminal()) continue;
+      if (dropped[e] || states[e]->IsTerminal()) continue;
       active = true;
       decisions[e] = states[e]->PendingDecisions();
       outputs[e].resize(decisions[e].size());
+      record_of_output[e].assign(outputs[e].size(), SIZE_MAX);
       for (size_t k = 0; k < decisions[e].size(); ++k) {
         const Decision& d = decisions[e][k];
         const int role = workflow_.seat_role[d.seat];
@@ -112,6 +157,7 @@ RolloutBatch Rollout::RunGame(const RolloutOptions& options, Rng& rng) {
           rec.response = workflow_.vocab.Encode(outputs[e][k].words);
           if (static_cast<int>(rec.response.size()) < d.max_words) rec.response.push_back(Vocab::kEos);
           rec.response.resize(std::min<size_t>(rec.response.size(), d.max_words));
+          record_of_output[e][k] = batch.records.size();
           episode_records[e].push_back(batch.records.size());
           batch.records.push_back(std::move(rec));
         } else {
@@ -121,27 +167,28 @@ RolloutBatch Rollout::RunGame(const RolloutOptions& options, Rng& rng) {
       }
     }
     if (!active) break;
-    std::vector<std::vector<size_t>> record_of_output(E);
-    for (int e = 0; e < E; ++e) record_of_output[e].assign(outputs[e].size(), SIZE_MAX);
-    for (int m = 0; m < pool_.size(); ++m) {
-      auto& pend = by_model[m];
-      if (pend.empty()) continue;
-      std::vector<GenerateQuery> queries;
-      queries.reserve(pend.size());
-      for (const auto& p : pend) {
-        queries.push_back({workflow_.roles[p.role].slot, &p.prompt, p.max_words, p.options.empty() ? nullptr : &p.options,
-                           static_cast<int64_t>(p.episode)});
+    std::vector<std::vector<GenerateQuery>> queries(by_model.size());
+    for (size_t m = 0; m < by_model.size(); ++m) {
+      for (const auto& p : by_model[m]) {
+        queries[m].push_back({workflow_.roles[p.role].slot, &p.prompt, p.max_words,
+                              p.options.empty() ? nullptr : &p.options, static_cast<int64_t>(p.episode)});
       }
-      std::vector<Generation> gens = pool_.Generate(m, queries, rng, options.temperature, options.greedy, options.correlated);
-      ++batch.generate_calls;
-      for (size_t i = 0; i < pend.size(); ++i) {
-        Pending& p = pend[i];
-        outputs[p.episode][p.output].words = workflow_.vocab.Decode(gens[i].tokens);
+    }
+    std::vector<std::vector<Generation>> gens = GenerateTick(queries, options, rng, &batch);
+    for (size_t m = 0; m < by_model.size(); ++m) {
+      for (size_t i = 0; i < by_model[m].size(); ++i) {
+        Pending& p = by_model[m][i];
+        Generation& g = gens[m][i];
+        if (g.lost) {
+          dropped[p.episode] = true;
+          continue;
+        }
+        outputs[p.episode][p.output].words = workflow_.vocab.Decode(g.tokens);
         CallRecord rec = NewRecord(p.episode, options.group_size, p.role, decisions[p.episode][p.output].seat,
                                    states[p.episode]->Turn(), p.phase);
         rec.prompt = std::move(p.prompt);
-        rec.response = std::move(gens[i].tokens);
-        rec.logprobs = std::move(gens[i].logprobs);
+        rec.response = std::move(g.tokens);
+        rec.logprobs = std::move(g.logprobs);
         rec.first_options = p.options;
         record_of_output[p.episode][p.output] = batch.records.size();
         episode_records[p.episode].push_back(batch.records.size());
@@ -149,29 +196,46 @@ RolloutBatch Rollout::RunGame(const RolloutOptions& options, Rng& rng) {
       }
     }
     for (int e = 0; e < E; ++e) {
-      if (outputs[e].empty()) continue;
+      if (outputs[e].empty() || dropped[e]) continue;
       std::vector<bool> valid = states[e]->Apply(outputs[e]);
+      const bool detailed = observer && observer->Detailed(e);
       for (size_t k = 0; k < valid.size(); ++k) {
         const size_t r = record_of_output[e][k];
-        if (r == SIZE_MAX) continue;
-        batch.records[r].valid = valid[k];
-        batch.records[r].inert = states[e]->Inert(outputs[e][k].seat);
-        batch.invalid += !valid[k];
+        if (r != SIZE_MAX) {
+          batch.records[r].valid = valid[k];
+          batch.records[r].inert = states[e]->Inert(outputs[e][k].seat);
+          batch.invalid += !valid[k];
+        }
+        if (!detailed) continue;
+        const Decision& d = decisions[e][k];
+        if (r != SIZE_MAX) {
+          observer->Acted(e, batch.records[r], outputs[e][k].words, false);
+        } else {
+          CallRecord scripted = NewRecord(e, options.group_size, workflow_.seat_role[d.seat], d.seat,
+                                          states[e]->Turn(), d.phase);
+          scripted.valid = valid[k];
+          observer->Acted(e, scripted, outputs[e][k].words, true);
+        }
       }
+      if (detailed) observer->StateChanged(e, *states[e]);
     }
   }
   for (int e = 0; e < E; ++e) {
-    for (size_t r : episode_records[e]) {
-      CallRecord& rec = batch.records[r];
-      rec.reward = CallReward(workflow_, rec, states[e].get(), 0.0, &rec.role_reward);
-    }
     EpisodeSummary s;
-    s.metrics = states[e]->Metrics();
+    s.dropped = dropped[e];
+    if (!dropped[e]) {
+      for (size_t r : episode_records[e]) {
+        CallRecord& rec = batch.records[r];
+        rec.reward = CallReward(workflow_, rec, states[e].get(), 0.0, &rec.role_reward);
+      }
+      s.metrics = states[e]->Metrics();
+      batch.turns = std::max<int64_t>(batch.turns, states[e]->Turn());
+    }
     s.final_state = states[e]->ToString();
-    batch.turns = std::max<int64_t>(batch.turns, states[e]->Turn());
     batch.episodes.push_back(std::move(s));
   }
-  batch.forward_calls = pool_.total_forward_calls() - calls_before;
+  Finish(options, episode_records, &batch);
+  batch.forward_calls = policy_.forward_calls() - calls_before;
   return batch;
 }
 

@@ -9,16 +9,17 @@
 #include <string>
 #include <vector>
 
-#include "core/model_pool.h"
 #include "core/rng.h"
 #include "core/trajectory.h"
 #include "workflows/compiled_workflow.h"
+#include "workflows/policy_service.h"
 
 namespace troupe {
 
 struct EpisodeSummary {
   std::map<std::string, double> metrics;
   std::string final_state;  // the game's ToString of the last state
+  bool dropped = false;     // a worker serving it was lost: no records, not in the means
 };
 
 struct RolloutBatch {
@@ -28,6 +29,21 @@ struct RolloutBatch {
   int64_t forward_calls = 0;   // model forward passes, all models
   int64_t turns = 0;           // game rounds played by the longest episode
   int64_t invalid = 0;         // unparseable model outputs
+  int64_t dropped = 0;         // episodes lost with a worker
+};
+
+// Sees what a rollout does (for session events); called on the controller thread.
+class RolloutObserver {
+ public:
+  virtual ~RolloutObserver() = default;
+  // Whether to report this episode's calls and states (they cost bandwidth).
+  virtual bool Detailed(int episode) const = 0;
+  virtual void EpisodeStarted(int episode, int group) = 0;
+  // A seat or node acted (scripted acts come without tokens); detailed episodes only.
+  virtual void Acted(int episode, const CallRecord& call, const std::vector<std::string>& words, bool scripted) = 0;
+  // The game state after a tick; detailed episodes only.
+  virtual void StateChanged(int episode, const State& state) = 0;
+  virtual void EpisodeEnded(int episode, const EpisodeSummary& summary) = 0;
 };
 
 struct RolloutOptions {
@@ -40,11 +56,12 @@ struct RolloutOptions {
   bool guided = false;         // restrict first tokens to the decision's options
   bool scripted_for_trained = false;  // demonstrations: trained roles act as `teacher`
   std::string teacher;
+  RolloutObserver* observer = nullptr;
 };
 
 class Rollout {
  public:
-  Rollout(const CompiledWorkflow& workflow, ModelPool& pool);
+  Rollout(const CompiledWorkflow& workflow, PolicyService& policy);
   RolloutBatch Run(const RolloutOptions& options, Rng& rng);
 
  private:
@@ -52,9 +69,14 @@ class Rollout {
   RolloutBatch RunPipeline(const RolloutOptions& options, Rng& rng);
   std::vector<int> Prompt(int role, const std::vector<std::string>& observation) const;
   CallRecord NewRecord(int episode, int group_size, int role, int seat, int turn, const std::string& phase) const;
+  // One tick's model work: each model's queries as one batch, all sent together.
+  std::vector<std::vector<Generation>> GenerateTick(std::vector<std::vector<GenerateQuery>>& per_model,
+                                                    const RolloutOptions& options, Rng& rng, RolloutBatch* batch);
+  // Drops the records of lost episodes and reports every episode's end.
+  void Finish(const RolloutOptions& options, const std::vector<std::vector<size_t>>& episode_records, RolloutBatch* batch);
 
   const CompiledWorkflow& workflow_;
-  ModelPool& pool_;
+  PolicyService& policy_;
   std::vector<std::unique_ptr<ScriptedStrategy>> strategies_;  // per role (null when trained)
 };
 

@@ -17,6 +17,8 @@
 #include "core/metrics_log.h"
 #include "core/trainer.h"
 #include "workflows/rollout.h"
+#include "workflows/session_events.h"
+#include "workflows/worker_hub.h"
 
 namespace troupe {
 
@@ -101,12 +103,10 @@ std::string ResultTable(const TrainResult& r) {
   return out.str();
 }
 
-TrainResult Train(const CompiledWorkflow& w, const TrainOptions& options, std::ostream& out) {
-  SetTorchThreads(w.run.threads);
-  bool trained_role = false;
-  for (const auto& r : w.roles) trained_role = trained_role || r.trained();
-  if (!trained_role) throw ConfigError(w.file, 0, 0, "nothing to train: every role is scripted");
+namespace {
 
+TrainResult TrainWith(const CompiledWorkflow& w, const TrainOptions& options, std::ostream& out, PolicyService& hub,
+                      SessionEvents& events, int* iteration) {
   const fs::path dir(options.out_dir);
   fs::create_directories(dir);
   const fs::path metrics_path = dir / "metrics.jsonl";
@@ -117,10 +117,8 @@ TrainResult Train(const CompiledWorkflow& w, const TrainOptions& options, std::o
   google::protobuf::TextFormat::PrintToString(w.proto, &resolved);
   WriteFile(dir / "workflow.resolved.textproto", "# resolved from " + w.file + "\n" + resolved);
 
-  ModelPool pool(w.models, w.seed);
-  Trainer trainer(pool, w.trainer, w.seed);
   CreditAssigner credit(w.credit);
-  Rollout rollout(w, pool);
+  Rollout rollout(w, hub);
   Rng rng(Rng::Mix(w.seed, 1));
   TrainResult result;
   result.run_dir = dir.string();
@@ -131,7 +129,7 @@ TrainResult Train(const CompiledWorkflow& w, const TrainOptions& options, std::o
   if (options.resume) {
     auto ckpt = FindCheckpoint(dir.string());
     if (!ckpt) throw CheckpointError("--resume: no checkpoint in " + dir.string());
-    RunState state = LoadCheckpoint(*ckpt, pool, &trainer);
+    RunState state = LoadCheckpoint(*ckpt, [&](const std::string& d) { hub.Load(d, true); });
     if (state["vocab"] != w.vocab.Fingerprint()) {
       throw CheckpointError("checkpoint " + *ckpt + " was trained on another vocabulary (the game or roles changed)");
     }
@@ -145,7 +143,7 @@ TrainResult Train(const CompiledWorkflow& w, const TrainOptions& options, std::o
   } else {
     fs::remove(metrics_path);
     if (options.final_eval) {
-      result.before = Evaluate(w, pool, w.run.eval_episodes, w.seed, false, w.trainer.temperature);
+      result.before = Evaluate(w, hub, w.run.eval_episodes, w.seed, false, w.trainer.temperature);
       WriteFile(dir / "eval_untrained.json", EvalJson(*result.before) + "\n");
     }
     if (w.run.sft_episodes > 0) {
@@ -156,7 +154,7 @@ TrainResult Train(const CompiledWorkflow& w, const TrainOptions& options, std::o
       demo.teacher = w.run.sft_teacher;
       Rng demo_rng(Rng::Mix(w.seed, 4));
       RolloutBatch demos = rollout.Run(demo, demo_rng);
-      auto st = trainer.Supervised(demos.records, w.run.sft_steps);
+      auto st = hub.Supervised(demos.records, w.run.sft_steps);
       out << "sft warm start: " << demos.records.size() << " demonstrations from " << w.run.sft_teacher << ", "
           << w.run.sft_steps << " steps, final loss " << st.front().loss << "\n";
     }
@@ -172,12 +170,14 @@ TrainResult Train(const CompiledWorkflow& w, const TrainOptions& options, std::o
     e.precision(17);
     e << elapsed_before + Now() - t0;
     state["elapsed_s"] = e.str();
-    SaveCheckpoint(dir.string(), iteration, state, pool, &trainer);
+    SaveCheckpoint(dir.string(), iteration, state, [&](const std::string& d) { hub.Save(d); });
   };
   TensorBoardWriter tb(dir.string());
+  events.RunStarted(dir.filename().string(), start);
   const bool tty = ::isatty(STDOUT_FILENO) && &out == &std::cout;
   int it = start;
   for (; it < w.run.iterations; ++it) {
+    *iteration = it;
     const double elapsed = elapsed_before + Now() - t0;
     if (w.run.max_minutes > 0 && elapsed > w.run.max_minutes * 60) {
       out << (tty ? "\n" : "") << "stopping at the time limit of " << w.run.max_minutes << " min\n";
@@ -191,10 +191,13 @@ TrainResult Train(const CompiledWorkflow& w, const TrainOptions& options, std::o
     ro.temperature = w.trainer.temperature;
     ro.correlated = w.run.correlated_team_sampling;
     ro.guided = w.run.guided_choices;
+    ro.observer = events.enabled() ? &events : nullptr;
+    events.BeginIteration(it + 1, false);
     RolloutBatch batch = rollout.Run(ro, rng);
     const double rollout_s = Now() - ti;
     CreditStats cs = credit.Assign(batch.records);
-    std::vector<ModelTrainStats> ts = trainer.Update(batch.records);
+    events.Credit(it + 1, batch.records);
+    std::vector<ModelTrainStats> ts = hub.Update(batch.records);
     const double dt = Now() - ti;
 
     JsonLine line;
@@ -242,6 +245,9 @@ TrainResult Train(const CompiledWorkflow& w, const TrainOptions& options, std::o
       f << line.Str() << "\n";
     }
     tb.Scalars(it + 1, line.numbers());
+    events.Metrics(it + 1, std::map<std::string, double>(line.numbers().begin(), line.numbers().end()),
+                   batch.episodes.size() / std::max(1e-9, dt),
+                   batch.turns > 0 ? static_cast<double>(batch.forward_calls) / batch.turns : 0);
 
     if (options.progress) {
       const double per_it = (Now() - t0) / (it + 1 - start);
@@ -262,12 +268,37 @@ TrainResult Train(const CompiledWorkflow& w, const TrainOptions& options, std::o
   if (it > start && it % w.run.checkpoint_every != 0 && it != w.run.iterations) save(it);
   if (tty && options.progress) out << "\n";
   result.iterations = it;
+  *iteration = it;
   result.seconds = elapsed_before + Now() - t0;
   if (options.final_eval) {
-    result.after = Evaluate(w, pool, w.run.eval_episodes, w.seed, false, w.trainer.temperature);
+    result.after = Evaluate(w, hub, w.run.eval_episodes, w.seed, false, w.trainer.temperature);
     WriteFile(dir / "eval_trained.json", EvalJson(*result.after) + "\n");
   }
+  events.RunEnded(result.iterations, result.seconds, false, "");
   return result;
+}
+
+}  // namespace
+
+TrainResult Train(const CompiledWorkflow& w, const TrainOptions& options, std::ostream& out) {
+  SetTorchThreads(w.run.threads);
+  bool trained_role = false;
+  for (const auto& r : w.roles) trained_role = trained_role || r.trained();
+  if (!trained_role) throw ConfigError(w.file, 0, 0, "nothing to train: every role is scripted");
+  SessionEvents events(w, options.publish.empty() ? w.runtime.publish : options.publish, options.record);
+  if (events.enabled() && !events.publish_endpoint().empty()) {
+    out << "publishing session events at " << events.publish_endpoint() << "\n";
+  }
+  int iteration = 0;
+  const double t0 = Now();
+  try {
+    WorkerHub hub(
+        w, [&](const WorkerNotice& n) { events.WorkerChanged(n, w.runtime.endpoint); }, &out);
+    return TrainWith(w, options, out, hub, events, &iteration);
+  } catch (const std::exception& e) {
+    events.RunEnded(iteration, Now() - t0, true, e.what());
+    throw;
+  }
 }
 
 }  // namespace troupe

@@ -17,6 +17,8 @@ struct TrainOptions {
   bool resume = false;
   bool progress = true;   // live progress line (plain lines when not a terminal)
   bool final_eval = true; // evaluate before and after training and print the table
+  std::string publish;    // session events PUB endpoint (overrides runtime.publish)
+  std::string record;     // session file to write
 };
 
 struct TrainResult {

@@ -14,3 +14,11 @@ void ValidateChannels(const LoadedWorkflow& w, CompiledWorkflow& c);
 void ValidatePipelineGraph(const LoadedWorkflow& w, CompiledWorkflow& c);
 
 }  // namespace troupe
+
+namespace troupe {
+
+// Resolves the runtime section (compile_runtime.cc): external workers name
+// models of the workflow, endpoints parse, timeouts are positive.
+void CompileRuntime(const LoadedWorkflow& w, CompiledWorkflow& c);
+
+}  // namespace troupe

@@ -1,22 +1,31 @@
-// The `troupe` command line: train, eval, validate. Only this file catches
-// troupe's errors, prints them and chooses the exit status.
+// The `troupe` command line: train, eval, validate, worker, record, replay,
+// keys. Only this file catches troupe's errors, prints them and chooses the
+// exit status.
 #include <malloc.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include <google/protobuf/text_format.h>
+
+#include "comms/curve.h"
+#include "comms/event_stream.h"
+#include "comms/session_file.h"
 #include "core/checkpoint.h"
 #include "core/errors.h"
-#include "core/model_pool.h"
 #include "workflows/compiled_workflow.h"
 #include "workflows/config_loader.h"
 #include "workflows/evaluate.h"
+#include "workflows/model_worker.h"
 #include "workflows/train_run.h"
+#include "workflows/worker_hub.h"
 
 namespace {
 
@@ -30,12 +39,54 @@ commands:
   train FILE      train the workflow's models; writes a run folder
   eval FILE       evaluate trained models from a checkpoint
   validate FILE   check a workflow file and describe it (exit 0 valid, 1 invalid)
+  worker          serve one model of a running `troupe train` from this process
+  record          write the session events of a running training to a file
+  replay FILE     say what a recorded session holds
+  keys            make CurveZMQ key files for tcp endpoints off this host
   help [COMMAND]  this text, or a command's options
 
 `troupe help train` lists train's options, and so on.
+Exit status: 0 done, 1 config error, 2 usage, 3 troupe error, 4 internal error,
+5 a model worker was lost.
+)";
+
+const char* kWorkerUsage = R"(usage: troupe worker --model NAME --connect ENDPOINT [--replica N] [--keys DIR]
+
+Serves model NAME (its generation and training updates) for the controller at
+ENDPOINT (tcp://HOST:PORT or ipc://PATH), which must declare it in its
+workflow's runtime section:  runtime { endpoint: "tcp://127.0.0.1:5555"
+worker { model: "NAME" replicas: 1 } }. The controller sends the resolved
+workflow; the worker builds the same model. It exits when the run ends.
+  --replica N   which replica of the model this is (default 0)
+  --keys DIR    CurveZMQ keys (from `troupe keys`): needed when the controller uses them
+)";
+
+const char* kRecordUsage = R"(usage: troupe record --connect ENDPOINT --out FILE [--seconds S] [--keys DIR]
+
+Subscribes to the session events a `troupe train --publish ENDPOINT` publishes
+and writes them to FILE (checksummed records; readable up to the last complete
+record even if this process is killed). Stops at the run's end, after S
+seconds, or on Ctrl-C.
+)";
+
+const char* kReplayUsage = R"(usage: troupe replay FILE [--summary] [--events N]
+
+  --summary   what the session holds: run, iterations, events by kind, messages,
+              workers, last metrics, whether it ended (default)
+  --events N  also print the first N events in protobuf text format
+)";
+
+const char* kKeysUsage = R"(usage: troupe keys --out DIR
+
+Writes server.secret, server.public, client.secret and client.public (Z85
+CurveZMQ keys). Give the controller `runtime { keys_dir: "DIR" }` and workers
+`--keys DIR` (copy client.* and server.public to the worker's host); binding a
+tcp endpoint that is not loopback requires them, and peers without an admitted
+client key are refused.
 )";
 
 const char* kTrainUsage = R"(usage: troupe train FILE [--out DIR] [--seed N] [--set field.path=value ...] [--resume] [--quiet]
+                    [--publish ENDPOINT] [--record FILE]
 
   --out DIR      run folder (default runs/<workflow name>-<date>-<time>)
   --seed N       overrides the workflow's seed
@@ -44,6 +95,9 @@ const char* kTrainUsage = R"(usage: troupe train FILE [--out DIR] [--seed N] [--
   --resume       continue the run in --out from its latest checkpoint, exactly
   --quiet        no progress line
   --no-eval      skip the before/after evaluation table
+  --publish E    publish session events on E (e.g. tcp://127.0.0.1:5556) for
+                 troupe-view or `troupe record`; a slow subscriber never slows the run
+  --record FILE  write the session events to FILE (read it with `troupe replay`)
 
 The run folder holds workflow.resolved.textproto, metrics.jsonl (one JSON object
 per iteration), TensorBoard event files, eval_untrained.json, eval_trained.json
@@ -71,10 +125,14 @@ struct Args {
   std::string out;
   std::string checkpoint;
   std::vector<std::string> sets;
+  std::string connect, model, keys, publish, record;
   long long seed = -1;
   int episodes = 0;
   int show = 0;
-  bool json = false, greedy = false, resume = false, quiet = false, no_eval = false, help = false;
+  int replica = 0;
+  int events = 0;
+  double seconds = 0;
+  bool json = false, greedy = false, resume = false, quiet = false, no_eval = false, help = false, summary = false;
 };
 
 class UsageError : public std::runtime_error {
@@ -104,6 +162,15 @@ Args Parse(int argc, char** argv) {
       else if (s == "--resume") a.resume = true;
       else if (s == "--quiet") a.quiet = true;
       else if (s == "--no-eval") a.no_eval = true;
+      else if (s == "--connect") a.connect = value(i);
+      else if (s == "--model") a.model = value(i);
+      else if (s == "--replica") a.replica = std::stoi(value(i));
+      else if (s == "--keys") a.keys = value(i);
+      else if (s == "--publish") a.publish = value(i);
+      else if (s == "--record") a.record = value(i);
+      else if (s == "--summary") a.summary = true;
+      else if (s == "--events") a.events = std::stoi(value(i));
+      else if (s == "--seconds") a.seconds = std::stod(value(i));
       else if (!s.empty() && s[0] == '-') throw UsageError("unknown option " + s);
       else if (a.command.empty()) a.command = s;
       else if (a.file.empty()) a.file = s;
@@ -140,6 +207,8 @@ int Train(const Args& a) {
   o.resume = a.resume;
   o.progress = !a.quiet;
   o.final_eval = !a.no_eval;
+  o.publish = a.publish;
+  o.record = a.record;
   std::cout << "run folder: " << o.out_dir << "\n";
   troupe::TrainResult r = troupe::Train(w, o, std::cout);
   rusage usage{};
@@ -159,8 +228,8 @@ int Eval(const Args& a) {
   troupe::SetTorchThreads(w.run.threads);
   auto ckpt = troupe::FindCheckpoint(a.checkpoint);
   if (!ckpt) throw troupe::CheckpointError("no checkpoint in " + a.checkpoint);
-  troupe::ModelPool pool(w.models, w.seed);
-  troupe::RunState state = troupe::LoadCheckpoint(*ckpt, pool, nullptr);
+  troupe::WorkerHub pool(w, nullptr, &std::cerr);
+  troupe::RunState state = troupe::LoadCheckpoint(*ckpt, [&](const std::string& d) { pool.Load(d, false); });
   if (state["vocab"] != w.vocab.Fingerprint()) {
     throw troupe::CheckpointError("checkpoint " + *ckpt + " was trained with another vocabulary (game or roles differ)");
   }
@@ -179,10 +248,78 @@ int Eval(const Args& a) {
   return 0;
 }
 
+volatile sig_atomic_t g_interrupted = 0;
+
+int Worker(const Args& a) {
+  if (a.model.empty() || a.connect.empty()) throw UsageError("worker needs --model NAME and --connect ENDPOINT");
+  troupe::WorkerOptions o;
+  o.endpoint = a.connect;
+  o.model = a.model;
+  o.replica = a.replica;
+  o.security.keys_dir = a.keys;
+  const std::string why = troupe::ServeModel(o, nullptr, &std::cout);
+  std::cout << "worker " << troupe::WorkerIdentity(a.model, a.replica) << ": " << why << "\n";
+  return 0;
+}
+
+int Record(const Args& a) {
+  if (a.connect.empty() || a.out.empty()) throw UsageError("record needs --connect ENDPOINT and --out FILE");
+  troupe::SocketOptions so;
+  so.security.keys_dir = a.keys;
+  so.receive_hwm = 100000;
+  troupe::EventSubscriber sub(a.connect, so);
+  troupe::SessionWriter writer(a.out);
+  signal(SIGINT, [](int) { g_interrupted = 1; });
+  signal(SIGTERM, [](int) { g_interrupted = 1; });
+  std::cout << "recording " << a.connect << " into " << a.out << "\n" << std::flush;
+  const auto t0 = std::chrono::steady_clock::now();
+  troupe::session::Event e;
+  bool ended = false;
+  while (!g_interrupted && !ended) {
+    if (a.seconds > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > a.seconds) break;
+    if (!sub.Next(&e, std::chrono::milliseconds(200))) continue;
+    ended = e.has_run_end();
+    writer.Write(e, ended || e.has_metrics() || e.has_run_start() || e.has_worker());
+  }
+  writer.Flush();
+  std::cout << "recorded " << writer.written() << " events" << (ended ? " up to the run's end" : "")
+            << "; missed " << sub.missed() << " (publisher drops or joined late)\n";
+  return 0;
+}
+
+int Replay(const Args& a) {
+  if (a.file.empty()) throw UsageError("replay needs a session FILE");
+  troupe::SessionContents c = troupe::ReadSessionFile(a.file);
+  std::cout << troupe::SummarizeSession(c);
+  for (int i = 0; i < a.events && i < static_cast<int>(c.events.size()); ++i) {
+    std::string text;
+    google::protobuf::TextFormat::PrintToString(c.events[i], &text);
+    std::cout << "--- event " << i << "\n" << text;
+  }
+  return 0;
+}
+
+int Keys(const Args& a) {
+  if (a.out.empty()) throw UsageError("keys needs --out DIR");
+  std::cout << "wrote " << troupe::WriteCurveKeys(a.out) << "\n";
+  return 0;
+}
+
 int Validate(const Args& a) {
   CompiledWorkflow w = Load(a);
   std::cout << troupe::DescribeWorkflow(w) << "\nvalid\n";
   return 0;
+}
+
+const char* UsageOf(const std::string& command) {
+  if (command == "train") return kTrainUsage;
+  if (command == "eval") return kEvalUsage;
+  if (command == "validate") return kValidateUsage;
+  if (command == "worker") return kWorkerUsage;
+  if (command == "record") return kRecordUsage;
+  if (command == "replay") return kReplayUsage;
+  if (command == "keys") return kKeysUsage;
+  return kUsage;
 }
 
 }  // namespace
@@ -196,19 +333,20 @@ int main(int argc, char** argv) {
   try {
     a = Parse(argc, argv);
     if (a.command.empty() || a.command == "help") {
-      const std::string topic = a.file;
-      std::cout << (topic == "train" ? kTrainUsage : topic == "eval" ? kEvalUsage
-                                                     : topic == "validate" ? kValidateUsage : kUsage);
+      std::cout << UsageOf(a.file);
       return a.command.empty() && !a.help ? 2 : 0;
     }
     if (a.help) {
-      std::cout << (a.command == "train" ? kTrainUsage : a.command == "eval" ? kEvalUsage
-                                                         : a.command == "validate" ? kValidateUsage : kUsage);
+      std::cout << UsageOf(a.command);
       return 0;
     }
     if (a.command == "train") return Train(a);
     if (a.command == "eval") return Eval(a);
     if (a.command == "validate") return Validate(a);
+    if (a.command == "worker") return Worker(a);
+    if (a.command == "record") return Record(a);
+    if (a.command == "replay") return Replay(a);
+    if (a.command == "keys") return Keys(a);
     throw UsageError("unknown command '" + a.command + "'");
   } catch (const UsageError& e) {
     std::cerr << "troupe: " << e.what() << "\n(see troupe --help)\n";
@@ -216,6 +354,9 @@ int main(int argc, char** argv) {
   } catch (const troupe::ConfigError& e) {
     std::cerr << e.what() << "\n";
     return 1;
+  } catch (const troupe::WorkerLostError& e) {
+    std::cerr << "troupe: " << e.what() << "\n";
+    return 5;
   } catch (const troupe::Error& e) {
     std::cerr << "troupe: " << e.what() << "\n";
     return 3;

@@ -1,0 +1,41 @@
+// Event publisher and subscriber.
+#include "comms/event_stream.h"
+
+namespace troupe {
+
+EventPublisher::EventPublisher(const std::string& endpoint, const SocketOptions& options) {
+  SocketOptions o = options;
+  socket_ = FramedSocket::Bind(zmq::socket_type::xpub, endpoint, o);
+  socket_->raw().set(zmq::sockopt::xpub_nodrop, 1);
+}
+
+void EventPublisher::DrainSubscriptions() {
+  zmq::message_t m;
+  while (socket_->raw().recv(m, zmq::recv_flags::dontwait)) {
+    if (m.size() > 0) subscribers_ += static_cast<const char*>(m.data())[0] == 1 ? 1 : -1;
+  }
+}
+
+bool EventPublisher::Publish(const session::Event& event) {
+  DrainSubscriptions();
+  if (socket_->Send(event, "", /*dont_wait=*/true)) {
+    ++published_;
+    return true;
+  }
+  ++dropped_;
+  return false;
+}
+
+EventSubscriber::EventSubscriber(const std::string& endpoint, const SocketOptions& options) {
+  socket_ = FramedSocket::Connect(zmq::socket_type::sub, endpoint, options);
+}
+
+bool EventSubscriber::Next(session::Event* event, std::chrono::milliseconds timeout) {
+  if (!socket_->Receive(event, timeout)) return false;
+  const int64_t seq = static_cast<int64_t>(event->sequence());
+  if (next_sequence_ >= 0 && seq > next_sequence_) missed_ += seq - next_sequence_;
+  next_sequence_ = seq + 1;
+  return true;
+}
+
+}  // namespace troupe

@@ -1,0 +1,57 @@
+// A ZeroMQ socket that speaks troupe frames: ROUTER/DEALER for requests,
+// PUB/SUB for session events. Receiving checks every frame (comms/frame.h);
+// refused frames are counted by reason, logged (the first few), and skipped.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include <zmq.hpp>
+
+#include "comms/curve.h"
+#include "comms/frame.h"
+
+namespace troupe {
+
+struct SocketOptions {
+  Security security;
+  size_t max_frame_bytes = kDefaultMaxFrameBytes;
+  int send_hwm = 1000;  // messages queued per peer before sends drop (PUB) or block
+  int receive_hwm = 1000;
+  std::string routing_id;  // DEALER identity (empty: libzmq picks one)
+  std::string subscribe;   // SUB prefix ("" = everything)
+};
+
+class FramedSocket {
+ public:
+  // Binds (ROUTER, PUB) or connects (DEALER, SUB). Non-loopback tcp requires keys.
+  static std::unique_ptr<FramedSocket> Bind(zmq::socket_type type, const std::string& endpoint,
+                                            const SocketOptions& options = {});
+  static std::unique_ptr<FramedSocket> Connect(zmq::socket_type type, const std::string& endpoint,
+                                               const SocketOptions& options = {});
+
+  // Sends one frame (ROUTER: to `identity`). With `dont_wait`, returns false
+  // instead of blocking when the queue is full (the message is dropped).
+  bool Send(const google::protobuf::MessageLite& body, const std::string& identity = "", bool dont_wait = false);
+
+  // Waits up to `timeout` for a valid frame; returns false when none came.
+  // A ROUTER fills `identity` with the sender.
+  bool Receive(google::protobuf::MessageLite* body, std::chrono::milliseconds timeout, std::string* identity = nullptr);
+
+  const FrameRejects& rejects() const { return rejects_; }
+  // The endpoint actually bound (tcp port 0 or * resolved).
+  std::string endpoint() const;
+  zmq::socket_t& raw() { return socket_; }
+
+ private:
+  FramedSocket(zmq::socket_type type, const SocketOptions& options);
+  bool ReceiveOne(google::protobuf::MessageLite* body, std::string* identity);
+
+  zmq::socket_type type_;
+  SocketOptions options_;
+  zmq::socket_t socket_;
+  FrameRejects rejects_;
+};
+
+}  // namespace troupe

@@ -1,0 +1,39 @@
+// Session files: session events as checksummed records (comms/record_file.h).
+// A file cut short by a crash reads back up to its last complete record.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comms/proto/session.pb.h"
+#include "comms/record_file.h"
+
+namespace troupe {
+
+class SessionWriter {
+ public:
+  explicit SessionWriter(const std::string& path);
+  // Appends one event; `flush` pushes it to the kernel (survives a killed process).
+  void Write(const session::Event& event, bool flush = false);
+  void Flush() { writer_.Flush(); }
+  int64_t written() const { return written_; }
+
+ private:
+  RecordWriter writer_;
+  std::string buffer_;
+  int64_t written_ = 0;
+};
+
+struct SessionContents {
+  std::vector<session::Event> events;
+  std::string error;  // why reading stopped early (torn or corrupt record), empty when clean
+};
+
+// Reads every complete event of a session file; throws CommsError when it cannot be opened.
+SessionContents ReadSessionFile(const std::string& path);
+
+// A few lines saying what a session holds (`troupe replay FILE --summary`).
+std::string SummarizeSession(const SessionContents& contents);
+
+}  // namespace troupe

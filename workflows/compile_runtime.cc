@@ -1,0 +1,64 @@
+// The runtime section of a workflow: where workers connect, which models run
+// in `troupe worker` processes, fault timeouts, event publishing, security.
+#include "comms/endpoint.h"
+#include "core/errors.h"
+#include "workflows/compiled_workflow.h"
+#include "workflows/config_loader.h"
+#include "workflows/validate_graph.h"
+
+namespace troupe {
+
+namespace {
+
+int PositiveOr(const LoadedWorkflow& w, int value, int fallback, const char* field) {
+  if (value < 0) w.Fail({{"runtime"}, {field}}, std::string(field) + " must be positive");
+  return value > 0 ? value : fallback;
+}
+
+}  // namespace
+
+void CompileRuntime(const LoadedWorkflow& w, CompiledWorkflow& c) {
+  const config::RuntimeSpec& r = w.proto.runtime();
+  RuntimeSettings& s = c.runtime;
+  s.endpoint = r.endpoint();
+  s.publish = r.publish();
+  for (const auto& [field, text] : {std::make_pair("endpoint", s.endpoint), std::make_pair("publish", s.publish)}) {
+    if (text.empty()) continue;
+    try {
+      ParseEndpoint(text);
+    } catch (const CommsError& e) {
+      w.Fail({{"runtime"}, {field}}, e.what());
+    }
+  }
+  for (int i = 0; i < r.worker_size(); ++i) {
+    const config::WorkerSpec& spec = r.worker(i);
+    WorkerPlacement p;
+    p.model = -1;
+    for (size_t m = 0; m < c.models.size(); ++m) {
+      if (c.models[m].name == spec.model()) p.model = static_cast<int>(m);
+    }
+    if (p.model < 0) w.Fail({{"runtime"}, {"worker", i}, {"model"}}, "worker for unknown model '" + spec.model() + "'");
+    for (const auto& other : s.external) {
+      if (other.model == p.model) w.Fail({{"runtime"}, {"worker", i}, {"model"}}, "model '" + spec.model() + "' has two worker entries");
+    }
+    if (spec.replicas() < 0) w.Fail({{"runtime"}, {"worker", i}, {"replicas"}}, "replicas must be positive");
+    p.replicas = spec.replicas() > 0 ? spec.replicas() : 1;
+    s.external.push_back(p);
+  }
+  if (!s.external.empty() && (s.endpoint.empty() || s.endpoint.rfind("inproc://", 0) == 0)) {
+    w.Fail({{"runtime"}, {"endpoint"}}, "external workers need a tcp:// or ipc:// endpoint to connect to");
+  }
+  s.heartbeat_ms = PositiveOr(w, r.heartbeat_ms(), 200, "heartbeat_ms");
+  s.worker_timeout_ms = PositiveOr(w, r.worker_timeout_ms(), 3000, "worker_timeout_ms");
+  s.request_timeout_ms = PositiveOr(w, r.request_timeout_ms(), 600000, "request_timeout_ms");
+  s.join_timeout_ms = PositiveOr(w, r.join_timeout_ms(), 60000, "join_timeout_ms");
+  s.detail_episodes = r.detail_episodes() > 0 ? r.detail_episodes() : (r.detail_episodes() < 0 ? 0 : 2);
+  if (s.worker_timeout_ms <= s.heartbeat_ms) {
+    w.Fail({{"runtime"}, {"worker_timeout_ms"}}, "worker_timeout_ms must exceed heartbeat_ms (" +
+                                                     std::to_string(s.heartbeat_ms) + ")");
+  }
+  s.continue_on_loss = r.on_worker_loss() == config::CONTINUE;
+  s.keys_dir = r.keys_dir();
+}
+
+}  // namespace troupe
