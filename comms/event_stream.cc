@@ -12,7 +12,10 @@ EventPublisher::EventPublisher(const std::string& endpoint, const SocketOptions&
 void EventPublisher::DrainSubscriptions() {
   zmq::message_t m;
   while (socket_->raw().recv(m, zmq::recv_flags::dontwait)) {
-    if (m.size() > 0) subscribers_ += static_cast<const char*>(m.data())[0] == 1 ? 1 : -1;
+    if (m.size() == 0) continue;
+    const bool join = static_cast<const char*>(m.data())[0] == 1;
+    subscribers_ += join ? 1 : -1;
+    new_subscriber_ = new_subscriber_ || join;
   }
 }
 
@@ -24,6 +27,13 @@ bool EventPublisher::Publish(const session::Event& event) {
   }
   ++dropped_;
   return false;
+}
+
+bool EventPublisher::TakeNewSubscriber() {
+  DrainSubscriptions();
+  const bool fresh = new_subscriber_;
+  new_subscriber_ = false;
+  return fresh;
 }
 
 EventSubscriber::EventSubscriber(const std::string& endpoint, const SocketOptions& options) {

@@ -22,12 +22,15 @@ class EventPublisher {
   int64_t dropped() const { return dropped_; }
   std::string endpoint() const { return socket_->endpoint(); }
   int subscribers() const { return subscribers_; }
+  // True once after a subscriber joined (so the owner can resend what a late joiner needs).
+  bool TakeNewSubscriber();
 
  private:
   void DrainSubscriptions();
   std::unique_ptr<FramedSocket> socket_;
   int64_t published_ = 0, dropped_ = 0;
   int subscribers_ = 0;
+  bool new_subscriber_ = false;
 };
 
 class EventSubscriber {

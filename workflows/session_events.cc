@@ -40,7 +40,13 @@ SessionEvents::~SessionEvents() {
 void SessionEvents::Emit(session::Event& event, bool flush) {
   event.set_sequence(sequence_++);
   event.set_time(Now() - t0_);
-  if (publisher_) publisher_->Publish(event);
+  if (publisher_) {
+    // A viewer that joins late still needs the run's description to draw anything.
+    if (publisher_->TakeNewSubscriber() && run_start_.has_run_start() && !event.has_run_start()) {
+      publisher_->Publish(run_start_);
+    }
+    publisher_->Publish(event);
+  }
   if (writer_) writer_->Write(event, flush);
 }
 
@@ -62,6 +68,9 @@ void SessionEvents::RunStarted(const std::string& run_id, int start_iteration) {
   s->set_iterations(workflow_.run.iterations);
   s->set_start_iteration(start_iteration);
   Emit(e, true);
+  run_start_ = e;
+  for (auto& w : early_) Emit(w, true);
+  early_.clear();
 }
 
 void SessionEvents::BeginIteration(int iteration, bool evaluation) {
@@ -78,6 +87,10 @@ void SessionEvents::WorkerChanged(const WorkerNotice& n, const std::string& endp
   w->set_endpoint(endpoint);
   w->set_kind(n.lost ? session::WorkerEvent::LOST : session::WorkerEvent::JOINED);
   w->set_detail(n.detail);
+  if (!run_start_.has_run_start()) {
+    early_.push_back(e);  // workers join before the run starts: keep RunStart first
+    return;
+  }
   Emit(e, true);
 }
 

@@ -53,6 +53,8 @@ class SessionEvents : public RolloutObserver {
   int iteration_ = 0;
   bool evaluation_ = false;
   bool ended_ = false;
+  session::Event run_start_;
+  std::vector<session::Event> early_;
 };
 
 }  // namespace troupe

@@ -203,6 +203,7 @@ TrainResult TrainWith(const CompiledWorkflow& w, const TrainOptions& options, st
     JsonLine line;
     line.Add("iteration", it + 1);
     line.Add("episodes", static_cast<double>(batch.episodes.size()));
+    line.Add("episodes_dropped", static_cast<double>(batch.dropped));
     std::string progress_roles;
     for (size_t r = 0; r < w.roles.size(); ++r) {
       if (!w.roles[r].trained()) continue;

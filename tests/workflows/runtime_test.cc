@@ -1,0 +1,273 @@
+// The star runtime with real processes and real sockets: `troupe train` with
+// its model worker in-process (inproc://) and as a separate `troupe worker`
+// process over tcp:// gives the same metrics; a killed worker is detected
+// within the configured timeout, reported, and the recording stays intact;
+// with replicas and on_worker_loss: CONTINUE the run goes on; the controller
+// says which workers it waits for; forward calls per tick do not grow with
+// the number of concurrent episodes.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "comms/session_file.h"
+#include "workflows/compiled_workflow.h"
+#include "workflows/config_loader.h"
+#include "workflows/rollout.h"
+#include "workflows/worker_hub.h"
+
+using namespace troupe;
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+const char* kTiny = R"(name: "tiny"
+seed: 11
+game { name: "red_black" param { name: "team_size" int: 3 } param { name: "rounds" int: 3 }
+       param { name: "multipliers" text: "3:3" } param { name: "reason_words" int: 1 } }
+model { name: "m" transformer { d_model: 16 heads: 2 layers: 1 ff_mult: 2 max_len: 64 } optimizer { lr: 0.01 } }
+role { name: "a" seats: "a*" model: "m" }
+role { name: "b" seats: "b*" scripted: "tit_for_tat" }
+reward { level: TURN signal: "round_payoff" to_go: true weight: 0.1 }
+reward { level: ROLE signal: "format" weight: 1 }
+credit { group_size: 4 }
+trainer { iterations: 3 episodes_per_iteration: 8 minibatch: 64 checkpoint_every: 100 }
+)";
+
+std::string Temp(const std::string& name) {
+  const fs::path p = fs::temp_directory_path() / ("troupe-runtime-" + std::to_string(::getpid()) + "-" + name);
+  fs::remove_all(p);
+  return p.string();
+}
+
+// A port for this test process (ctest may run several test processes at once).
+int Port(int offset) { return 20000 + (::getpid() * 7 + offset) % 30000; }
+
+std::string WriteWorkflow(const std::string& name, const std::string& extra) {
+  const std::string path = Temp(name + ".textproto");
+  std::ofstream(path) << kTiny << extra;
+  return path;
+}
+
+// A child process running the troupe binary, its output in a log file.
+class Process {
+ public:
+  Process(const std::vector<std::string>& args, const std::string& log) : log_(log) {
+    pid_ = ::fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      std::vector<char*> argv;
+      std::string binary = TROUPE_BINARY;
+      argv.push_back(binary.data());
+      std::vector<std::string> copy = args;
+      for (auto& a : copy) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(binary.c_str(), argv.data());
+      ::_exit(127);
+    }
+  }
+  ~Process() {
+    if (pid_ > 0 && status_ == kRunning) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  // Exit status, or -1 when it did not end within `seconds` (then it is killed).
+  int Wait(double seconds) {
+    const auto until = Clock::now() + std::chrono::duration<double>(seconds);
+    while (Clock::now() < until) {
+      int st = 0;
+      if (::waitpid(pid_, &st, WNOHANG) == pid_) {
+        status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        return status_;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return -1;
+  }
+  void Kill() {
+    ::kill(pid_, SIGKILL);
+    Wait(10);
+  }
+  std::string Output() const {
+    std::ifstream in(log_);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+
+ private:
+  static constexpr int kRunning = -1000;
+  pid_t pid_ = -1;
+  int status_ = kRunning;
+  std::string log_;
+};
+
+std::vector<std::string> MetricLines(const std::string& run_dir, bool drop_timing) {
+  std::vector<std::string> lines;
+  std::ifstream in(run_dir + "/metrics.jsonl");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (drop_timing) line = line.substr(0, line.find(",\"time/"));
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+bool WaitFor(const std::function<bool()>& done, double seconds) {
+  const auto until = Clock::now() + std::chrono::duration<double>(seconds);
+  while (Clock::now() < until) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("the same seed gives identical metrics with in-process and tcp model workers", "[runtime][determinism]") {
+  const std::string local = WriteWorkflow("local", "");
+  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(Port(1));
+  const std::string remote = WriteWorkflow("remote", "runtime { endpoint: \"" + endpoint + "\" worker { model: \"m\" } }\n");
+  const std::string run_local = Temp("run-local"), run_remote = Temp("run-remote");
+  Process a({"train", local, "--out", run_local, "--quiet", "--no-eval"}, Temp("local.log"));
+  REQUIRE(a.Wait(120) == 0);
+  Process controller({"train", remote, "--out", run_remote, "--quiet", "--no-eval"}, Temp("controller.log"));
+  Process worker({"worker", "--model", "m", "--connect", endpoint}, Temp("worker.log"));
+  const int status = controller.Wait(120);
+  INFO(controller.Output());
+  INFO(worker.Output());
+  REQUIRE(status == 0);
+  CHECK(worker.Wait(20) == 0);
+  CHECK_THAT(worker.Output(), Catch::Contains("shut down by the controller"));
+  const auto x = MetricLines(run_local, true), y = MetricLines(run_remote, true);
+  REQUIRE(x.size() == 3);
+  CHECK(x == y);
+}
+
+TEST_CASE("a killed worker is detected within its timeout, reported, and the recording stays intact", "[runtime][faults]") {
+  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(Port(2));
+  const std::string wf = WriteWorkflow(
+      "kill", "runtime { endpoint: \"" + endpoint +
+                  "\" worker { model: \"m\" } heartbeat_ms: 100 worker_timeout_ms: 1000 }\n");
+  const std::string run = Temp("run-kill"), session = Temp("kill.session");
+  Process controller({"train", wf, "--out", run, "--quiet", "--no-eval", "--set", "trainer.iterations=500", "--record",
+                      session},
+                     Temp("kill-controller.log"));
+  Process worker({"worker", "--model", "m", "--connect", endpoint}, Temp("kill-worker.log"));
+  REQUIRE(WaitFor([&] { return MetricLines(run, false).size() >= 2; }, 120));
+  worker.Kill();
+  const auto killed = Clock::now();
+  const int status = controller.Wait(30);
+  const double detect_s = std::chrono::duration<double>(Clock::now() - killed).count();
+  INFO(controller.Output());
+  REQUIRE(status == 5);  // the exit status of a lost worker
+  CHECK(detect_s < 1.0 + 3.0);  // worker_timeout_ms, plus the time to write the end of the session
+  CHECK_THAT(controller.Output(), Catch::Contains("model worker m#0") && Catch::Contains("lost: no heartbeat"));
+
+  SessionContents c = ReadSessionFile(session);
+  CHECK(c.error.empty());
+  REQUIRE(c.events.size() > 10);
+  CHECK(c.events.front().has_run_start());
+  bool lost = false;
+  for (const auto& e : c.events) lost = lost || (e.has_worker() && e.worker().kind() == session::WorkerEvent::LOST);
+  CHECK(lost);
+  REQUIRE(c.events.back().has_run_end());
+  CHECK(c.events.back().run_end().failed());
+  CHECK_THAT(c.events.back().run_end().reason(), Catch::Contains("lost"));
+}
+
+TEST_CASE("with two replicas and on_worker_loss CONTINUE, losing one keeps the run going", "[runtime][faults]") {
+  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(Port(3));
+  const std::string wf = WriteWorkflow(
+      "replicas", "runtime { endpoint: \"" + endpoint +
+                      "\" worker { model: \"m\" replicas: 2 } heartbeat_ms: 100 worker_timeout_ms: 800 "
+                      "on_worker_loss: CONTINUE }\n");
+  const std::string run = Temp("run-replicas"), session = Temp("replicas.session");
+  Process controller({"train", wf, "--out", run, "--quiet", "--no-eval", "--set", "trainer.iterations=8", "--record",
+                      session},
+                     Temp("replicas-controller.log"));
+  Process w0({"worker", "--model", "m", "--replica", "0", "--connect", endpoint}, Temp("replica0.log"));
+  Process w1({"worker", "--model", "m", "--replica", "1", "--connect", endpoint}, Temp("replica1.log"));
+  REQUIRE(WaitFor([&] { return MetricLines(run, false).size() >= 2; }, 120));
+  w1.Kill();
+  const int status = controller.Wait(120);
+  INFO(controller.Output());
+  REQUIRE(status == 0);
+  CHECK(MetricLines(run, false).size() == 8);
+  CHECK_THAT(controller.Output(), Catch::Contains("model worker m#1"));
+  SessionContents c = ReadSessionFile(session);
+  bool lost = false;
+  for (const auto& e : c.events) lost = lost || (e.has_worker() && e.worker().kind() == session::WorkerEvent::LOST);
+  CHECK(lost);
+  REQUIRE(c.events.back().has_run_end());
+  CHECK_FALSE(c.events.back().run_end().failed());
+}
+
+TEST_CASE("a controller names the workers it waits for, and gives up at the join timeout", "[runtime]") {
+  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(Port(4));
+  const std::string wf = WriteWorkflow("nojoin", "runtime { endpoint: \"" + endpoint +
+                                                     "\" worker { model: \"m\" } join_timeout_ms: 1500 }\n");
+  Process controller({"train", wf, "--out", Temp("run-nojoin"), "--quiet", "--no-eval"}, Temp("nojoin.log"));
+  const int status = controller.Wait(30);
+  INFO(controller.Output());
+  CHECK(status == 3);
+  CHECK_THAT(controller.Output(), Catch::Contains("troupe worker --model m --replica 0 --connect " + endpoint) &&
+                                      Catch::Contains("never joined: m#0"));
+}
+
+TEST_CASE("troupe record follows a live run from outside and replay --summary reads it", "[runtime][events]") {
+  const std::string publish = "tcp://127.0.0.1:" + std::to_string(Port(5));
+  const std::string wf = WriteWorkflow("publish", "");
+  const std::string session = Temp("recorded.session");
+  Process recorder({"record", "--connect", publish, "--out", session, "--seconds", "120"}, Temp("recorder.log"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  Process controller({"train", wf, "--out", Temp("run-publish"), "--quiet", "--no-eval", "--publish", publish},
+                     Temp("publisher.log"));
+  REQUIRE(controller.Wait(120) == 0);
+  const int rec = recorder.Wait(30);
+  INFO(recorder.Output());
+  REQUIRE(rec == 0);
+  CHECK_THAT(recorder.Output(), Catch::Contains("up to the run's end"));
+  Process replay({"replay", session, "--summary"}, Temp("replay.log"));
+  REQUIRE(replay.Wait(30) == 0);
+  const std::string summary = replay.Output();
+  INFO(summary);
+  CHECK_THAT(summary, Catch::Contains("run: ") && Catch::Contains("iterations: 1..3") && Catch::Contains("message: ") &&
+                          Catch::Contains("run end: 3 iterations"));
+}
+
+TEST_CASE("forward calls per tick do not grow with the number of concurrent episodes", "[runtime][batching]") {
+  LoadedWorkflow loaded = ParseWorkflowText(kTiny, "tiny.textproto");
+  CompiledWorkflow w = CompileWorkflow(loaded);
+  WorkerHub hub(w);
+  Rollout rollout(w, hub);
+  Rng rng(3);
+  std::vector<double> per_tick;
+  for (int episodes : {1, 8, 64}) {
+    RolloutOptions o;
+    o.episodes = episodes;
+    o.group_size = episodes;
+    RolloutBatch b = rollout.Run(o, rng);
+    INFO(episodes << " episodes: " << b.forward_calls << " forward calls, " << b.generate_calls << " batches");
+    // One batched request per model per tick, however many episodes...
+    const double ticks = static_cast<double>(b.generate_calls);
+    CHECK(ticks <= 3 * 10);  // 3 rounds of at most ~10 decision steps: independent of episodes
+    per_tick.push_back(b.forward_calls / ticks);
+  }
+  // ...and each batch decodes at most max_words steps, whatever the batch size.
+  CHECK(per_tick[2] <= per_tick[0] * 1.5);
+  CHECK(per_tick[1] <= per_tick[0] * 1.5);
+}
