@@ -3,13 +3,17 @@
 #  1. rollout throughput at 1/16/256 concurrent Red-Black episodes on one model
 #     (ratios against the 1-episode run of the same process) and forward calls
 #     per game round;
-#  2. the default training run (the README's main job), its wall time and peak
+#  2. troupe's message path against raw libzmq (inproc and tcp, 64 B-64 KiB);
+#  3. the default training run (the README's main job), its wall time and peak
 #     resident memory, read from the kernel's accounting of the process.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh >/dev/null
 echo "== rollout throughput (workflows/red_black.textproto, untrained model)"
 ./build/bench/rollout_bench workflows/red_black.textproto
+echo
+echo "== transport: troupe frames vs raw libzmq (ratios against references measured in this run)"
+./build/bench/transport_bench
 echo
 echo "== default training run"
 out=$(mktemp -d)

@@ -61,15 +61,19 @@ bool FramedSocket::Send(const google::protobuf::MessageLite& body, const std::st
   }
 }
 
-bool FramedSocket::ReceiveOne(google::protobuf::MessageLite* body, std::string* identity) {
+FramedSocket::Got FramedSocket::ReceiveOne(google::protobuf::MessageLite* body, std::string* identity, int wait_ms) {
   zmq::message_t part;
-  if (!socket_.recv(part, zmq::recv_flags::dontwait)) return false;
+  if (wait_ms != receive_timeout_ms_) {
+    socket_.set(zmq::sockopt::rcvtimeo, wait_ms);
+    receive_timeout_ms_ = wait_ms;
+  }
+  if (!socket_.recv(part, wait_ms == 0 ? zmq::recv_flags::dontwait : zmq::recv_flags::none)) return Got::kNothing;
   std::string sender;
   if (type_ == zmq::socket_type::router) {
     sender = part.to_string();
     if (!part.more() || !socket_.recv(part, zmq::recv_flags::dontwait)) {
       rejects_.Count(FrameStatus::kTruncated);
-      return false;
+      return Got::kRefused;
     }
   }
   bool extra = false;
@@ -87,23 +91,27 @@ bool FramedSocket::ReceiveOne(google::protobuf::MessageLite* body, std::string* 
       std::cerr << "troupe: refused a " << part.size() << "-byte frame on " << endpoint() << ": "
                 << FrameStatusName(status) << " (" << rejects_.total() << " refused so far)\n";
     }
-    return false;
+    return Got::kRefused;
   }
   if (identity != nullptr) *identity = std::move(sender);
-  return true;
+  return Got::kFrame;
 }
 
 bool FramedSocket::Receive(google::protobuf::MessageLite* body, std::chrono::milliseconds timeout,
                            std::string* identity) {
+  // A blocking receive with a timeout, not a poll: zmq_poll costs extra system
+  // calls per message, which halves inproc throughput. What is queued already
+  // is taken without reading the clock.
+  for (Got got; (got = ReceiveOne(body, identity, 0)) != Got::kNothing;) {
+    if (got == Got::kFrame) return true;
+  }
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (true) {
-    while (socket_.get(zmq::sockopt::events) & ZMQ_POLLIN) {
-      if (ReceiveOne(body, identity)) return true;
-    }
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return false;
-    zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
-    zmq::poll(&item, 1, left);
+    const Got got = ReceiveOne(body, identity, static_cast<int>(std::max<int64_t>(0, left.count())));
+    if (got == Got::kFrame) return true;
+    if (got == Got::kNothing && left.count() <= 0) return false;
+    if (got == Got::kNothing && std::chrono::steady_clock::now() >= deadline) return false;
   }
 }
 

@@ -46,12 +46,15 @@ class FramedSocket {
 
  private:
   FramedSocket(zmq::socket_type type, const SocketOptions& options);
-  bool ReceiveOne(google::protobuf::MessageLite* body, std::string* identity);
+  enum class Got { kNothing, kFrame, kRefused };
+  // Waits up to `wait_ms` (0: not at all) for the first part of a message.
+  Got ReceiveOne(google::protobuf::MessageLite* body, std::string* identity, int wait_ms);
 
   zmq::socket_type type_;
   SocketOptions options_;
   zmq::socket_t socket_;
   FrameRejects rejects_;
+  int receive_timeout_ms_ = -1;  // the socket's ZMQ_RCVTIMEO
 };
 
 }  // namespace troupe
