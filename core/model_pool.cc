@@ -52,6 +52,7 @@ ModelPool::ModelPool(std::vector<ModelConfig> configs, uint64_t seed) : impl_(st
                             .ff_mult(c.ff_mult)
                             .num_roles(c.num_roles)
                             .lora_rank(c.lora_rank)
+                            .latent(c.latent)
                             .role_heads(c.role_heads));
     torch::Device device = ParseDevice(c.device);
     model->to(device);

@@ -24,6 +24,7 @@ struct ModelConfig {
   int num_roles = 1;      // roles mapped onto this model (role embeddings)
   int lora_rank = 0;      // > 0: per-role LoRA adapters (partial sharing)
   bool role_heads = false;  // per-role heads (partial sharing)
+  bool latent = false;      // latent projection for LATENT/HYBRID channels
   std::string device = "cpu";
   double lr = 1e-3;
   double weight_decay = 0.0;

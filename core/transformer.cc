@@ -55,6 +55,17 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& al
   return y + fc2(torch::gelu(fc1(ln2(y), role)), role);
 }
 
+LatentProjectionImpl::LatentProjectionImpl(int64_t d, int64_t hidden) {
+  drop = register_module("drop", torch::nn::Dropout(0.1));
+  fc1 = register_module("fc1", torch::nn::Linear(d, hidden));
+  fc2 = register_module("fc2", torch::nn::Linear(hidden, d));
+  norm = register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})));
+}
+
+torch::Tensor LatentProjectionImpl::forward(const torch::Tensor& h) {
+  return norm(fc2(torch::gelu(fc1(drop(h)))));
+}
+
 TransformerLMImpl::TransformerLMImpl(const TransformerLMOptions& o) : options_(o) {
   const int64_t d = o.d_model();
   TORCH_CHECK(d % o.heads() == 0, "d_model must be divisible by heads");
@@ -71,6 +82,7 @@ TransformerLMImpl::TransformerLMImpl(const TransformerLMOptions& o) : options_(o
     lm_head = register_module("lm_head", torch::nn::Linear(torch::nn::LinearOptions(d, o.vocab_size()).bias(false)));
     value_head = register_module("value_head", torch::nn::Linear(d, 1));
   }
+  if (o.latent()) latent_proj = register_module("latent_proj", LatentProjection(d, 2 * d));
   // Small initial embeddings keep the untrained policy close to uniform.
   torch::NoGradGuard no_grad;
   tok_emb->weight.normal_(0, 0.02);
@@ -79,12 +91,24 @@ TransformerLMImpl::TransformerLMImpl(const TransformerLMOptions& o) : options_(o
   if (lm_head) lm_head->weight.normal_(0, 0.02);
 }
 
+torch::Tensor TransformerLMImpl::project_latent(const torch::Tensor& h) {
+  TORCH_CHECK(!latent_proj.is_empty(), "this model has no latent projection (hybrid messages are off)");
+  return latent_proj(h);
+}
+
 LMOutput TransformerLMImpl::forward(const torch::Tensor& tokens, const torch::Tensor& positions,
                                     const torch::Tensor& key_valid, const torch::Tensor& role, KvCache* cache) {
-  const int64_t T = tokens.size(1), Tk = key_valid.size(1);
+  return forward_embeds(tok_emb(tokens), positions, key_valid, role, cache);
+}
+
+LMOutput TransformerLMImpl::forward_embeds(const torch::Tensor& embeds, const torch::Tensor& positions,
+                                           const torch::Tensor& key_valid, const torch::Tensor& role, KvCache* cache,
+                                           bool all_layers) {
+  const int64_t T = embeds.size(1), Tk = key_valid.size(1);
   TORCH_CHECK(positions.max().item<int64_t>() < options_.max_len(), "sequence longer than max_len ",
               options_.max_len());
-  torch::Tensor x = tok_emb(tokens) + pos_emb(positions) + role_emb(role).unsqueeze(1);
+  LMOutput out;
+  torch::Tensor x = embeds + pos_emb(positions) + role_emb(role).unsqueeze(1);
   // Query t (absolute index Tk - T + t) may see valid keys j <= its index, and always itself.
   auto qi = torch::arange(Tk - T, Tk, torch::kLong).view({T, 1});
   auto kj = torch::arange(Tk, torch::kLong).view({1, Tk});
@@ -99,9 +123,10 @@ LMOutput TransformerLMImpl::forward(const torch::Tensor& tokens, const torch::Te
   for (size_t i = 0; i < blocks->size(); ++i) {
     x = blocks[i]->as<Block>()->forward(x, allowed, role, cache ? &cache->keys[i] : nullptr,
                                         cache ? &cache->values[i] : nullptr);
+    if (all_layers) out.layers.push_back(x);
   }
   x = ln_f(x);
-  LMOutput out;
+  out.hidden = x;
   if (options_.role_heads()) {
     out.logits = x.bmm(role_lm_w.index_select(0, role));
     out.values = x.bmm(role_value_w.index_select(0, role)).squeeze(-1);

@@ -21,6 +21,7 @@ struct TransformerLMOptions {
   TORCH_ARG(int64_t, num_roles) = 1;   // role embeddings (and adapters/heads) on this model
   TORCH_ARG(int64_t, lora_rank) = 0;   // > 0: per-role LoRA adapters on every projection
   TORCH_ARG(bool, role_heads) = false; // per-role LM and value heads
+  TORCH_ARG(bool, latent) = false;     // a latent projection for hybrid messages (latent_proj)
 };
 
 // A linear layer with optional per-role low-rank adapters: y = W x + B_r A_r x.
@@ -56,7 +57,22 @@ TORCH_MODULE(Block);
 struct LMOutput {
   torch::Tensor logits;  // [B,T,V]
   torch::Tensor values;  // [B,T]
+  torch::Tensor hidden;  // [B,T,d]: the last layer's output after the final norm
+  std::vector<torch::Tensor> layers;  // [B,T,d] per block, when asked for
 };
+
+// Prj of hybrid messages: Dropout -> Linear(d, h') -> GELU -> Linear(h', d) -> LayerNorm(d).
+class LatentProjectionImpl : public torch::nn::Module {
+ public:
+  LatentProjectionImpl(int64_t d, int64_t hidden);
+  torch::Tensor forward(const torch::Tensor& h);
+
+ private:
+  torch::nn::Dropout drop{nullptr};
+  torch::nn::Linear fc1{nullptr}, fc2{nullptr};
+  torch::nn::LayerNorm norm{nullptr};
+};
+TORCH_MODULE(LatentProjection);
 
 class TransformerLMImpl : public torch::nn::Module {
  public:
@@ -64,6 +80,12 @@ class TransformerLMImpl : public torch::nn::Module {
   // tokens/positions [B,T]; key_valid [B,Tk] (Tk = cached + T); role [B].
   LMOutput forward(const torch::Tensor& tokens, const torch::Tensor& positions, const torch::Tensor& key_valid,
                    const torch::Tensor& role, KvCache* cache = nullptr);
+  // The same from input embeddings [B,T,d] (token embeddings and spliced latent vectors).
+  LMOutput forward_embeds(const torch::Tensor& embeds, const torch::Tensor& positions, const torch::Tensor& key_valid,
+                          const torch::Tensor& role, KvCache* cache = nullptr, bool all_layers = false);
+  torch::Tensor embed(const torch::Tensor& tokens) { return tok_emb(tokens); }
+  // z = Prj(h) of hybrid messages; needs options.latent(true).
+  torch::Tensor project_latent(const torch::Tensor& h);
   const TransformerLMOptions& options() const { return options_; }
 
  private:
@@ -72,6 +94,7 @@ class TransformerLMImpl : public torch::nn::Module {
   torch::nn::ModuleList blocks{nullptr};
   torch::nn::LayerNorm ln_f{nullptr};
   torch::nn::Linear lm_head{nullptr}, value_head{nullptr};
+  LatentProjection latent_proj{nullptr};
   torch::Tensor role_lm_w, role_value_w;  // [roles, d, V], [roles, d, 1] with role_heads
 };
 TORCH_MODULE(TransformerLM);

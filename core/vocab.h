@@ -23,6 +23,9 @@ class Vocab {
   int Id(const std::string& word) const;  // kUnk when unknown
   const std::string& Word(int id) const { return words_.at(id); }
   int RoleToken(int role) const { return role_base_ + role; }
+  // <bot> and <eot> bracket the latent vectors of hybrid messages; the only
+  // words in angle brackets a vocabulary takes from outside (compile adds them).
+  static bool IsMessageMarker(const std::string& word);
   std::vector<int> Encode(const std::vector<std::string>& words) const;
   // Words up to (not including) the first <eos>; special tokens are dropped.
   std::vector<std::string> Decode(const std::vector<int>& ids) const;

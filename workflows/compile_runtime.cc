@@ -2,6 +2,7 @@
 // in `troupe worker` processes, fault timeouts, event publishing, security.
 #include "comms/endpoint.h"
 #include "core/errors.h"
+#include "core/game.h"
 #include "workflows/compiled_workflow.h"
 #include "workflows/config_loader.h"
 #include "workflows/validate_graph.h"
@@ -59,6 +60,40 @@ void CompileRuntime(const LoadedWorkflow& w, CompiledWorkflow& c) {
   }
   s.continue_on_loss = r.on_worker_loss() == config::CONTINUE;
   s.keys_dir = r.keys_dir();
+
+  if (!w.proto.trainer().has_hybrid()) return;
+  const config::HybridSpec& h = w.proto.trainer().hybrid();
+  HybridRunSettings& hs = c.hybrid;
+  hs.enabled = true;
+  if (!c.game) w.Fail({{"trainer"}, {"hybrid"}}, "trainer.hybrid trains the messages of a game; this workflow has none");
+  if (w.proto.channel_size() == 0) {
+    w.Fail({{"trainer"}, {"hybrid"}}, "trainer.hybrid needs channels between the roles that message each other");
+  }
+  hs.mode = w.proto.channel(0).mode();
+  for (int i = 1; i < w.proto.channel_size(); ++i) {
+    if (w.proto.channel(i).mode() != hs.mode) {
+      w.Fail({{"channel", i}, {"mode"}}, "with trainer.hybrid every channel has the same mode (channel 0 is " +
+                                             config::ChannelMode_Name(hs.mode) + ")");
+    }
+  }
+  hs.latent_vectors = h.latent_vectors() > 0 ? h.latent_vectors() : 6;
+  hs.text_words = h.text_words() > 0 ? h.text_words() : 1;
+  hs.stage1_steps = h.stage1_steps() > 0 ? h.stage1_steps() : 200;
+  hs.stage2_steps = h.stage2_steps() > 0 ? h.stage2_steps() : 400;
+  hs.batch = h.batch() > 0 ? h.batch() : 64;
+  hs.differentiable = h.differentiable();
+  hs.distill_weight = h.distill_weight() > 0 ? h.distill_weight() : 20.0;
+  hs.teacher = h.teacher().empty() ? "oracle" : h.teacher();
+  hs.eval_every = h.eval_every() > 0 ? h.eval_every() : 50;
+  if (!StrategyFactory::Get().Has(hs.teacher)) {
+    w.Fail({{"trainer"}, {"hybrid"}, {"teacher"}}, "teacher '" + hs.teacher + "' is not a scripted strategy");
+  }
+  for (const auto& r : c.roles) {
+    if (!r.trained()) w.Fail({{"trainer"}, {"hybrid"}}, "with trainer.hybrid every role runs on a model; '" + r.name + "' is scripted");
+  }
+  if (hs.differentiable && hs.mode == config::TEXT) {
+    w.Fail({{"trainer"}, {"hybrid"}, {"differentiable"}}, "differentiable needs LATENT or HYBRID channels");
+  }
 }
 
 }  // namespace troupe

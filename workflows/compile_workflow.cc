@@ -392,6 +392,10 @@ CompiledWorkflow CompileWorkflow(const LoadedWorkflow& w) {
 
   std::vector<std::string> words = c.game ? c.game->Vocabulary() : c.pipeline->task->Vocabulary();
   if (c.pipeline) words.push_back("|");  // separates a node's inputs in its prompt
+  if (c.hybrid.enabled) {
+    words.push_back("<bot>");
+    words.push_back("<eot>");
+  }
   std::vector<std::string> role_names;
   for (const auto& r : c.roles) role_names.push_back(r.name);
   c.vocab = Vocab(words, role_names);

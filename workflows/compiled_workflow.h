@@ -98,6 +98,21 @@ struct RuntimeSettings {
   int detail_episodes = 2;
 };
 
+// trainer.hybrid: latent-text messages trained by distillation (workflows/hybrid_run.cc).
+struct HybridRunSettings {
+  bool enabled = false;
+  config::ChannelMode mode = config::TEXT;  // of the workflow's channels
+  int latent_vectors = 6;
+  int text_words = 1;
+  int stage1_steps = 200;
+  int stage2_steps = 400;
+  int batch = 64;
+  bool differentiable = false;
+  double distill_weight = 20.0;
+  std::string teacher = "oracle";
+  int eval_every = 50;
+};
+
 struct CompiledWorkflow {
   std::string file;
   config::Workflow proto;  // with defaults filled in: the resolved config
@@ -117,6 +132,7 @@ struct CompiledWorkflow {
   TrainerConfig trainer;
   RunSettings run;
   RuntimeSettings runtime;
+  HybridRunSettings hybrid;
 
   int RoleIndex(const std::string& name) const;
   // Seat -> strategy for every scripted seat (for best-response search).

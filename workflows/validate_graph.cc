@@ -33,9 +33,20 @@ void ValidateChannels(const LoadedWorkflow& w, CompiledWorkflow& c) {
       }
     }
     if (ch.mode() != config::TEXT) {
-      w.Fail({{"channel", i}, {"mode"}}, "channel mode " + config::ChannelMode_Name(ch.mode()) +
-                                             " is not implemented yet (the runtime issue adds latent and hybrid "
-                                             "messages); use TEXT");
+      if (!w.proto.trainer().has_hybrid()) {
+        w.Fail({{"channel", i}, {"mode"}}, "channel mode " + config::ChannelMode_Name(ch.mode()) +
+                                               " needs trainer.hybrid { } (latent messages are trained by the "
+                                               "hybrid distillation procedure; reinforcement learning sends text)");
+      }
+      for (const auto* end : {&ch.from(), &ch.to()}) {
+        const int r = c.RoleIndex(*end);
+        if (r < 0 || !c.roles[r].trained()) {
+          w.Fail({{"channel", i}, {end == &ch.from() ? "from" : "to"}},
+                 "a " + config::ChannelMode_Name(ch.mode()) + " channel joins roles that run on models; '" + *end +
+                     "' does not");
+        }
+        c.models[c.roles[r].model].latent = true;
+      }
     }
     boost::add_edge(names[ch.from()], names[ch.to()], g);
   }

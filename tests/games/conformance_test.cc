@@ -67,7 +67,8 @@ TEST_CASE("every registered game passes the conformance suite", "[conformance]")
 }
 
 TEST_CASE("every shipped game, strategy, task and tool is registered", "[registry]") {
-  for (const char* g : {"red_black"}) CHECK(GameFactory::Get().Has(g));
+  for (const char* g : {"red_black", "split_facts"}) CHECK(GameFactory::Get().Has(g));
+  for (const char* s : {"oracle", "silent"}) CHECK(StrategyFactory::Get().Has(s));
   for (const char* s : {"always_cooperate", "mostly_cooperate", "always_defect", "defect_critical", "tit_for_tat",
                         "early_exploiter", "mid_exploiter", "late_betrayer", "alternating", "forgiver"}) {
     INFO("strategy " << s);

@@ -150,9 +150,19 @@ TEST_CASE("a channel to an unknown role is reported at its endpoint", "[config]"
   CHECK_THAT(ErrorOf(text), Catch::StartsWith(At(text, 11, "to")) && Catch::Contains("'c' is not a role"));
 }
 
-TEST_CASE("latent channels are refused until they are implemented", "[config]") {
+TEST_CASE("a latent channel without the hybrid trainer is reported at its mode", "[config]") {
   const std::string text = std::string(kBase) + "channel { from: \"a\" to: \"a\" mode: LATENT }\n";
-  CHECK_THAT(ErrorOf(text), Catch::StartsWith(At(text, 11, "mode")) && Catch::Contains("not implemented yet"));
+  CHECK_THAT(ErrorOf(text), Catch::StartsWith(At(text, 11, "mode")) && Catch::Contains("needs trainer.hybrid"));
+}
+
+TEST_CASE("runtime mistakes are reported where they are written", "[config][runtime]") {
+  const std::string bad_endpoint = std::string(kBase) + "runtime {\n  endpoint: \"udp://x:1\"\n}\n";
+  CHECK_THAT(ErrorOf(bad_endpoint), Catch::StartsWith(At(bad_endpoint, 12, "endpoint")) &&
+                                        Catch::Contains("not inproc, ipc or tcp"));
+  const std::string unknown = std::string(kBase) + "runtime {\n  endpoint: \"tcp://127.0.0.1:5\"\n  worker { model: \"zz\" }\n}\n";
+  CHECK_THAT(ErrorOf(unknown), Catch::Contains("worker for unknown model 'zz'"));
+  const std::string inproc = std::string(kBase) + "runtime {\n  worker { model: \"m\" }\n}\n";
+  CHECK_THAT(ErrorOf(inproc), Catch::Contains("need a tcp:// or ipc:// endpoint"));
 }
 
 TEST_CASE("an unknown reward signal lists the game's signals", "[config]") {

@@ -23,6 +23,7 @@
 #include "workflows/compiled_workflow.h"
 #include "workflows/config_loader.h"
 #include "workflows/evaluate.h"
+#include "workflows/hybrid_run.h"
 #include "workflows/model_worker.h"
 #include "workflows/train_run.h"
 #include "workflows/worker_hub.h"
@@ -210,6 +211,12 @@ int Train(const Args& a) {
   o.publish = a.publish;
   o.record = a.record;
   std::cout << "run folder: " << o.out_dir << "\n";
+  if (w.hybrid.enabled) {
+    troupe::HybridResult h = troupe::HybridTrain(w, o, std::cout);
+    std::cout << "trained " << h.steps << " steps in " << static_cast<int>(h.seconds) << " s\n\n"
+              << troupe::HybridTable(h) << "(means over " << w.run.eval_episodes << " evaluation episodes, greedy)\n";
+    return 0;
+  }
   troupe::TrainResult r = troupe::Train(w, o, std::cout);
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The communication game split_facts with TEXT, LATENT and HYBRID channels,
+# trained with the same budget (stage-1 + stage-2 steps of the same batch),
+# evaluated on the same 256 fresh episodes. Prints one row per mode: accuracy
+# (untrained -> trained) against text tokens, latent vectors and bytes on the
+# wire per episode. The no-communication baseline is 1/values (1/6 here).
+# Usage: bash bench/comm_modes.sh [STAGE1_STEPS] [STAGE2_STEPS] [extra --set ...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+s1=${1:-300}
+s2=${2:-900}
+shift $(( $# > 2 ? 2 : $# )) || true
+out=${COMM_MODES_OUT:-$(mktemp -d)}
+mkdir -p "$out"
+for mode in TEXT LATENT HYBRID; do
+  ./build/workflows/troupe train workflows/split_facts_hybrid.textproto --out "$out/$mode" --quiet \
+    --set channel[0].mode=$mode --set channel[1].mode=$mode \
+    --set trainer.hybrid.stage1_steps=$s1 --set trainer.hybrid.stage2_steps=$s2 "$@" > "$out/$mode.log"
+done
+/usr/bin/env python3 - "$out" <<'PY'
+import json, sys
+out = sys.argv[1]
+print(f"{'mode':8} {'accuracy (untrained -> trained)':>32} {'text tokens':>12} {'latent vectors':>15} {'bytes':>8}")
+for mode in ["TEXT", "LATENT", "HYBRID"]:
+    b = json.load(open(f"{out}/{mode}/eval_untrained.json"))
+    a = json.load(open(f"{out}/{mode}/eval_trained.json"))
+    print(f"{mode:8} {b['accuracy']:>20.3f} -> {a['accuracy']:.3f} {a['text_tokens']:>12.2f} {a['latent_vectors']:>15.1f} {a['wire_bytes']:>8.0f}")
+print(f"(no communication: 1/6 = {1/6:.3f}; runs in {out})")
+PY
