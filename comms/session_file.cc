@@ -1,12 +1,20 @@
 // Session file writing, reading and summary.
 #include "comms/session_file.h"
 
+#include <cstdio>
 #include <map>
 #include <sstream>
 
 namespace troupe {
 
-SessionWriter::SessionWriter(const std::string& path) : writer_(path) {}
+namespace {
+const std::string& Fresh(const std::string& path, bool append) {
+  if (!append) std::remove(path.c_str());
+  return path;
+}
+}  // namespace
+
+SessionWriter::SessionWriter(const std::string& path, bool append) : writer_(Fresh(path, append)) {}
 
 void SessionWriter::Write(const session::Event& event, bool flush) {
   event.SerializeToString(&buffer_);

@@ -13,7 +13,8 @@ namespace troupe {
 
 class SessionWriter {
  public:
-  explicit SessionWriter(const std::string& path);
+  // Starts a new file, or continues one with `append` (a resumed run).
+  explicit SessionWriter(const std::string& path, bool append = false);
   // Appends one event; `flush` pushes it to the kernel (survives a killed process).
   void Write(const session::Event& event, bool flush = false);
   void Flush() { writer_.Flush(); }

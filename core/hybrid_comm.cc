@@ -51,12 +51,16 @@ PaddedBatch Pad(const std::vector<torch::Tensor>& rows) {
   return b;
 }
 
-// Mean over layers of SmoothL1(student, teacher) / std(teacher).
+// Mean over layers of SmoothL1(student, teacher) / std(teacher). The std is the
+// teacher's spread across the batch (per dimension, averaged): a std over all
+// values would reward a large shared offset in the residual stream, which
+// shrinks the loss without making the student any closer to the teacher.
 torch::Tensor DistillLoss(const std::vector<torch::Tensor>& student, const std::vector<torch::Tensor>& teacher) {
   torch::Tensor loss = torch::zeros({});
   for (size_t l = 0; l < student.size(); ++l) {
     torch::Tensor t = teacher[l].detach();
-    loss = loss + torch::nn::functional::smooth_l1_loss(student[l], t) / (t.std() + 1e-6);
+    const torch::Tensor spread = t.size(0) > 1 ? t.std(0).mean() : t.std();
+    loss = loss + torch::nn::functional::smooth_l1_loss(student[l], t) / (spread + 1e-6);
   }
   return loss / static_cast<double>(student.size());
 }

@@ -15,6 +15,7 @@
 #include "core/hybrid_comm.h"
 #include "core/metrics_log.h"
 #include "core/vocab.h"
+#include "workflows/session_events.h"
 
 namespace troupe {
 
@@ -113,7 +114,7 @@ class HybridLoop {
     return stage == 1 ? trainer_->SelfDistill(self) : trainer_->CoTrain(co);
   }
 
-  HybridEval Evaluate(int episodes, uint64_t seed, std::vector<std::string>* shown) {
+  HybridEval Evaluate(int episodes, uint64_t seed, std::vector<std::string>* shown, SessionEvents* events = nullptr) {
     std::map<std::string, double> sum;
     Rng rng(seed);
     const int64_t d_bytes = 4;  // float32 per latent value on the wire
@@ -129,12 +130,19 @@ class HybridLoop {
       std::vector<SentMessage> sent = trainer_->Send(sends);
       std::vector<SeatOutput> said;
       double text_tokens = 0, bytes = 0, latents = 0;
+      const bool detailed = events != nullptr && events->Detailed(e);
+      if (events != nullptr) events->EpisodeStarted(e, e);
       for (int k = 0; k < 2; ++k) {
         std::vector<std::string> words = w_.vocab.Decode(sent[k].text);
+        int64_t message_bytes = static_cast<int64_t>(sent[k].latents.size()) * d_bytes;
+        for (size_t i = 0; i < words.size(); ++i) message_bytes += static_cast<int64_t>(words[i].size() + (i > 0));
         text_tokens += static_cast<double>(words.size());
-        for (size_t i = 0; i < words.size(); ++i) bytes += static_cast<double>(words[i].size() + (i > 0));
         latents += sent[k].width > 0 ? static_cast<double>(sent[k].latents.size()) / sent[k].width : 0;
-        bytes += static_cast<double>(sent[k].latents.size() * d_bytes);
+        bytes += static_cast<double>(message_bytes);
+        if (detailed) {
+          events->HybridMessage(e, msg[k].seat, config::ChannelMode_Name(h_.mode), words, sent[k].latents,
+                                sent[k].width, message_bytes);
+        }
         said.push_back({msg[k].seat, words});
       }
       state->Apply(said);
@@ -155,6 +163,16 @@ class HybridLoop {
       }
       std::vector<std::vector<int>> answers = trainer_->Answer(asks);
       state->Apply({{ans[0].seat, w_.vocab.Decode(answers[0])}, {ans[1].seat, w_.vocab.Decode(answers[1])}});
+      if (events != nullptr) {
+        EpisodeSummary summary;
+        summary.metrics = state->Metrics();
+        summary.metrics["text_tokens"] = text_tokens;
+        summary.metrics["latent_vectors"] = latents;
+        summary.metrics["wire_bytes"] = bytes;
+        summary.final_state = state->ToString();
+        if (detailed) events->StateChanged(e, *state);
+        events->EpisodeEnded(e, summary);
+      }
       for (const auto& [k, v] : state->Metrics()) sum[k] += v;
       sum["text_tokens"] += text_tokens;
       sum["latent_vectors"] += latents;
@@ -200,6 +218,8 @@ HybridResult HybridTrain(const CompiledWorkflow& w, const TrainOptions& options,
 
   ModelPool pool(w.models, w.seed);
   HybridLoop loop(w, pool);
+  SessionEvents events(w, options.publish.empty() ? w.runtime.publish : options.publish, options.record);
+  events.RunStarted(dir.filename().string(), 0);
   const HybridRunSettings& h = w.hybrid;
   out << "hybrid messages: channels " << config::ChannelMode_Name(h.mode)
       << (h.mode == config::TEXT ? "" : ", K=" + std::to_string(h.latent_vectors) + " latent vectors")
@@ -224,7 +244,8 @@ HybridResult HybridTrain(const CompiledWorkflow& w, const TrainOptions& options,
     window.text_ce += st.text_ce;
     ++in_window;
     if ((step + 1) % h.eval_every != 0 && step + 1 != total) continue;
-    HybridEval ev = loop.Evaluate(std::min(w.run.eval_episodes, 128), eval_seed, nullptr);
+    events.BeginIteration(step + 1, true);
+    HybridEval ev = loop.Evaluate(std::min(w.run.eval_episodes, 128), eval_seed, nullptr, &events);
     JsonLine line;
     line.Add("step", step + 1);
     line.Add("stage", stage);
@@ -236,6 +257,7 @@ HybridResult HybridTrain(const CompiledWorkflow& w, const TrainOptions& options,
     for (const auto& [k, v] : ev.metrics) line.Add("eval/" + k, v);
     line.Add("time/elapsed_s", Now() - t0);
     std::ofstream(metrics_path, std::ios::app) << line.Str() << "\n";
+    events.Metrics(step + 1, std::map<std::string, double>(line.numbers().begin(), line.numbers().end()), 0, 0);
     if (options.progress) {
       out << "[step " << step + 1 << "/" << total << " stage " << stage << "] loss " << std::fixed << std::setprecision(3)
           << window.loss / in_window << "  accuracy " << ev.metrics["accuracy"] << "  text tokens "
@@ -256,6 +278,7 @@ HybridResult HybridTrain(const CompiledWorkflow& w, const TrainOptions& options,
   std::ofstream(dir / "eval_trained.json") << after.Str() << "\n";
   pool.Save(dir.string());
   for (const auto& s : shown) out << s;
+  events.RunEnded(total, result.seconds, false, "");
   return result;
 }
 

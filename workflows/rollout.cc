@@ -197,6 +197,7 @@ RolloutBatch Rollout::RunGame(const RolloutOptions& options, Rng& rng) {
     }
     for (int e = 0; e < E; ++e) {
       if (outputs[e].empty() || dropped[e]) continue;
+      const int turn = states[e]->Turn();  // the turn the outputs belong to
       std::vector<bool> valid = states[e]->Apply(outputs[e]);
       const bool detailed = observer && observer->Detailed(e);
       for (size_t k = 0; k < valid.size(); ++k) {
@@ -211,8 +212,7 @@ RolloutBatch Rollout::RunGame(const RolloutOptions& options, Rng& rng) {
         if (r != SIZE_MAX) {
           observer->Acted(e, batch.records[r], outputs[e][k].words, false);
         } else {
-          CallRecord scripted = NewRecord(e, options.group_size, workflow_.seat_role[d.seat], d.seat,
-                                          states[e]->Turn(), d.phase);
+          CallRecord scripted = NewRecord(e, options.group_size, workflow_.seat_role[d.seat], d.seat, turn, d.phase);
           scripted.valid = valid[k];
           observer->Acted(e, scripted, outputs[e][k].words, true);
         }

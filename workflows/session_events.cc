@@ -22,7 +22,8 @@ std::string Join(const std::vector<std::string>& words) {
 
 }  // namespace
 
-SessionEvents::SessionEvents(const CompiledWorkflow& workflow, const std::string& publish, const std::string& record_path)
+SessionEvents::SessionEvents(const CompiledWorkflow& workflow, const std::string& publish, const std::string& record_path,
+                             bool append)
     : workflow_(workflow), t0_(Now()) {
   if (!publish.empty()) {
     SocketOptions o;
@@ -30,7 +31,7 @@ SessionEvents::SessionEvents(const CompiledWorkflow& workflow, const std::string
     o.send_hwm = 10000;
     publisher_ = std::make_unique<EventPublisher>(publish, o);
   }
-  if (!record_path.empty()) writer_ = std::make_unique<SessionWriter>(record_path);
+  if (!record_path.empty()) writer_ = std::make_unique<SessionWriter>(record_path, append);
 }
 
 SessionEvents::~SessionEvents() {
@@ -65,6 +66,10 @@ void SessionEvents::RunStarted(const std::string& run_id, int start_iteration) {
     s->add_role_model(r.trained() ? r.model : -1);
   }
   for (const auto& m : workflow_.models) s->add_model(m.name);
+  for (size_t i = 0; i < workflow_.seat_names.size(); ++i) {
+    s->add_seat(workflow_.seat_names[i]);
+    s->add_seat_role(workflow_.seat_role[i]);
+  }
   s->set_iterations(workflow_.run.iterations);
   s->set_start_iteration(start_iteration);
   Emit(e, true);
@@ -199,6 +204,37 @@ void SessionEvents::Metrics(int iteration, const std::map<std::string, double>& 
   th->set_forward_calls_per_turn(forward_calls_per_turn);
   th->set_events_dropped(dropped());
   Emit(t, true);
+}
+
+void SessionEvents::HybridMessage(int episode, int seat, const std::string& channel,
+                                  const std::vector<std::string>& words, const std::vector<float>& latents, int width,
+                                  int64_t wire_bytes) {
+  if (!enabled()) return;
+  session::Event e;
+  auto* m = e.mutable_message();
+  m->set_iteration(iteration_);
+  m->set_episode(episode);
+  m->set_seat(seat);
+  m->set_role(workflow_.seat_role.at(seat));
+  m->set_phase("message");
+  m->set_channel(channel);
+  m->set_text(Join(words));
+  m->set_text_tokens(static_cast<int>(words.size()));
+  m->set_wire_bytes(wire_bytes);
+  m->set_valid(true);
+  if (width > 0 && !latents.empty()) {
+    auto* l = m->mutable_latent();
+    const int k = static_cast<int>(latents.size()) / width;
+    l->set_vectors(k);
+    l->set_width(width);
+    for (int i = 0; i < k; ++i) {
+      double norm = 0;
+      for (int j = 0; j < width; ++j) norm += latents[i * width + j] * latents[i * width + j];
+      l->add_norms(static_cast<float>(std::sqrt(norm)));
+      for (int j = 0; j < std::min(width, 16); ++j) l->add_preview(latents[i * width + j]);
+    }
+  }
+  Emit(e);
 }
 
 void SessionEvents::RunEnded(int iterations, double seconds, bool failed, const std::string& reason) {

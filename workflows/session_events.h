@@ -22,7 +22,8 @@ struct WorkerNotice;
 class SessionEvents : public RolloutObserver {
  public:
   // Empty `publish` / `record_path`: that output is off.
-  SessionEvents(const CompiledWorkflow& workflow, const std::string& publish, const std::string& record_path);
+  SessionEvents(const CompiledWorkflow& workflow, const std::string& publish, const std::string& record_path,
+                bool append = false);
   ~SessionEvents() override;
   bool enabled() const { return publisher_ || writer_; }
 
@@ -33,6 +34,9 @@ class SessionEvents : public RolloutObserver {
   void Metrics(int iteration, const std::map<std::string, double>& values, double episodes_per_s,
                double forward_calls_per_turn);
   void RunEnded(int iterations, double seconds, bool failed, const std::string& reason);
+  // A message of a hybrid channel: its text, a summary of its K x `width` latents, its bytes on the wire.
+  void HybridMessage(int episode, int seat, const std::string& channel, const std::vector<std::string>& words,
+                     const std::vector<float>& latents, int width, int64_t wire_bytes);
 
   bool Detailed(int episode) const override;
   void EpisodeStarted(int episode, int group) override;

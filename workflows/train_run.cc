@@ -286,7 +286,8 @@ TrainResult Train(const CompiledWorkflow& w, const TrainOptions& options, std::o
   bool trained_role = false;
   for (const auto& r : w.roles) trained_role = trained_role || r.trained();
   if (!trained_role) throw ConfigError(w.file, 0, 0, "nothing to train: every role is scripted");
-  SessionEvents events(w, options.publish.empty() ? w.runtime.publish : options.publish, options.record);
+  SessionEvents events(w, options.publish.empty() ? w.runtime.publish : options.publish, options.record,
+                       options.resume);
   if (events.enabled() && !events.publish_endpoint().empty()) {
     out << "publishing session events at " << events.publish_endpoint() << "\n";
   }

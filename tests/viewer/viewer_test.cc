@@ -1,0 +1,242 @@
+// troupe-view as a person would use it: the session model follows runs,
+// restarts and ends; the workflow graph has roles, the game and channels; the
+// real binary renders every panel of a recorded session headless (under
+// xvfb-run), each image different and none blank; it shows what it could read
+// of a truncated or corrupted file without crashing; it follows a live run.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "viewer/graph_layout.h"
+#include "viewer/session_model.h"
+
+extern "C" {
+unsigned char* stbi_load(const char* filename, int* x, int* y, int* comp, int req_comp);
+void stbi_image_free(void* retval_from_stbi_load);
+}
+
+using namespace troupe;
+using namespace troupe::view;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int status = -1;
+  std::string output;
+};
+
+Result Run(const std::string& cmd) {
+  Result r;
+  FILE* pipe = popen((cmd + " 2>&1").c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
+  const int status = pclose(pipe);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string Temp(const std::string& name) {
+  return (fs::temp_directory_path() / ("troupe-view-" + std::to_string(::getpid()) + "-" + name)).string();
+}
+
+std::string View(const std::string& args) {
+  return "xvfb-run -a -s \"-screen 0 1280x800x24\" " + std::string(TROUPE_VIEW_BINARY) + " " + args;
+}
+
+struct Image {
+  int w = 0, h = 0;
+  std::vector<unsigned char> rgba;
+};
+
+Image Load(const std::string& path) {
+  Image img;
+  int comp = 0;
+  unsigned char* data = stbi_load(path.c_str(), &img.w, &img.h, &comp, 4);
+  REQUIRE(data != nullptr);
+  img.rgba.assign(data, data + static_cast<size_t>(img.w) * img.h * 4);
+  stbi_image_free(data);
+  return img;
+}
+
+// Distinct colours, a cheap "is anything drawn" measure.
+size_t Colours(const Image& img) {
+  std::map<uint32_t, int> seen;
+  for (size_t i = 0; i + 3 < img.rgba.size(); i += 4 * 7) {
+    seen[(img.rgba[i] << 16) | (img.rgba[i + 1] << 8) | img.rgba[i + 2]]++;
+  }
+  return seen.size();
+}
+
+double Difference(const Image& a, const Image& b) {
+  if (a.rgba.size() != b.rgba.size()) return 1.0;
+  size_t differ = 0;
+  for (size_t i = 0; i < a.rgba.size(); i += 4) differ += a.rgba[i] != b.rgba[i] || a.rgba[i + 1] != b.rgba[i + 1];
+  return static_cast<double>(differ) / (a.rgba.size() / 4);
+}
+
+// A small recorded Red-Black session, made once per test process with the real troupe binary.
+const std::string& Fixture() {
+  static std::string path;
+  if (!path.empty()) return path;
+  path = Temp("fixture.session");
+  const std::string cmd = std::string(TROUPE_BINARY) + " train " + TROUPE_SOURCE_DIR +
+                          "/workflows/red_black.textproto --quiet --no-eval --out " + Temp("fixture-run") +
+                          " --set trainer.iterations=3 --set trainer.episodes_per_iteration=8 --record " + path;
+  Result r = Run(cmd);
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("the session model follows a run, says when it ends, and starts over when the run restarts", "[viewer]") {
+  SessionModel m;
+  CHECK(m.status() == "waiting for a run");
+  session::Event e;
+  e.mutable_run_start()->set_run_id("one");
+  e.mutable_run_start()->add_role("team_a");
+  e.mutable_run_start()->set_workflow_text("name: \"w\" role { name: \"team_a\" model: \"m\" }");
+  m.Add(e);
+  CHECK(m.status() == "running");
+  CHECK(m.workflow().role(0).name() == "team_a");
+  for (int it = 1; it <= 3; ++it) {
+    session::Event x;
+    (*x.mutable_metrics()->mutable_values())["loss/m"] = 1.0 / it;
+    x.mutable_metrics()->set_iteration(it);
+    m.Add(x);
+    session::Event c;
+    c.mutable_credit()->set_iteration(it);
+    c.mutable_credit()->set_reward_mean(it);
+    m.Add(c);
+    session::Event msg;
+    msg.mutable_message()->set_iteration(it);
+    msg.mutable_message()->set_text("red because");
+    m.Add(msg);
+  }
+  CHECK(m.metrics.at("loss/m").y.size() == 3);
+  CHECK(m.role_curves.at(0).at("reward").y.back() == 3.0f);
+  CHECK(m.EpisodesOf(2).size() == 1);
+  CHECK(m.last_iteration() == 3);
+  session::Event end;
+  end.mutable_run_end()->set_failed(true);
+  end.mutable_run_end()->set_reason("model worker m#0 lost");
+  m.Add(end);
+  CHECK_THAT(m.status(), Catch::StartsWith("failed: model worker"));
+  e.mutable_run_start()->set_run_id("two");
+  m.Add(e);
+  CHECK(m.status() == "restarted");
+  CHECK(m.messages.empty());
+}
+
+TEST_CASE("the workflow graph holds roles, the game and channels, with a stable layout", "[viewer]") {
+  config::Workflow w;
+  w.mutable_game()->set_name("red_black");
+  for (const char* name : {"a", "b", "c"}) {
+    auto* r = w.add_role();
+    r->set_name(name);
+    r->set_model(std::string(name) == "c" ? "" : "m");
+  }
+  auto* ch = w.add_channel();
+  ch->set_from("a");
+  ch->set_to("b");
+  ch->set_mode(config::HYBRID);
+  session::RunStart run;
+  for (int m : {0, 0, -1}) run.add_role_model(m);
+  WorkflowGraph g = BuildWorkflowGraph(run, w);
+  REQUIRE(g.nodes.size() == 4);  // three roles and the game
+  CHECK(g.nodes[0].detail == "model m (shared)");
+  CHECK(g.nodes[2].detail == "scripted: ");
+  int channels = 0;
+  for (const auto& e : g.edges) channels += e.mode == config::HYBRID;
+  CHECK(channels == 1);
+  WorkflowGraph again = BuildWorkflowGraph(run, w);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    CHECK(g.nodes[i].x == again.nodes[i].x);
+    CHECK(g.nodes[i].x >= 0.0f);
+    CHECK(g.nodes[i].x <= 1.0f);
+  }
+}
+
+TEST_CASE("troupe-view renders each panel of a recorded session headless: not blank, and different by panel", "[viewer][screenshot]") {
+  const std::string session = Fixture();
+  std::map<std::string, Image> shots;
+  for (const std::string panel : {"", "graph", "episode", "messages", "training", "controls"}) {
+    const std::string png = Temp("shot-" + (panel.empty() ? std::string("all") : panel) + ".png");
+    Result r = Run(View(session + " --screenshot " + png + " --iteration 3 --episode 0 --message 200" +
+                        (panel.empty() ? "" : " --panel " + panel)));
+    INFO(panel << ": " << r.output);
+    REQUIRE(r.status == 0);
+    Image img = Load(png);
+    CHECK(img.w == 1280);
+    CHECK(img.h == 800);
+    CHECK(Colours(img) > 20);
+    shots[panel] = img;
+  }
+  for (const auto& [a, ia] : shots) {
+    for (const auto& [b, ib] : shots) {
+      if (a < b) {
+        INFO(a << " vs " << b);
+        CHECK(Difference(ia, ib) > 0.02);
+      }
+    }
+  }
+}
+
+TEST_CASE("troupe-view shows what it could read of a truncated or corrupted session and does not crash", "[viewer]") {
+  const std::string session = Fixture();
+  const std::string cut = Temp("cut.session"), bad = Temp("bad.session");
+  fs::copy_file(session, cut, fs::copy_options::overwrite_existing);
+  fs::resize_file(cut, fs::file_size(cut) * 2 / 3 + 3);
+  fs::copy_file(session, bad, fs::copy_options::overwrite_existing);
+  {
+    std::fstream f(bad, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(fs::file_size(bad) / 3));
+    f.write("garbage!", 8);
+  }
+  for (const auto& file : {cut, bad}) {
+    const std::string png = file + ".png";
+    Result r = Run(View(file + " --screenshot " + png + " --panel controls"));
+    INFO(r.output);
+    REQUIRE(r.status == 0);
+    CHECK_THAT(r.output, Catch::Contains("troupe-view: ") && Catch::Contains("events "));
+    CHECK(Colours(Load(png)) > 20);
+  }
+  Result missing = Run(View(Temp("no-such.session") + " --screenshot " + Temp("none.png")));
+  CHECK(missing.status == 0);
+  CHECK_THAT(missing.output, Catch::Contains("cannot open"));
+}
+
+TEST_CASE("troupe-view follows a live run over tcp and sees it end", "[viewer][live]") {
+  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(21000 + ::getpid() % 20000);
+  const std::string png = Temp("live.png");
+  const std::string viewer = View("--connect " + endpoint + " --screenshot " + png + " --seconds 25 --panel controls");
+  FILE* v = popen((viewer + " 2>&1").c_str(), "r");
+  REQUIRE(v != nullptr);
+  ::sleep(2);
+  Result train = Run(std::string(TROUPE_BINARY) + " train " + TROUPE_SOURCE_DIR +
+                     "/workflows/red_black.textproto --quiet --no-eval --out " + Temp("live-run") +
+                     " --set trainer.iterations=2 --set trainer.episodes_per_iteration=8 --publish " + endpoint);
+  INFO(train.output);
+  REQUIRE(train.status == 0);
+  std::string out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), v)) > 0) out.append(buf.data(), n);
+  const int status = pclose(v);
+  INFO(out);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK_THAT(out, Catch::Contains("status: ended"));
+  CHECK(Colours(Load(png)) > 20);
+}
