@@ -133,6 +133,21 @@ struct HybridCommTrainer::Impl {
     return o;
   }
 
+  // Latents of rows that share model `m`, with what generation continues from.
+  struct LatentRun {
+    torch::Tensor z;  // [B,K,d]
+    KvCache cache;
+    torch::Tensor key_valid;
+    std::vector<int64_t> next_pos;
+    std::vector<int> slots;
+  };
+  LatentRun RunLatents(int m, const std::vector<const std::vector<int>*>& prompts, std::vector<int> slots) {
+    LatentRun r;
+    r.slots = std::move(slots);
+    r.z = Latents(m, prompts, r.slots, &r.cache, &r.key_valid, &r.next_pos);
+    return r;
+  }
+
   torch::Tensor Adapt(int from, int to, const torch::Tensor& z) {
     auto it = adapters.find({from, to});
     return it == adapters.end() ? z : it->second(z);
@@ -206,10 +221,8 @@ std::vector<SentMessage> HybridCommTrainer::Send(const std::vector<SendQuery>& q
       prompts.push_back(&queries[i].prompt);
       slots.push_back(queries[i].role_slot);
     }
-    KvCache cache;
-    torch::Tensor key_valid;
-    std::vector<int64_t> next_pos;
-    torch::Tensor z = impl_->Latents(m, prompts, slots, &cache, &key_valid, &next_pos);
+    Impl::LatentRun run = impl_->RunLatents(m, prompts, slots);
+    const torch::Tensor& z = run.z;
     const int64_t B = static_cast<int64_t>(idx.size()), d = impl_->Model(m)->options().d_model();
     for (int64_t b = 0; b < B; ++b) {
       SentMessage& msg = out[idx[b]];
@@ -223,7 +236,7 @@ std::vector<SentMessage> HybridCommTrainer::Send(const std::vector<SendQuery>& q
     std::vector<int64_t> next(B, impl_->s.eot);
     torch::Tensor last = z;
     for (int t = 0; t < text; ++t) {
-      LMOutput o = impl_->Continue(m, last, Longs(next, {B, 1}), slots, &cache, &key_valid, &next_pos, false);
+      LMOutput o = impl_->Continue(m, last, Longs(next, {B, 1}), slots, &run.cache, &run.key_valid, &run.next_pos, false);
       last = torch::Tensor();
       torch::Tensor logits = o.logits.select(1, o.logits.size(1) - 1);
       for (int64_t b = 0; b < B; ++b) {
@@ -302,11 +315,9 @@ HybridStepStats HybridCommTrainer::SelfDistill(const std::vector<SelfDistillExam
       t.insert(t.end(), e.answer.begin(), e.answer.end() - 1);
       teacher_rows.push_back(model->embed(Ids(t)));
     }
-    KvCache cache;
-    torch::Tensor key_valid;
-    std::vector<int64_t> next_pos;
-    torch::Tensor z = impl_->Latents(m, prompts, slots, &cache, &key_valid, &next_pos);
-    LMOutput student = impl_->Continue(m, z, Longs(forced, {B, n}), slots, &cache, &key_valid, &next_pos, true);
+    Impl::LatentRun run = impl_->RunLatents(m, prompts, slots);
+    LMOutput student =
+        impl_->Continue(m, run.z, Longs(forced, {B, n}), slots, &run.cache, &run.key_valid, &run.next_pos, true);
     LMOutput teacher = impl_->Rows(m, teacher_rows, slots, true);
     const torch::Tensor y = Longs(targets, {B, n});
     const torch::Tensor ce = Impl::LastCe(student.logits, y), tce = Impl::LastCe(teacher.logits, y);
@@ -338,11 +349,8 @@ HybridStepStats HybridCommTrainer::CoTrain(const std::vector<CoTrainExample>& ba
       prompts.push_back(&batch[i].sender_prompt);
       slots.push_back(batch[i].sender_slot);
     }
-    KvCache cache;
-    torch::Tensor key_valid;
-    std::vector<int64_t> next_pos;
-    torch::Tensor z = impl_->Latents(m, prompts, slots, &cache, &key_valid, &next_pos);
-    for (size_t b = 0; b < idx.size(); ++b) latents[idx[b]] = z[static_cast<int64_t>(b)];
+    Impl::LatentRun run = impl_->RunLatents(m, prompts, slots);
+    for (size_t b = 0; b < idx.size(); ++b) latents[idx[b]] = run.z[static_cast<int64_t>(b)];
     const int64_t L = static_cast<int64_t>(batch[idx[0]].sender_text.size());
     if (L == 0) continue;
     std::vector<int64_t> forced, targets;
@@ -354,7 +362,7 @@ HybridStepStats HybridCommTrainer::CoTrain(const std::vector<CoTrainExample>& ba
       for (int t : text) targets.push_back(t);
     }
     const int64_t B = static_cast<int64_t>(idx.size());
-    LMOutput o = impl_->Continue(m, z, Longs(forced, {B, L}), slots, &cache, &key_valid, &next_pos, false);
+    LMOutput o = impl_->Continue(m, run.z, Longs(forced, {B, L}), slots, &run.cache, &run.key_valid, &run.next_pos, false);
     const torch::Tensor text_ce = Impl::LastCe(o.logits, Longs(targets, {B, L}));
     loss = loss + text_ce;
     st.text_ce += text_ce.item<double>();

@@ -31,7 +31,8 @@ size_t FileSource::Take(std::vector<session::Event>* out, size_t max) {
   return n;
 }
 
-LiveSource::LiveSource(const std::string& endpoint, size_t queue_limit) : endpoint_(endpoint), limit_(queue_limit) {
+LiveSource::LiveSource(const std::string& endpoint, const std::string& keys_dir, size_t queue_limit)
+    : endpoint_(endpoint), keys_dir_(keys_dir), limit_(queue_limit) {
   last_event_ = Now();
   thread_ = std::thread([this] { Run(); });
 }
@@ -45,6 +46,7 @@ void LiveSource::Run() {
   try {
     SocketOptions o;
     o.receive_hwm = 100000;
+    o.security.keys_dir = keys_dir_;
     EventSubscriber sub(endpoint_, o);
     session::Event e;
     while (!stop_) {

@@ -45,7 +45,8 @@ class FileSource : public EventSource {
 
 class LiveSource : public EventSource {
  public:
-  LiveSource(const std::string& endpoint, size_t queue_limit = 200000);
+  // `keys_dir`: CurveZMQ client keys when the run publishes with them (troupe keys).
+  LiveSource(const std::string& endpoint, const std::string& keys_dir = "", size_t queue_limit = 200000);
   ~LiveSource() override;
   size_t Take(std::vector<session::Event>* out, size_t max) override;
   std::string Describe() const override { return endpoint_; }
@@ -58,7 +59,7 @@ class LiveSource : public EventSource {
 
  private:
   void Run();
-  std::string endpoint_;
+  std::string endpoint_, keys_dir_;
   size_t limit_;
   mutable std::mutex mutex_;
   std::deque<session::Event> queue_;

@@ -30,6 +30,7 @@ const char* kUsage = R"(usage: troupe-view [FILE | --connect ENDPOINT] [options]
   FILE                 a session file (troupe train --record FILE, troupe record)
   --connect ENDPOINT   follow a live run (troupe train --publish ENDPOINT)
   --compare FILE       also draw this recorded run's curves (repeatable)
+  --keys DIR           CurveZMQ client keys (troupe keys) when the run publishes with them
   --screenshot OUT.png render headless frames and write the last one, then exit
   --frames N           frames before the screenshot (default 5)
   --panel NAME         only this panel, full window: graph, episode, messages, training, controls
@@ -40,7 +41,7 @@ const char* kUsage = R"(usage: troupe-view [FILE | --connect ENDPOINT] [options]
 )";
 
 struct Options {
-  std::string file, connect, screenshot, panel;
+  std::string file, connect, screenshot, panel, keys;
   std::vector<std::string> compare;
   int frames = 5, width = 1280, height = 800, bench_frames = 0;
   double seconds = 0;
@@ -61,6 +62,7 @@ Options Parse(int argc, char** argv) {
       std::exit(0);
     } else if (a == "--connect") o.connect = next();
     else if (a == "--compare") o.compare.push_back(next());
+    else if (a == "--keys") o.keys = next();
     else if (a == "--screenshot") o.screenshot = next();
     else if (a == "--frames") o.frames = std::stoi(next());
     else if (a == "--panel") o.panel = next();
@@ -156,6 +158,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   ViewState state;
+  state.keys_dir = o.keys;
   if (!o.file.empty()) state.OpenFile(o.file);
   else if (!o.connect.empty()) state.Connect(o.connect);
   for (const auto& path : o.compare) {

@@ -20,7 +20,7 @@ void ViewState::Connect(const std::string& endpoint) {
   model.Clear();
   source_error.clear();
   try {
-    source = std::make_unique<LiveSource>(endpoint);
+    source = std::make_unique<LiveSource>(endpoint, keys_dir);
   } catch (const std::exception& e) {
     source_error = e.what();
   }

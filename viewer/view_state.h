@@ -37,6 +37,7 @@ struct ViewState {
 
   char file_input[512] = "";
   char endpoint_input[256] = "tcp://127.0.0.1:5556";
+  std::string keys_dir;  // CurveZMQ client keys for live runs that use them
 
   void OpenFile(const std::string& path);
   void Connect(const std::string& endpoint);

@@ -32,7 +32,7 @@ SplitFactsGame::SplitFactsGame(const Params& p)
 }
 
 std::vector<std::string> SplitFactsGame::Vocabulary() const {
-  std::vector<std::string> v = {"you", "a", "b", "know", "asked", "message", "heard", "nothing", "answer"};
+  std::vector<std::string> v = {"you", "a", "b", "know", "asked", "they", "message", "heard", "nothing", "answer"};
   for (int e = 0; e < entities_; ++e) v.push_back(EntityNames()[e]);
   for (int x = 0; x < values_; ++x) v.push_back(ValueNames()[x]);
   return v;
@@ -98,6 +98,8 @@ std::vector<std::string> SplitFactsState::Observation(int seat) const {
   }
   o.push_back("asked");
   for (int e : episode_.asked[seat]) o.push_back(E[e]);
+  o.push_back("they");  // what the other agent is asked: what it needs to hear
+  for (int e : episode_.asked[1 - seat]) o.push_back(E[e]);
   if (phase_ == 0) {
     o.push_back("message");
   } else {

@@ -2,7 +2,7 @@
 // agents, so they must communicate to succeed. Entities have hidden values;
 // agent a knows the values of half the entities, agent b of the other half.
 // Each agent is asked the values of `asks` entities that only the other agent
-// knows. In one message turn both agents send a message (at most
+// knows, and sees what the other is asked. In one message turn both agents send a message (at most
 // `message_words` words; hybrid channels add latent vectors), then each
 // answers with `asks` value words. Reward: the fraction of correct answers.
 // Without communication an agent can only guess (1 / values).

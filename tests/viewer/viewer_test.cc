@@ -14,6 +14,7 @@
 #include <fstream>
 #include <map>
 
+#include "tests/test_support.h"
 #include "viewer/graph_layout.h"
 #include "viewer/session_model.h"
 
@@ -28,22 +29,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-  int status = -1;
-  std::string output;
-};
-
-Result Run(const std::string& cmd) {
-  Result r;
-  FILE* pipe = popen((cmd + " 2>&1").c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
-  const int status = pclose(pipe);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using Result = troupe::testing::CommandResult;
+Result Run(const std::string& cmd) { return troupe::testing::RunCommand(cmd); }
 
 std::string Temp(const std::string& name) {
   return (fs::temp_directory_path() / ("troupe-view-" + std::to_string(::getpid()) + "-" + name)).string();

@@ -9,27 +9,15 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/test_support.h"
+
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-  int status = -1;
-  std::string output;  // stdout and stderr
-};
+using Result = troupe::testing::CommandResult;
 
-Result Troupe(const std::string& args) {
-  const std::string cmd = std::string(TROUPE_BINARY) + " " + args + " 2>&1";
-  Result r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
-  const int status = pclose(pipe);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+Result Troupe(const std::string& args) { return troupe::testing::RunCommand(std::string(TROUPE_BINARY) + " " + args); }
 
 std::string Source(const std::string& rel) { return std::string(TROUPE_SOURCE_DIR) + "/" + rel; }
 

@@ -23,6 +23,7 @@
 #include "workflows/config_loader.h"
 #include "workflows/rollout.h"
 #include "workflows/worker_hub.h"
+#include "tests/test_support.h"
 
 using namespace troupe;
 namespace fs = std::filesystem;
@@ -30,18 +31,8 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-const char* kTiny = R"(name: "tiny"
-seed: 11
-game { name: "red_black" param { name: "team_size" int: 3 } param { name: "rounds" int: 3 }
-       param { name: "multipliers" text: "3:3" } param { name: "reason_words" int: 1 } }
-model { name: "m" transformer { d_model: 16 heads: 2 layers: 1 ff_mult: 2 max_len: 64 } optimizer { lr: 0.01 } }
-role { name: "a" seats: "a*" model: "m" }
-role { name: "b" seats: "b*" scripted: "tit_for_tat" }
-reward { level: TURN signal: "round_payoff" to_go: true weight: 0.1 }
-reward { level: ROLE signal: "format" weight: 1 }
-credit { group_size: 4 }
-trainer { iterations: 3 episodes_per_iteration: 8 minibatch: 64 checkpoint_every: 100 }
-)";
+const std::string kTiny =
+    testing::TinyRedBlack(11, "trainer { iterations: 3 episodes_per_iteration: 8 minibatch: 64 checkpoint_every: 100 }");
 
 std::string Temp(const std::string& name) {
   const fs::path p = fs::temp_directory_path() / ("troupe-runtime-" + std::to_string(::getpid()) + "-" + name);

@@ -1,0 +1,44 @@
+// Helpers shared by the test files: a tiny Red-Black workflow that trains in
+// seconds, and running a command line in a real process.
+#pragma once
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+namespace troupe::testing {
+
+// Three agents a side, three rounds, a 16-wide one-layer model.
+inline std::string TinyRedBlack(int seed, const std::string& trainer) {
+  return "name: \"tiny\"\nseed: " + std::to_string(seed) + R"(
+game { name: "red_black" param { name: "team_size" int: 3 } param { name: "rounds" int: 3 }
+       param { name: "multipliers" text: "3:3" } param { name: "reason_words" int: 1 } }
+model { name: "m" transformer { d_model: 16 heads: 2 layers: 1 ff_mult: 2 max_len: 64 } optimizer { lr: 0.01 } }
+role { name: "a" seats: "a*" model: "m" }
+role { name: "b" seats: "b*" scripted: "tit_for_tat" }
+reward { level: TURN signal: "round_payoff" to_go: true weight: 0.1 }
+reward { level: ROLE signal: "format" weight: 1 }
+credit { group_size: 4 }
+)" + trainer + "\n";
+}
+
+struct CommandResult {
+  int status = -1;     // exit status, -1 when it did not exit normally
+  std::string output;  // stdout and stderr
+};
+
+inline CommandResult RunCommand(const std::string& command) {
+  CommandResult r;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
+  const int status = pclose(pipe);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+}  // namespace troupe::testing
