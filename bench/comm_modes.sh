@@ -12,18 +12,22 @@ s2=${2:-900}
 shift $(( $# > 2 ? 2 : $# )) || true
 out=${COMM_MODES_OUT:-$(mktemp -d)}
 mkdir -p "$out"
-for mode in TEXT LATENT HYBRID; do
-  ./build/workflows/troupe train workflows/split_facts_hybrid.textproto --out "$out/$mode" --quiet \
-    --set channel[0].mode=$mode --set channel[1].mode=$mode \
-    --set trainer.hybrid.stage1_steps=$s1 --set trainer.hybrid.stage2_steps=$s2 "$@" > "$out/$mode.log"
+for run in TEXT LATENT HYBRID LATENT+diff HYBRID+diff; do
+  mode=${run%+diff}
+  diff=false
+  [ "$run" != "$mode" ] && diff=true
+  ./build/workflows/troupe train workflows/split_facts_hybrid.textproto --out "$out/$run" --quiet \
+    --set channel[0].mode=$mode --set channel[1].mode=$mode --set trainer.hybrid.differentiable=$diff \
+    --set trainer.hybrid.stage1_steps=$s1 --set trainer.hybrid.stage2_steps=$s2 "$@" > "$out/$run.log"
 done
 /usr/bin/env python3 - "$out" <<'PY'
 import json, sys
 out = sys.argv[1]
-print(f"{'mode':8} {'accuracy (untrained -> trained)':>32} {'text tokens':>12} {'latent vectors':>15} {'bytes':>8}")
-for mode in ["TEXT", "LATENT", "HYBRID"]:
-    b = json.load(open(f"{out}/{mode}/eval_untrained.json"))
-    a = json.load(open(f"{out}/{mode}/eval_trained.json"))
-    print(f"{mode:8} {b['accuracy']:>20.3f} -> {a['accuracy']:.3f} {a['text_tokens']:>12.2f} {a['latent_vectors']:>15.1f} {a['wire_bytes']:>8.0f}")
+print(f"| channel | accuracy untrained | accuracy trained | text tokens / episode | latent vectors / episode | bytes / episode |")
+print(f"|---|---|---|---|---|---|")
+for run in ["TEXT", "LATENT", "HYBRID", "LATENT+diff", "HYBRID+diff"]:
+    b = json.load(open(f"{out}/{run}/eval_untrained.json"))
+    a = json.load(open(f"{out}/{run}/eval_trained.json"))
+    print(f"| {run} | {b['accuracy']:.3f} | {a['accuracy']:.3f} | {a['text_tokens']:.2f} | {a['latent_vectors']:.0f} | {a['wire_bytes']:.0f} |")
 print(f"(no communication: 1/6 = {1/6:.3f}; runs in {out})")
 PY

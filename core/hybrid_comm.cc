@@ -200,6 +200,8 @@ HybridCommTrainer::HybridCommTrainer(ModelPool& pool, HybridSettings settings) :
 
 HybridCommTrainer::~HybridCommTrainer() = default;
 
+void HybridCommTrainer::SetDistillWeight(double weight) { impl_->s.distill_weight = weight; }
+
 int64_t HybridCommTrainer::ParameterCount() const {
   int64_t n = 0;
   for (const auto& g : impl_->optimizer->param_groups()) {

@@ -78,6 +78,8 @@ class HybridCommTrainer {
  public:
   HybridCommTrainer(ModelPool& pool, HybridSettings settings);
   ~HybridCommTrainer();
+  // The weight of the hidden-state loss from now on (warm-up schedules).
+  void SetDistillWeight(double weight);
 
   std::vector<SentMessage> Send(const std::vector<SendQuery>& queries);            // greedy, no gradients
   std::vector<std::vector<int>> Answer(const std::vector<AnswerQuery>& queries);   // greedy, no gradients

@@ -5,6 +5,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdio>
+#include <map>
 
 namespace troupe::view {
 
@@ -17,6 +18,63 @@ ImU32 PaletteColor(int index, float alpha) {
   return ImGui::ColorConvertFloat4ToU32(c);
 }
 
+namespace {
+
+// A plot's lines reduced to pixel columns, in units of the data; recomputed only
+// when the data, the cursor or the width changes (a live run adds one point per
+// iteration; a replayed one changes nothing between frames).
+struct Reduced {
+  size_t points = 0;
+  float x_limit = 0;
+  int columns = 0;
+  float xmin = 0, xmax = 0, ymin = 0, ymax = 0;
+  bool empty = true;
+  struct Line {
+    std::vector<float> lo, hi, first, last;  // per column; lo == FLT_MAX where empty
+  };
+  std::vector<Line> lines;
+};
+
+void Reduce(const std::vector<PlotLine>& lines, float x_limit, int columns, Reduced* r) {
+  r->xmin = FLT_MAX, r->xmax = -FLT_MAX, r->ymin = FLT_MAX, r->ymax = -FLT_MAX;
+  for (const auto& l : lines) {
+    const Series& s = *l.series;
+    for (size_t i = 0; i < s.x.size(); ++i) {
+      if (s.x[i] > x_limit || !std::isfinite(s.y[i])) continue;
+      r->xmin = std::min(r->xmin, s.x[i]);
+      r->xmax = std::max(r->xmax, s.x[i]);
+      r->ymin = std::min(r->ymin, s.y[i]);
+      r->ymax = std::max(r->ymax, s.y[i]);
+    }
+  }
+  r->empty = r->xmin > r->xmax;
+  r->lines.assign(lines.size(), {});
+  if (r->empty) return;
+  if (r->ymax - r->ymin < 1e-9f) {
+    r->ymax += 0.5f;
+    r->ymin -= 0.5f;
+  }
+  if (r->xmax - r->xmin < 1e-9f) r->xmax = r->xmin + 1;
+  for (size_t k = 0; k < lines.size(); ++k) {
+    const Series& s = *lines[k].series;
+    Reduced::Line& out = r->lines[k];
+    out.lo.assign(columns + 1, FLT_MAX);
+    out.hi.assign(columns + 1, -FLT_MAX);
+    out.first.assign(columns + 1, 0);
+    out.last.assign(columns + 1, 0);
+    for (size_t i = 0; i < s.x.size(); ++i) {
+      if (s.x[i] > x_limit || !std::isfinite(s.y[i])) continue;
+      const int c = std::clamp(static_cast<int>((s.x[i] - r->xmin) / (r->xmax - r->xmin) * columns), 0, columns);
+      if (out.lo[c] == FLT_MAX) out.first[c] = s.y[i];
+      out.lo[c] = std::min(out.lo[c], s.y[i]);
+      out.hi[c] = std::max(out.hi[c], s.y[i]);
+      out.last[c] = s.y[i];
+    }
+  }
+}
+
+}  // namespace
+
 void Plot(const char* title, const std::vector<PlotLine>& lines, ImVec2 size, float x_limit) {
   ImGui::PushID(title);
   const ImVec2 p0 = ImGui::GetCursorScreenPos();
@@ -24,32 +82,28 @@ void Plot(const char* title, const std::vector<PlotLine>& lines, ImVec2 size, fl
   ImGui::InvisibleButton("plot", size);
   const bool hovered = ImGui::IsItemHovered();
   const ImVec2 p1(p0.x + size.x, p0.y + size.y);
-  dl->AddRectFilled(p0, p1, IM_COL32(24, 26, 30, 255), 3.0f);
+  dl->AddRect(p0, p1, IM_COL32(60, 63, 72, 255), 3.0f);  // an outline: filling costs a software renderer
   dl->AddText(ImVec2(p0.x + 6, p0.y + 3), IM_COL32(210, 210, 215, 255), title);
-  float xmin = FLT_MAX, xmax = -FLT_MAX, ymin = FLT_MAX, ymax = -FLT_MAX;
-  for (const auto& l : lines) {
-    const Series& s = *l.series;
-    for (size_t i = 0; i < s.x.size(); ++i) {
-      if (s.x[i] > x_limit || !std::isfinite(s.y[i])) continue;
-      xmin = std::min(xmin, s.x[i]);
-      xmax = std::max(xmax, s.x[i]);
-      ymin = std::min(ymin, s.y[i]);
-      ymax = std::max(ymax, s.y[i]);
-    }
+  const float left = p0.x + 44, right = p1.x - 6, top = p0.y + 20, bottom = p1.y - 14;
+  const float width = std::max(1.0f, right - left);
+  // One column per two pixels; integer-width lines take ImGui's cheap textured path.
+  const int columns = std::max(1, static_cast<int>(width / 2));
+  static std::map<ImGuiID, Reduced> cache;
+  Reduced& r = cache[ImGui::GetID("reduced")];
+  size_t points = lines.size();
+  for (const auto& l : lines) points += l.series->x.size();
+  if (r.points != points || r.x_limit != x_limit || r.columns != columns || r.lines.size() != lines.size()) {
+    Reduce(lines, x_limit, columns, &r);
+    r.points = points;
+    r.x_limit = x_limit;
+    r.columns = columns;
   }
-  if (xmin > xmax) {
+  if (r.empty) {
     dl->AddText(ImVec2(p0.x + 6, p0.y + size.y / 2 - 7), IM_COL32(140, 140, 150, 255), "no data yet");
     ImGui::PopID();
     return;
   }
-  if (ymax - ymin < 1e-9f) {
-    ymax += 0.5f;
-    ymin -= 0.5f;
-  }
-  if (xmax - xmin < 1e-9f) xmax = xmin + 1;
-  const float left = p0.x + 44, right = p1.x - 6, top = p0.y + 20, bottom = p1.y - 14;
-  const float width = std::max(1.0f, right - left);
-  auto X = [&](float x) { return left + (x - xmin) / (xmax - xmin) * width; };
+  const float xmin = r.xmin, xmax = r.xmax, ymin = r.ymin, ymax = r.ymax;
   auto Y = [&](float y) { return bottom - (y - ymin) / (ymax - ymin) * (bottom - top); };
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.3g", ymax);
@@ -59,32 +113,21 @@ void Plot(const char* title, const std::vector<PlotLine>& lines, ImVec2 size, fl
   std::snprintf(buf, sizeof buf, "%.0f", xmax);
   dl->AddText(ImVec2(right - ImGui::CalcTextSize(buf).x, bottom), IM_COL32(150, 150, 160, 255), buf);
   dl->AddLine(ImVec2(left, bottom), ImVec2(right, bottom), IM_COL32(70, 70, 80, 255));
-  // One column per two pixels; integer-width lines take ImGui's cheap textured path.
-  const int columns = std::max(1, static_cast<int>(width / 2));
-  for (const auto& l : lines) {
-    const Series& s = *l.series;
-    // One min/max per pixel column, and the column's first and last value for joining.
-    std::vector<float> lo(columns + 1, FLT_MAX), hi(columns + 1, -FLT_MAX), first(columns + 1), last(columns + 1);
-    for (size_t i = 0; i < s.x.size(); ++i) {
-      if (s.x[i] > x_limit || !std::isfinite(s.y[i])) continue;
-      const int c = std::clamp(static_cast<int>((s.x[i] - xmin) / (xmax - xmin) * columns), 0, columns);
-      if (lo[c] == FLT_MAX) first[c] = s.y[i];
-      lo[c] = std::min(lo[c], s.y[i]);
-      hi[c] = std::max(hi[c], s.y[i]);
-      last[c] = s.y[i];
-    }
-    std::vector<ImVec2> path;
-    path.reserve(2 * (columns + 1));
-    for (int c = 0; c <= columns; ++c) {
-      if (lo[c] == FLT_MAX) continue;
-      const float x = left + 2.0f * c;
-      path.emplace_back(x, Y(first[c]));
-      if (Y(lo[c]) - Y(hi[c]) > 1.0f) {  // the column's range, where it spans more than a pixel
-        dl->AddLine(ImVec2(x, Y(lo[c])), ImVec2(x, Y(hi[c])), l.color, 1.0f);
+  std::vector<ImVec2> path;
+  for (size_t k = 0; k < lines.size(); ++k) {
+    const Reduced::Line& c = r.lines[k];
+    const ImU32 color = lines[k].color;
+    path.clear();
+    for (int i = 0; i <= columns; ++i) {
+      if (c.lo[i] == FLT_MAX) continue;
+      const float x = left + 2.0f * i;
+      path.emplace_back(x, Y(c.first[i]));
+      if (Y(c.lo[i]) - Y(c.hi[i]) > 1.0f) {  // the column's range, where it spans more than a pixel
+        dl->AddLine(ImVec2(x, Y(c.lo[i])), ImVec2(x, Y(c.hi[i])), color, 1.0f);
       }
-      if (last[c] != first[c]) path.emplace_back(x, Y(last[c]));
+      if (c.last[i] != c.first[i]) path.emplace_back(x, Y(c.last[i]));
     }
-    dl->AddPolyline(path.data(), static_cast<int>(path.size()), l.color, 0, 1.0f);
+    dl->AddPolyline(path.data(), static_cast<int>(path.size()), color, 0, 1.0f);
   }
   if (hovered) {
     const float mx = ImGui::GetIO().MousePos.x;

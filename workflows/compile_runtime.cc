@@ -85,6 +85,7 @@ void CompileRuntime(const LoadedWorkflow& w, CompiledWorkflow& c) {
   hs.distill_weight = h.distill_weight() > 0 ? h.distill_weight() : 20.0;
   hs.teacher = h.teacher().empty() ? "oracle" : h.teacher();
   hs.eval_every = h.eval_every() > 0 ? h.eval_every() : 50;
+  hs.distill_warmup_steps = h.distill_warmup_steps() > 0 ? h.distill_warmup_steps() : hs.stage1_steps / 2;
   if (!StrategyFactory::Get().Has(hs.teacher)) {
     w.Fail({{"trainer"}, {"hybrid"}, {"teacher"}}, "teacher '" + hs.teacher + "' is not a scripted strategy");
   }

@@ -111,6 +111,7 @@ struct HybridRunSettings {
   double distill_weight = 20.0;
   std::string teacher = "oracle";
   int eval_every = 50;
+  int distill_warmup_steps = 100;
 };
 
 struct CompiledWorkflow {

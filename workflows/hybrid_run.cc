@@ -236,6 +236,10 @@ HybridResult HybridTrain(const CompiledWorkflow& w, const TrainOptions& options,
   int in_window = 0;
   for (int step = 0; step < total; ++step) {
     const int stage = step < h.stage1_steps ? 1 : 2;
+    // Each stage poses the teacher a new task: the hidden-state loss warms up again.
+    const int into_stage = stage == 1 ? step : step - h.stage1_steps;
+    loop.trainer().SetDistillWeight(h.distill_weight *
+                                    std::min(1.0, static_cast<double>(into_stage) / std::max(1, h.distill_warmup_steps)));
     HybridStepStats st = loop.Step(stage, Rng::Mix(w.seed, 0x57E9, static_cast<uint64_t>(step)), rng);
     window.loss += st.loss;
     window.answer_ce += st.answer_ce;
