@@ -3,6 +3,9 @@
 // reported against the single-episode run measured in the same process, and
 // the number of model forward calls per game round (it must not grow with the
 // number of episodes: every pending decision of every episode is one batch).
+// Pass `--direct` to call the model in this thread (LocalPolicy) instead of
+// through a model worker over inproc:// (the production path): the difference
+// is what the runtime's messaging costs.
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -11,17 +14,26 @@
 #include "workflows/compiled_workflow.h"
 #include "workflows/config_loader.h"
 #include "workflows/rollout.h"
+#include "workflows/model_server.h"
 #include "workflows/worker_hub.h"
 
 using namespace troupe;
 
 int main(int argc, char** argv) {
-  const std::string file = argc > 1 ? argv[1] : "workflows/red_black.textproto";
+  std::string file = "workflows/red_black.textproto";
+  bool direct = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--direct") direct = true;
+    else file = argv[i];
+  }
   try {
     CompiledWorkflow w = CompileWorkflow(LoadWorkflowFile(file));
     SetTorchThreads(w.run.threads);
-    WorkerHub pool(w);  // the production path: a model worker over inproc://
-    Rollout rollout(w, pool);
+    std::unique_ptr<PolicyService> pool;
+    if (direct) pool = std::make_unique<LocalPolicy>(w);
+    else pool = std::make_unique<WorkerHub>(w);  // the production path: a model worker over inproc://
+    std::printf("%s\n", direct ? "models called directly in this thread" : "models in a worker over inproc://");
+    Rollout rollout(w, *pool);
     Rng rng(1);
     std::printf("%-12s %12s %12s %14s %12s\n", "concurrent", "episodes", "episodes/s", "vs 1 episode",
                 "fwd/round");

@@ -199,6 +199,9 @@ int main(int argc, char** argv) {
   if (std::filesystem::exists(font)) io.Fonts->AddFontFromFileTTF(font, 15.0f);
   ImGui::StyleColorsDark();
   ImGui::GetStyle().WindowRounding = 4.0f;
+  // Anti-aliased fills add a fringe of triangles to every shape; at this DPI they
+  // are not visible, and a software renderer pays for every triangle.
+  ImGui::GetStyle().AntiAliasedFill = false;
   ImGui_ImplGlfw_InitForOpenGL(window, true);
   ImGui_ImplOpenGL3_Init("#version 330");
 

@@ -3,6 +3,8 @@
 
 #include <google/protobuf/text_format.h>
 
+#include <algorithm>
+
 namespace troupe::view {
 
 void SessionModel::Clear() { *this = SessionModel(); }
@@ -18,6 +20,8 @@ std::string SessionModel::SeatName(int seat) const {
 EpisodeRecord& SessionModel::EpisodeFor(int iteration, int64_t episode) {
   auto [it, fresh] = episode_index_.emplace(std::make_pair(iteration, episode), episodes.size());
   if (fresh) {
+    if (first_episode_iteration_ < 0 || iteration < first_episode_iteration_) first_episode_iteration_ = iteration;
+    last_episode_iteration_ = std::max(last_episode_iteration_, iteration);
     EpisodeRecord r;
     r.iteration = iteration;
     r.episode = episode;

@@ -59,6 +59,9 @@ class SessionModel {
   // "waiting", "running", "ended", "failed: ...", "restarted"
   const std::string& status() const { return status_; }
   int first_iteration() const { return first_iteration_; }
+  // Iterations that have episodes (-1 when none).
+  int first_episode_iteration() const { return first_episode_iteration_; }
+  int last_episode_iteration() const { return last_episode_iteration_; }
   int last_iteration() const { return last_iteration_; }
   int64_t events() const { return events_; }
   int64_t publisher_drops() const { return publisher_drops_; }
@@ -82,6 +85,7 @@ class SessionModel {
   config::Workflow workflow_;
   std::string status_ = "waiting for a run";
   int first_iteration_ = -1, last_iteration_ = -1;
+  int first_episode_iteration_ = -1, last_episode_iteration_ = -1;
   int64_t events_ = 0, publisher_drops_ = 0;
   std::map<std::pair<int, int64_t>, size_t> episode_index_;
 };

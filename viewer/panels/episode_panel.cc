@@ -13,11 +13,7 @@ void DrawEpisodePanel(ViewState& state) {
     ImGui::TextDisabled("No episodes yet. A run publishes the calls of its first episodes each iteration.");
     return;
   }
-  int first = m.episodes.front().iteration, last = m.episodes.back().iteration;
-  for (const auto& e : m.episodes) {
-    first = std::min(first, e.iteration);
-    last = std::max(last, e.iteration);
-  }
+  const int first = m.first_episode_iteration(), last = m.last_episode_iteration();
   int it = state.selected_iteration < 0 ? last : state.selected_iteration;
   ImGui::SetNextItemWidth(220);
   if (ImGui::SliderInt("iteration", &it, first, std::max(first, last))) {
