@@ -67,7 +67,12 @@ FramedSocket::Got FramedSocket::ReceiveOne(google::protobuf::MessageLite* body, 
     socket_.set(zmq::sockopt::rcvtimeo, wait_ms);
     receive_timeout_ms_ = wait_ms;
   }
-  if (!socket_.recv(part, wait_ms == 0 ? zmq::recv_flags::dontwait : zmq::recv_flags::none)) return Got::kNothing;
+  try {
+    if (!socket_.recv(part, wait_ms == 0 ? zmq::recv_flags::dontwait : zmq::recv_flags::none)) return Got::kNothing;
+  } catch (const zmq::error_t& e) {
+    if (e.num() == EINTR) return Got::kNothing;  // a signal (Ctrl-C): the caller decides what to do
+    throw CommsError(std::string("receive failed: ") + e.what());
+  }
   std::string sender;
   if (type_ == zmq::socket_type::router) {
     sender = part.to_string();

@@ -147,6 +147,18 @@ struct HybridCommTrainer::Impl {
     r.z = Latents(m, prompts, r.slots, &r.cache, &r.key_valid, &r.next_pos);
     return r;
   }
+  // The same for rows `idx` of a batch, given how to read a row's prompt and role slot.
+  template <class Row>
+  LatentRun RunLatents(int m, const std::vector<size_t>& idx, const Row& row) {
+    std::vector<const std::vector<int>*> prompts;
+    std::vector<int> slots;
+    for (size_t i : idx) {
+      const auto [prompt, slot] = row(i);
+      prompts.push_back(prompt);
+      slots.push_back(slot);
+    }
+    return RunLatents(m, prompts, std::move(slots));
+  }
 
   torch::Tensor Adapt(int from, int to, const torch::Tensor& z) {
     auto it = adapters.find({from, to});
@@ -217,13 +229,9 @@ std::vector<SentMessage> HybridCommTrainer::Send(const std::vector<SendQuery>& q
   std::map<int, std::vector<size_t>> by_model;
   for (size_t i = 0; i < queries.size(); ++i) by_model[queries[i].model].push_back(i);
   for (const auto& [m, idx] : by_model) {
-    std::vector<const std::vector<int>*> prompts;
-    std::vector<int> slots;
-    for (size_t i : idx) {
-      prompts.push_back(&queries[i].prompt);
-      slots.push_back(queries[i].role_slot);
-    }
-    Impl::LatentRun run = impl_->RunLatents(m, prompts, slots);
+    Impl::LatentRun run =
+        impl_->RunLatents(m, idx, [&](size_t i) { return std::make_pair(&queries[i].prompt, queries[i].role_slot); });
+    const std::vector<int>& slots = run.slots;
     const torch::Tensor& z = run.z;
     const int64_t B = static_cast<int64_t>(idx.size()), d = impl_->Model(m)->options().d_model();
     for (int64_t b = 0; b < B; ++b) {
@@ -345,13 +353,9 @@ HybridStepStats HybridCommTrainer::CoTrain(const std::vector<CoTrainExample>& ba
   std::map<int, std::vector<size_t>> senders;
   for (size_t i = 0; i < batch.size(); ++i) senders[batch[i].sender_model].push_back(i);
   for (const auto& [m, idx] : senders) {
-    std::vector<const std::vector<int>*> prompts;
-    std::vector<int> slots;
-    for (size_t i : idx) {
-      prompts.push_back(&batch[i].sender_prompt);
-      slots.push_back(batch[i].sender_slot);
-    }
-    Impl::LatentRun run = impl_->RunLatents(m, prompts, slots);
+    Impl::LatentRun run =
+        impl_->RunLatents(m, idx, [&](size_t i) { return std::make_pair(&batch[i].sender_prompt, batch[i].sender_slot); });
+    const std::vector<int>& slots = run.slots;
     for (size_t b = 0; b < idx.size(); ++b) latents[idx[b]] = run.z[static_cast<int64_t>(b)];
     const int64_t L = static_cast<int64_t>(batch[idx[0]].sender_text.size());
     if (L == 0) continue;

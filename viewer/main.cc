@@ -219,8 +219,18 @@ int main(int argc, char** argv) {
   auto last = std::chrono::steady_clock::now();
   const auto start = last;
   int ended_at = -1;
+  // Power saving: while nobody touches the window, draw 10 frames a second
+  // (a live run changes a few times a second); input brings back full speed.
+  double last_input = glfwGetTime();
   while (!glfwWindowShouldClose(window)) {
-    glfwPollEvents();
+    const bool idle = o.bench_frames == 0 && glfwGetTime() - last_input > 1.0 && !state.playing;
+    if (idle) glfwWaitEventsTimeout(0.1);
+    else glfwPollEvents();
+    const ImGuiIO& io_now = ImGui::GetIO();
+    if (io_now.MouseDelta.x != 0 || io_now.MouseDelta.y != 0 || io_now.MouseWheel != 0 || ImGui::IsAnyMouseDown() ||
+        ImGui::IsAnyItemActive() || io_now.InputQueueCharacters.Size > 0) {
+      last_input = glfwGetTime();
+    }
     const auto t0 = std::chrono::steady_clock::now();
     state.Pump(20000);
     state.Advance(std::chrono::duration<double>(t0 - last).count());
@@ -258,7 +268,7 @@ int main(int argc, char** argv) {
       break;
     }
     glfwSwapBuffers(window);
-    if (headless && o.seconds > 0) std::this_thread::sleep_for(std::chrono::milliseconds(30));  // ~30 fps when following
+
   }
   if (state.source) {
     std::printf("events %lld, dropped here %lld, missed %lld, status: %s%s%s\n",
