@@ -5,6 +5,7 @@
 # (untrained -> trained) against text tokens, latent vectors and bytes on the
 # wire per episode. The no-communication baseline is 1/values (1/6 here).
 # Usage: bash bench/comm_modes.sh [STAGE1_STEPS] [STAGE2_STEPS] [extra --set ...]
+# (the study's hidden-state weight: add --set trainer.hybrid.distill_weight=20)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 s1=${1:-300}

@@ -176,11 +176,18 @@ TrainResult TrainWith(const CompiledWorkflow& w, const TrainOptions& options, st
   events.RunStarted(dir.filename().string(), start);
   const bool tty = ::isatty(STDOUT_FILENO) && &out == &std::cout;
   int it = start;
+  bool interrupted = false;
   for (; it < w.run.iterations; ++it) {
     *iteration = it;
     const double elapsed = elapsed_before + Now() - t0;
     if (w.run.max_minutes > 0 && elapsed > w.run.max_minutes * 60) {
       out << (tty ? "\n" : "") << "stopping at the time limit of " << w.run.max_minutes << " min\n";
+      break;
+    }
+    if (options.stop != nullptr && *options.stop) {
+      out << (tty ? "\n" : "") << "interrupted: saving a checkpoint at iteration " << it
+          << " (continue with --resume)\n";
+      interrupted = true;
       break;
     }
     const double ti = Now();
@@ -271,11 +278,11 @@ TrainResult TrainWith(const CompiledWorkflow& w, const TrainOptions& options, st
   result.iterations = it;
   *iteration = it;
   result.seconds = elapsed_before + Now() - t0;
-  if (options.final_eval) {
+  if (options.final_eval && !interrupted) {
     result.after = Evaluate(w, hub, w.run.eval_episodes, w.seed, false, w.trainer.temperature);
     WriteFile(dir / "eval_trained.json", EvalJson(*result.after) + "\n");
   }
-  events.RunEnded(result.iterations, result.seconds, false, "");
+  events.RunEnded(result.iterations, result.seconds, interrupted, interrupted ? "interrupted" : "");
   return result;
 }
 

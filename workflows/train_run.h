@@ -3,6 +3,7 @@
 // checkpoints, before/after evaluation).
 #pragma once
 
+#include <atomic>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -19,6 +20,8 @@ struct TrainOptions {
   bool final_eval = true; // evaluate before and after training and print the table
   std::string publish;    // session events PUB endpoint (overrides runtime.publish)
   std::string record;     // session file to write
+  // Set (e.g. by a signal handler) to stop after the current iteration with a checkpoint.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 struct TrainResult {

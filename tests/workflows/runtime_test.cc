@@ -89,9 +89,10 @@ class Process {
     return -1;
   }
   void Kill() {
-    ::kill(pid_, SIGKILL);
+    Signal(SIGKILL);
     Wait(10);
   }
+  void Signal(int sig) { ::kill(pid_, sig); }
   std::string Output() const {
     std::ifstream in(log_);
     std::stringstream s;
@@ -261,4 +262,23 @@ TEST_CASE("forward calls per tick do not grow with the number of concurrent epis
   // ...and each batch decodes at most max_words steps, whatever the batch size.
   CHECK(per_tick[2] <= per_tick[0] * 1.5);
   CHECK(per_tick[1] <= per_tick[0] * 1.5);
+}
+
+TEST_CASE("Ctrl-C stops a run after its iteration with a checkpoint and a closed session", "[runtime][signals]") {
+  const std::string wf = WriteWorkflow("interrupt", "");
+  const std::string run = Temp("run-interrupt"), session = Temp("interrupt.session");
+  Process controller({"train", wf, "--out", run, "--quiet", "--no-eval", "--set", "trainer.iterations=500", "--record",
+                      session},
+                     Temp("interrupt.log"));
+  REQUIRE(WaitFor([&] { return MetricLines(run, false).size() >= 2; }, 120));
+  controller.Signal(SIGINT);
+  const int status = controller.Wait(60);
+  INFO(controller.Output());
+  REQUIRE(status == 0);
+  CHECK_THAT(controller.Output(), Catch::Contains("interrupted: saving a checkpoint"));
+  CHECK(fs::exists(run + "/checkpoints/latest"));
+  SessionContents c = ReadSessionFile(session);
+  CHECK(c.error.empty());
+  REQUIRE(c.events.back().has_run_end());
+  CHECK(c.events.back().run_end().reason() == "interrupted");
 }

@@ -6,6 +6,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
@@ -31,6 +32,9 @@
 namespace {
 
 using troupe::CompiledWorkflow;
+
+volatile sig_atomic_t g_interrupted = 0;    // troupe record: stop recording
+std::atomic<bool> g_stop_training{false};  // troupe train: stop after this iteration
 
 const char* kUsage = R"(troupe: define multi-agent workflows in config, co-train agent teams, evaluate them.
 
@@ -99,6 +103,9 @@ const char* kTrainUsage = R"(usage: troupe train FILE [--out DIR] [--seed N] [--
   --publish E    publish session events on E (e.g. tcp://127.0.0.1:5556) for
                  troupe-view or `troupe record`; a slow subscriber never slows the run
   --record FILE  write the session events to FILE (read it with `troupe replay`)
+
+Ctrl-C stops after the current iteration with a checkpoint (continue with
+--resume); a second Ctrl-C stops at once.
 
 The run folder holds workflow.resolved.textproto, metrics.jsonl (one JSON object
 per iteration), TensorBoard event files, eval_untrained.json, eval_trained.json
@@ -210,6 +217,17 @@ int Train(const Args& a) {
   o.final_eval = !a.no_eval;
   o.publish = a.publish;
   o.record = a.record;
+  // Ctrl-C (or SIGTERM) ends the run after the current iteration, with a
+  // checkpoint and a closed session; a second one stops at once.
+  o.stop = &g_stop_training;
+  auto on_signal = [](int sig) {
+    if (g_stop_training.exchange(true)) {
+      signal(sig, SIG_DFL);
+      raise(sig);
+    }
+  };
+  signal(SIGINT, on_signal);
+  signal(SIGTERM, on_signal);
   std::cout << "run folder: " << o.out_dir << "\n";
   if (w.hybrid.enabled) {
     troupe::HybridResult h = troupe::HybridTrain(w, o, std::cout);
@@ -255,7 +273,6 @@ int Eval(const Args& a) {
   return 0;
 }
 
-volatile sig_atomic_t g_interrupted = 0;
 
 int Worker(const Args& a) {
   if (a.model.empty() || a.connect.empty()) throw UsageError("worker needs --model NAME and --connect ENDPOINT");
