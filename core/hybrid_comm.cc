@@ -186,6 +186,28 @@ struct HybridCommTrainer::Impl {
     return out;
   }
 
+  // CE of the student's and the teacher's answers (the last n positions) plus
+  // the weighted hidden-state loss at the position before the answer.
+  torch::Tensor AnswerLoss(const LMOutput& student, const LMOutput& teacher, const torch::Tensor& y, bool distill_on,
+                           HybridStepStats* st) const {
+    const int64_t n = y.size(1);
+    const torch::Tensor ce = LastCe(student.logits, y), tce = LastCe(teacher.logits, y);
+    torch::Tensor distill = torch::zeros({});
+    if (distill_on) distill = DistillLoss(LayersAt(student, n), LayersAt(teacher, n));
+    st->answer_ce += ce.item<double>();
+    st->teacher_ce += tce.item<double>();
+    st->distill += distill.item<double>();
+    return ce + s.distill_weight * distill + tce;
+  }
+
+  HybridStepStats Step(const torch::Tensor& loss, HybridStepStats st) {
+    optimizer->zero_grad();
+    loss.backward();
+    optimizer->step();
+    st.loss = loss.item<double>();
+    return st;
+  }
+
   void Train(bool on) {
     for (int m = 0; m < pool->size(); ++m) Model(m)->train(on);
   }
@@ -329,19 +351,9 @@ HybridStepStats HybridCommTrainer::SelfDistill(const std::vector<SelfDistillExam
     LMOutput student =
         impl_->Continue(m, run.z, Longs(forced, {B, n}), slots, &run.cache, &run.key_valid, &run.next_pos, true);
     LMOutput teacher = impl_->Rows(m, teacher_rows, slots, true);
-    const torch::Tensor y = Longs(targets, {B, n});
-    const torch::Tensor ce = Impl::LastCe(student.logits, y), tce = Impl::LastCe(teacher.logits, y);
-    const torch::Tensor distill = DistillLoss(Impl::LayersAt(student, n), Impl::LayersAt(teacher, n));
-    loss = loss + ce + impl_->s.distill_weight * distill + tce;
-    st.answer_ce += ce.item<double>();
-    st.teacher_ce += tce.item<double>();
-    st.distill += distill.item<double>();
+    loss = loss + impl_->AnswerLoss(student, teacher, Longs(targets, {B, n}), true, &st);
   }
-  impl_->optimizer->zero_grad();
-  loss.backward();
-  impl_->optimizer->step();
-  st.loss = loss.item<double>();
-  return st;
+  return impl_->Step(loss, st);
 }
 
 HybridStepStats HybridCommTrainer::CoTrain(const std::vector<CoTrainExample>& batch) {
@@ -398,20 +410,9 @@ HybridStepStats HybridCommTrainer::CoTrain(const std::vector<CoTrainExample>& ba
     }
     LMOutput student = impl_->Rows(m, student_rows, slots, true);
     LMOutput teacher = impl_->Rows(m, teacher_rows, slots, true);
-    const torch::Tensor y = Longs(targets, {B, n});
-    const torch::Tensor ce = Impl::LastCe(student.logits, y), tce = Impl::LastCe(teacher.logits, y);
-    torch::Tensor distill = torch::zeros({});
-    if (impl_->s.latent_vectors > 0) distill = DistillLoss(Impl::LayersAt(student, n), Impl::LayersAt(teacher, n));
-    loss = loss + ce + impl_->s.distill_weight * distill + tce;
-    st.answer_ce += ce.item<double>();
-    st.teacher_ce += tce.item<double>();
-    st.distill += distill.item<double>();
+    loss = loss + impl_->AnswerLoss(student, teacher, Longs(targets, {B, n}), impl_->s.latent_vectors > 0, &st);
   }
-  impl_->optimizer->zero_grad();
-  loss.backward();
-  impl_->optimizer->step();
-  st.loss = loss.item<double>();
-  return st;
+  return impl_->Step(loss, st);
 }
 
 }  // namespace troupe

@@ -83,13 +83,13 @@ void SessionEvents::BeginIteration(int iteration, bool evaluation) {
   evaluation_ = evaluation;
 }
 
-void SessionEvents::WorkerChanged(const WorkerNotice& n, const std::string& endpoint) {
+void SessionEvents::WorkerChanged(const WorkerNotice& n) {
   if (!enabled()) return;
   session::Event e;
   auto* w = e.mutable_worker();
   w->set_model(n.model);
   w->set_replica(n.replica);
-  w->set_endpoint(endpoint);
+  w->set_endpoint(n.endpoint);
   w->set_kind(n.lost ? session::WorkerEvent::LOST : session::WorkerEvent::JOINED);
   w->set_detail(n.detail);
   if (!run_start_.has_run_start()) {
@@ -123,19 +123,27 @@ void SessionEvents::Acted(int episode, const CallRecord& call, const std::vector
   n->set_phase(call.phase);
   Emit(a);
   session::Event e;
-  auto* m = e.mutable_message();
-  m->set_iteration(iteration_);
-  m->set_episode(episode);
-  m->set_role(call.role);
-  m->set_seat(call.seat);
-  m->set_turn(call.turn);
-  m->set_phase(call.phase);
-  m->set_channel("TEXT");
-  m->set_text(Join(words));
-  m->set_text_tokens(scripted ? static_cast<int>(words.size()) : static_cast<int>(call.response.size()));
+  auto* m = NewMessage(&e, episode, call.role, call.seat, call.turn, call.phase, "TEXT", words);
+  if (!scripted) m->set_text_tokens(static_cast<int>(call.response.size()));
   m->set_wire_bytes(static_cast<int64_t>(m->text().size()));
   m->set_valid(call.valid);
   Emit(e);
+}
+
+session::Message* SessionEvents::NewMessage(session::Event* e, int episode, int role, int seat, int turn,
+                                            const std::string& phase, const std::string& channel,
+                                            const std::vector<std::string>& words) const {
+  auto* m = e->mutable_message();
+  m->set_iteration(iteration_);
+  m->set_episode(episode);
+  m->set_role(role);
+  m->set_seat(seat);
+  m->set_turn(turn);
+  m->set_phase(phase);
+  m->set_channel(channel);
+  m->set_text(Join(words));
+  m->set_text_tokens(static_cast<int>(words.size()));
+  return m;
 }
 
 void SessionEvents::StateChanged(int episode, const State& state) {
@@ -211,15 +219,7 @@ void SessionEvents::HybridMessage(int episode, int seat, const std::string& chan
                                   int64_t wire_bytes) {
   if (!enabled()) return;
   session::Event e;
-  auto* m = e.mutable_message();
-  m->set_iteration(iteration_);
-  m->set_episode(episode);
-  m->set_seat(seat);
-  m->set_role(workflow_.seat_role.at(seat));
-  m->set_phase("message");
-  m->set_channel(channel);
-  m->set_text(Join(words));
-  m->set_text_tokens(static_cast<int>(words.size()));
+  auto* m = NewMessage(&e, episode, workflow_.seat_role.at(seat), seat, 0, "message", channel, words);
   m->set_wire_bytes(wire_bytes);
   m->set_valid(true);
   if (width > 0 && !latents.empty()) {

@@ -29,7 +29,7 @@ class SessionEvents : public RolloutObserver {
 
   void RunStarted(const std::string& run_id, int start_iteration);
   void BeginIteration(int iteration, bool evaluation);
-  void WorkerChanged(const WorkerNotice& notice, const std::string& endpoint);
+  void WorkerChanged(const WorkerNotice& notice);
   void Credit(int iteration, const std::vector<CallRecord>& records);
   void Metrics(int iteration, const std::map<std::string, double>& values, double episodes_per_s,
                double forward_calls_per_turn);
@@ -49,6 +49,9 @@ class SessionEvents : public RolloutObserver {
 
  private:
   void Emit(session::Event& event, bool flush = false);
+  // A message event with the fields every message has.
+  session::Message* NewMessage(session::Event* e, int episode, int role, int seat, int turn, const std::string& phase,
+                               const std::string& channel, const std::vector<std::string>& words) const;
   const CompiledWorkflow& workflow_;
   std::unique_ptr<EventPublisher> publisher_;
   std::unique_ptr<SessionWriter> writer_;

@@ -302,7 +302,7 @@ TrainResult Train(const CompiledWorkflow& w, const TrainOptions& options, std::o
   const double t0 = Now();
   try {
     WorkerHub hub(
-        w, [&](const WorkerNotice& n) { events.WorkerChanged(n, w.runtime.endpoint); }, &out);
+        w, [&](const WorkerNotice& n) { events.WorkerChanged(n); }, &out);
     return TrainWith(w, options, out, hub, events, &iteration);
   } catch (const std::exception& e) {
     events.RunEnded(iteration, Now() - t0, true, e.what());

@@ -148,7 +148,7 @@ void WorkerHub::Handle(const std::string& identity, const wire::Envelope& env) {
     welcome->set_threads(workflow_.run.threads);
     socket_->Send(reply, identity);
     if (notify_) notify_({workflow_.models[w.model].name, w.replica, false,
-                          "from " + env.hello().host() + " pid " + std::to_string(env.hello().pid())});
+                          "from " + env.hello().host() + " pid " + std::to_string(env.hello().pid()), endpoint_});
     return;
   }
   if (index < 0 || !workers_[index].alive) return;  // unknown, or lost already: ignore
@@ -194,7 +194,7 @@ void WorkerHub::Lose(int worker, const std::string& why) {
   const std::string name = workflow_.models[w.model].name;
   const std::string message = "model worker " + w.identity + " at " + endpoint_ + " lost: " + why;
   if (log_) *log_ << "troupe: " << message << "\n" << std::flush;
-  if (notify_) notify_({name, w.replica, true, why});
+  if (notify_) notify_({name, w.replica, true, why, endpoint_});
   std::vector<std::function<void()>> lost_calls;
   for (auto it = pending_.begin(); it != pending_.end();) {
     if (it->second.worker == worker) {
@@ -287,21 +287,27 @@ std::vector<ModelTrainStats> WorkerHub::Train(const std::vector<CallRecord>& rec
     r.mutable_update()->set_steps(steps);
   }
   for (const auto& rec : records) ToWire(rec, requests.at(rec.model).mutable_update()->add_records());
+  OnPrimaries([&](int m) { return requests[m]; },
+              [&](int m, const wire::Envelope& reply) { stats[m] = FromWire(reply.updated().stats()); });
+  for (int m = 0; m < size(); ++m) SyncReplicas(m);
+  return stats;
+}
+
+void WorkerHub::OnPrimaries(const std::function<wire::Envelope(int)>& request,
+                            const std::function<void(int, const wire::Envelope&)>& on_reply) {
   std::vector<int> todo;
   for (int m = 0; m < size(); ++m) todo.push_back(m);
   while (!todo.empty()) {
     std::vector<int> retry;
     for (int m : todo) {
+      wire::Envelope req = request(m);
       Send(
-          Alive(m).at(0), requests[m],
-          [&stats, m](const wire::Envelope& reply) { stats[m] = FromWire(reply.updated().stats()); },
+          Alive(m).at(0), req, [&on_reply, m](const wire::Envelope& reply) { on_reply(m, reply); },
           [&retry, m] { retry.push_back(m); });
     }
     AwaitAll();
     todo = retry;
   }
-  for (int m = 0; m < size(); ++m) SyncReplicas(m);
-  return stats;
 }
 
 void WorkerHub::SyncReplicas(int model) {
@@ -330,18 +336,13 @@ std::vector<ModelTrainStats> WorkerHub::Supervised(const std::vector<CallRecord>
 }
 
 void WorkerHub::Save(const std::string& dir) {
-  std::vector<int> todo;
-  for (int m = 0; m < size(); ++m) todo.push_back(m);
-  while (!todo.empty()) {
-    std::vector<int> retry;
-    for (int m : todo) {
-      wire::Envelope req;
-      req.mutable_checkpoint()->set_dir(dir);
-      Send(Alive(m).at(0), req, [](const wire::Envelope&) {}, [&retry, m] { retry.push_back(m); });
-    }
-    AwaitAll();
-    todo = retry;
-  }
+  OnPrimaries(
+      [&](int) {
+        wire::Envelope req;
+        req.mutable_checkpoint()->set_dir(dir);
+        return req;
+      },
+      [](int, const wire::Envelope&) {});
 }
 
 void WorkerHub::Load(const std::string& dir, bool with_optimizer) {

@@ -34,6 +34,7 @@ struct WorkerNotice {
   int replica = 0;
   bool lost = false;  // false: joined
   std::string detail;
+  std::string endpoint;  // where the hub listens for workers
 };
 
 class WorkerHub : public PolicyService {
@@ -83,6 +84,9 @@ class WorkerHub : public PolicyService {
   void Lose(int worker, const std::string& why);
   std::vector<int> Alive(int model) const;
   std::vector<ModelTrainStats> Train(const std::vector<CallRecord>& records, bool supervised, int steps);
+  // One request per model to its first live replica, retried on the next when one is lost.
+  void OnPrimaries(const std::function<wire::Envelope(int)>& request,
+                   const std::function<void(int, const wire::Envelope&)>& on_reply);
   void SyncReplicas(int model);
 
   const CompiledWorkflow& workflow_;
