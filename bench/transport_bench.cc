@@ -9,11 +9,12 @@
 // string, the least any receiver that uses its messages does. On this 2-core
 // machine reading a payload written by another core is most of the difference
 // between the two. Ratios are troupe / reference.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <functional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "comms/endpoint.h"
 #include "comms/framed_socket.h"
@@ -85,23 +86,42 @@ double RawRoundTrips(const std::string& transport, size_t bytes, int count) {
 }
 
 // troupe: framed Envelopes through FramedSocket, every frame checked and parsed.
-double TroupeThroughput(const std::string& transport, size_t bytes, int count) {
+// `attach`: the payload travels as the frame's attachment (not copied through Protobuf).
+double TroupeThroughput(const std::string& transport, size_t bytes, int count, bool attach) {
   SocketOptions o;
   o.receive_hwm = o.send_hwm = 100000;
   auto rx = FramedSocket::Bind(zmq::socket_type::router, Endpoint(transport, 0), o);
   auto tx = FramedSocket::Connect(zmq::socket_type::dealer, rx->endpoint(), o);
+  const std::string payload(bytes, 'p');
   const auto t0 = Clock::now();
   std::thread sender([&] {
     wire::Envelope e;
-    e.mutable_echo()->set_payload(std::string(bytes, 'p'));
+    if (attach) {
+      e.mutable_echo();
+    } else {
+      e.mutable_echo()->set_payload(payload);
+    }
     for (int i = 0; i < count; ++i) {
       e.set_request_id(i);
-      tx->Send(e);
+      if (attach) {
+        tx->SendWithAttachment(e, payload);
+      } else {
+        tx->Send(e);
+      }
     }
   });
   wire::Envelope got;
   std::string who;
-  for (int i = 0; i < count; ++i) rx->Receive(&got, std::chrono::milliseconds(10000), &who);
+  Attachment bulk;
+  for (int i = 0; i < count; ++i) {
+    // A bench that counted refusals as deliveries would flatter troupe: check each one.
+    if (!rx->Receive(&got, std::chrono::milliseconds(10000), &who, attach ? &bulk : nullptr) ||
+        (attach ? bulk.size() : got.echo().payload().size()) != bytes) {
+      std::fprintf(stderr, "transport_bench: message %d of %d lost or wrong (%lld refused)\n", i, count,
+                   static_cast<long long>(rx->rejects().total()));
+      std::exit(1);
+    }
+  }
   const double s = Seconds(t0);
   sender.join();
   return count / s;
@@ -131,40 +151,76 @@ double TroupeRoundTrips(const std::string& transport, size_t bytes, int count) {
   return count / s;
 }
 
-// Best of `repeats` (the machine has 2 cores; the best run is the least disturbed one).
-double Best(const std::function<double()>& f, int repeats = 3) {
-  double best = 0;
-  for (int i = 0; i < repeats; ++i) best = std::max(best, f());
-  return best;
+struct Spread {
+  double median = 0, low = 0, high = 0;
+};
+
+Spread Summarise(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return {v[v.size() / 2], v.front(), v.back()};
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Optional: one case only, e.g. `transport_bench inproc 1024` (for profiling).
+  // Optional: one case only, e.g. `transport_bench inproc 1024` (for profiling),
+  // and the number of interleaved rounds (default 7).
   const std::string only_transport = argc > 2 ? argv[1] : "";
   const size_t only_bytes = argc > 2 ? std::stoul(argv[2]) : 0;
-  std::printf("%-7s %8s | %11s %11s %11s %6s %6s | %10s %10s %6s | %10s\n", "", "payload", "raw msg/s",
-              "+copy msg/s", "troupe", "/raw", "/copy", "raw rt/s", "troupe", "/raw", "troupe MB/s");
+  const int rounds = argc > 3 ? std::max(1, std::stoi(argv[3])) : 7;
+  std::printf("Medians of %d interleaved rounds (each round runs every variant once, in rotating order);\n"
+              "ratios are taken within a round, then the median ratio is reported with [lowest, highest].\n\n",
+              rounds);
+  std::printf("troupe: payload inside the Protobuf envelope; attached: payload as the frame's attachment.\n\n");
+  std::printf("%-7s %8s | %10s %10s %10s %10s | %-17s %-17s %-17s | %9s %9s %-17s\n", "", "payload", "raw msg/s",
+              "+copy", "troupe", "attached", "troupe/raw", "troupe/raw+copy", "attached/raw", "raw rt/s", "troupe",
+              "troupe/raw rt");
   std::string json = "{";
   for (const std::string transport : {"inproc", "tcp"}) {
     for (size_t bytes : {size_t{64}, size_t{1024}, size_t{65536}}) {
       if (!only_transport.empty() && (transport != only_transport || bytes != only_bytes)) continue;
       const int n = bytes >= 65536 ? 20000 : 200000;
       const int rt = bytes >= 65536 ? 5000 : 20000;
-      const double raw_tp = Best([&] { return RawThroughput(transport, bytes, n, false); });
-      const double copy_tp = Best([&] { return RawThroughput(transport, bytes, n, true); });
-      const double our_tp = Best([&] { return TroupeThroughput(transport, bytes, n); });
-      const double raw_rt = Best([&] { return RawRoundTrips(transport, bytes, rt); });
-      const double our_rt = Best([&] { return TroupeRoundTrips(transport, bytes, rt); });
-      std::printf("%-7s %8zu | %11.0f %11.0f %11.0f %6.2f %6.2f | %10.0f %10.0f %6.2f | %10.1f\n", transport.c_str(),
-                  bytes, raw_tp, copy_tp, our_tp, our_tp / raw_tp, our_tp / copy_tp, raw_rt, our_rt, our_rt / raw_rt,
-                  our_tp * bytes / 1e6);
-      char buf[320];
+      std::vector<double> raw_tp, copy_tp, our_tp, att_tp, raw_rt, our_rt, vs_raw, vs_copy, vs_att, vs_rt;
+      for (int r = 0; r < rounds; ++r) {
+        double t[4];
+        // Rotate who goes first: the machine's state drifts within a round.
+        for (int k = 0; k < 4; ++k) {
+          const int which = (k + r) % 4;
+          t[which] = which == 0   ? RawThroughput(transport, bytes, n, false)
+                     : which == 1 ? RawThroughput(transport, bytes, n, true)
+                                  : TroupeThroughput(transport, bytes, n, which == 3);
+        }
+        double rr, ort;
+        if (r % 2 == 0) {
+          rr = RawRoundTrips(transport, bytes, rt);
+          ort = TroupeRoundTrips(transport, bytes, rt);
+        } else {
+          ort = TroupeRoundTrips(transport, bytes, rt);
+          rr = RawRoundTrips(transport, bytes, rt);
+        }
+        raw_tp.push_back(t[0]); copy_tp.push_back(t[1]); our_tp.push_back(t[2]); att_tp.push_back(t[3]);
+        raw_rt.push_back(rr); our_rt.push_back(ort);
+        vs_raw.push_back(t[2] / t[0]); vs_copy.push_back(t[2] / t[1]); vs_att.push_back(t[3] / t[0]);
+        vs_rt.push_back(ort / rr);
+      }
+      const Spread a = Summarise(vs_raw), c = Summarise(vs_copy), q = Summarise(vs_rt), x = Summarise(vs_att);
+      char ra[32], rc[32], rq[32], rx[32];
+      std::snprintf(rx, sizeof rx, "%.2f [%.2f,%.2f]", x.median, x.low, x.high);
+      std::snprintf(ra, sizeof ra, "%.2f [%.2f,%.2f]", a.median, a.low, a.high);
+      std::snprintf(rc, sizeof rc, "%.2f [%.2f,%.2f]", c.median, c.low, c.high);
+      std::snprintf(rq, sizeof rq, "%.2f [%.2f,%.2f]", q.median, q.low, q.high);
+      std::printf("%-7s %8zu | %10.0f %10.0f %10.0f %10.0f | %-17s %-17s %-17s | %9.0f %9.0f %-17s\n",
+                  transport.c_str(), bytes, Summarise(raw_tp).median, Summarise(copy_tp).median,
+                  Summarise(our_tp).median, Summarise(att_tp).median, ra, rc, rx, Summarise(raw_rt).median,
+                  Summarise(our_rt).median, rq);
+      char buf[400];
       std::snprintf(buf, sizeof buf,
-                    "%s\"%s_%zu\":{\"throughput_vs_raw\":%.3f,\"throughput_vs_raw_copy\":%.3f,\"round_trip_vs_raw\":%.3f}",
-                    json.size() > 1 ? "," : "", transport.c_str(), bytes, our_tp / raw_tp, our_tp / copy_tp,
-                    our_rt / raw_rt);
+                    "%s\"%s_%zu\":{\"throughput_vs_raw\":%.3f,\"throughput_vs_raw_low\":%.3f,"
+                    "\"throughput_vs_raw_copy\":%.3f,\"attached_vs_raw\":%.3f,\"attached_vs_raw_low\":%.3f,"
+                    "\"round_trip_vs_raw\":%.3f}",
+                    json.size() > 1 ? "," : "", transport.c_str(), bytes, a.median, a.low, c.median, x.median, x.low,
+                    q.median);
       json += buf;
     }
   }

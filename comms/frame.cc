@@ -49,11 +49,11 @@ void FrameRejects::Count(FrameStatus status) {
 
 size_t EncodedFrameSize(const google::protobuf::MessageLite& body) { return kFrameHeaderBytes + body.ByteSizeLong(); }
 
-void EncodeFrameInto(const google::protobuf::MessageLite& body, size_t body_size, void* dst) {
+void EncodeFrameInto(const google::protobuf::MessageLite& body, size_t body_size, void* dst, uint16_t flags) {
   auto* p = static_cast<unsigned char*>(dst);
   std::memcpy(p, kMagic, 4);
   PutU16(p + 4, kProtocolVersion);
-  PutU16(p + 6, 0);
+  PutU16(p + 6, flags);
   PutU32(p + 8, static_cast<uint32_t>(body_size));
   body.SerializeWithCachedSizesToArray(p + kFrameHeaderBytes);
 }
@@ -64,14 +64,22 @@ void EncodeFrame(const google::protobuf::MessageLite& body, std::string* out) {
   EncodeFrameInto(body, body_size, out->data());
 }
 
-FrameStatus DecodeFrame(const void* data, size_t size, size_t max_bytes, google::protobuf::MessageLite* body) {
+FrameStatus DecodeFrame(const void* data, size_t size, size_t max_bytes, google::protobuf::MessageLite* body,
+                        size_t* attachment_offset) {
   if (size > max_bytes) return FrameStatus::kOversized;
   if (size < kFrameHeaderBytes) return FrameStatus::kTruncated;
   const auto* p = static_cast<const unsigned char*>(data);
   if (std::memcmp(p, kMagic, 4) != 0) return FrameStatus::kBadMagic;
   if (GetU16(p + 4) != kProtocolVersion) return FrameStatus::kWrongVersion;
+  const uint16_t flags = GetU16(p + 6);
+  if ((flags & ~kFlagAttachment) != 0) return FrameStatus::kMalformed;  // flags this version does not know
+  const bool attached = (flags & kFlagAttachment) != 0;
+  if (attached && attachment_offset == nullptr) return FrameStatus::kMalformed;  // the receiver takes none
   const uint32_t length = GetU32(p + 8);
-  if (length != size - kFrameHeaderBytes) return FrameStatus::kTruncated;
+  if (length > size - kFrameHeaderBytes || (!attached && length != size - kFrameHeaderBytes)) {
+    return FrameStatus::kTruncated;
+  }
+  if (attachment_offset != nullptr) *attachment_offset = kFrameHeaderBytes + length;
   if (!body->ParseFromArray(p + kFrameHeaderBytes, static_cast<int>(length))) return FrameStatus::kMalformed;
   return FrameStatus::kOk;
 }

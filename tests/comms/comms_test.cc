@@ -97,6 +97,40 @@ TEST_CASE("frames round-trip and decoding names each fault", "[comms][frame]") {
   CHECK(std::string(FrameStatusName(FrameStatus::kWrongVersion)) == "wrong protocol version");
 }
 
+TEST_CASE("an attachment arrives byte for byte after its envelope, and only where one is expected", "[comms][frame]") {
+  auto server = FramedSocket::Bind(zmq::socket_type::router, UniqueInprocEndpoint("attach-test"));
+  auto client = FramedSocket::Connect(zmq::socket_type::dealer, server->endpoint());
+  wire::Envelope e, got;
+  e.set_request_id(7);
+  std::string bulk(3000, '\0');
+  for (size_t i = 0; i < bulk.size(); ++i) bulk[i] = static_cast<char>(i * 31);
+  REQUIRE(client->SendWithAttachment(e, bulk));
+  Attachment a;
+  std::string who;
+  REQUIRE(server->Receive(&got, milliseconds(3000), &who, &a));
+  CHECK(got.request_id() == 7);
+  CHECK(a.view() == bulk);
+
+  // A receiver that takes no attachment refuses the frame, and goes on serving.
+  REQUIRE(client->SendWithAttachment(e, bulk));
+  e.set_request_id(8);
+  REQUIRE(client->Send(e));
+  REQUIRE(server->Receive(&got, milliseconds(3000), &who));
+  CHECK(got.request_id() == 8);
+  CHECK(server->rejects().malformed == 1);
+
+  // Unknown flags and a body longer than the frame are refused when decoding.
+  std::string f;
+  EncodeFrame(e, &f);
+  f[6] = 2;
+  size_t offset = 0;
+  CHECK(DecodeFrame(f.data(), f.size(), kDefaultMaxFrameBytes, &got, &offset) == FrameStatus::kMalformed);
+  f[6] = static_cast<char>(kFlagAttachment);
+  CHECK(DecodeFrame(f.data(), f.size() - 1, kDefaultMaxFrameBytes, &got, &offset) == FrameStatus::kTruncated);
+  CHECK(DecodeFrame(f.data(), f.size(), kDefaultMaxFrameBytes, &got, &offset) == FrameStatus::kOk);
+  CHECK(offset == f.size());  // flagged, but nothing attached
+}
+
 TEST_CASE("endpoints off loopback need CURVE keys, and bad endpoints say what is wrong", "[comms][security]") {
   CHECK_THROWS_WITH(FramedSocket::Bind(zmq::socket_type::router, "tcp://0.0.0.0:*"),
                     Catch::Contains("reachable from other hosts") && Catch::Contains("troupe keys"));
