@@ -23,12 +23,17 @@ struct Decision {
   std::vector<std::string> observation;  // the words the seat sees, ending with the phase word
   int max_words = 1;                     // longest answer the game reads
   std::vector<std::string> options;      // the words the answer must start with (empty: free text)
+  bool message = false;                  // the answer is a message other seats will read (one of MessagePhases)
 };
 
 // What one seat said in answer to its Decision.
 struct SeatOutput {
   int seat = 0;
   std::vector<std::string> words;
+  // Messages only, optional: the words other seats see in its place. The
+  // runtime puts a handle here for a latent message and expands it, per reader,
+  // into that reader's view (vectors, text). The game still rules on `words`.
+  std::vector<std::string> shown;
 };
 
 class State {
@@ -67,6 +72,9 @@ class Game {
   virtual std::vector<std::string> Vocabulary() const = 0;
   virtual std::vector<std::string> SignalNames() const = 0;
   virtual std::vector<std::string> TurnSignalNames() const = 0;
+  // Phases whose answers are messages to other seats (and honour SeatOutput::shown).
+  // LATENT and HYBRID channels need one outside trainer.hybrid.
+  virtual std::vector<std::string> MessagePhases() const { return {}; }
   virtual std::unique_ptr<State> NewInitialState(uint64_t seed) const = 0;
   virtual std::unique_ptr<State> Deserialize(const std::string& text) const = 0;
   // The best value of `signal` that `seat` can reach when the other seats

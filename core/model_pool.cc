@@ -53,6 +53,7 @@ ModelPool::ModelPool(std::vector<ModelConfig> configs, uint64_t seed) : impl_(st
                             .num_roles(c.num_roles)
                             .lora_rank(c.lora_rank)
                             .latent(c.latent)
+                            .latent_in_width(c.latent_in_width)
                             .role_heads(c.role_heads));
     torch::Device device = ParseDevice(c.device);
     model->to(device);
@@ -126,19 +127,151 @@ torch::Tensor FirstTokenMask(const std::vector<GenerateQuery>& queries, int64_t 
   return mask;
 }
 
+// Rows with vectors among their inputs (hybrid messages): other agents' vectors
+// at the prompts' soft slots, and K vectors of their own before the text. One
+// step per position for every row at once; each row samples only once it is past
+// its vectors and their closing token.
+std::vector<Generation> GenerateWithVectors(TransformerLM& model, torch::Device device,
+                                            const std::vector<GenerateQuery>& queries, Rng& rng, double temperature,
+                                            bool greedy, int64_t* forward_calls, const std::string& name) {
+  const int64_t B = static_cast<int64_t>(queries.size());
+  const int64_t d = model->options().d_model();
+  int64_t Tp = 0, longest = 0;
+  for (const auto& q : queries) {
+    const int64_t p = static_cast<int64_t>(q.prompt->size());
+    Tp = std::max(Tp, p);
+    longest = std::max<int64_t>(longest, p + (q.latent_steps > 0 ? q.latent_steps + 1 : 0) + q.max_new_tokens);
+  }
+  if (longest > model->options().max_len()) {
+    throw ModelError("model '" + name + "': a prompt with its latent vectors and " + "answer needs " +
+                     std::to_string(longest) + " positions, over max_len " + std::to_string(model->options().max_len()));
+  }
+  std::vector<int64_t> tok(B * Tp, Vocab::kPad), pos(B * Tp, 0), roles(B), next_pos(B);
+  std::vector<uint8_t> valid(B * Tp, 0);
+  std::map<int, std::pair<std::vector<int64_t>, std::vector<float>>> soft;  // width -> (flat positions, rows)
+  for (int64_t b = 0; b < B; ++b) {
+    const GenerateQuery& q = queries[b];
+    const auto& p = *q.prompt;
+    const int64_t off = Tp - static_cast<int64_t>(p.size());
+    int64_t slot = 0;
+    const int64_t slots = q.soft_inputs && q.soft_width > 0 ? static_cast<int64_t>(q.soft_inputs->size()) / q.soft_width : 0;
+    for (size_t t = 0; t < p.size(); ++t) {
+      tok[b * Tp + off + t] = p[t];
+      pos[b * Tp + off + t] = static_cast<int64_t>(t);
+      valid[b * Tp + off + t] = 1;
+      if (p[t] != Vocab::kSoft) continue;
+      if (slot >= slots) throw ModelError("model '" + name + "': a prompt has more soft slots than vectors (" +
+                                          std::to_string(slots) + ")");
+      auto& [where, rows] = soft[q.soft_width];
+      where.push_back(b * Tp + off + static_cast<int64_t>(t));
+      rows.insert(rows.end(), q.soft_inputs->begin() + slot * q.soft_width,
+                  q.soft_inputs->begin() + (slot + 1) * q.soft_width);
+      ++slot;
+    }
+    if (slot != slots) throw ModelError("model '" + name + "': " + std::to_string(slots) + " vectors for " +
+                                        std::to_string(slot) + " soft slots");
+    roles[b] = q.role_slot;
+    next_pos[b] = static_cast<int64_t>(p.size());
+  }
+  auto long_opts = torch::TensorOptions().dtype(torch::kLong);
+  torch::Tensor tokens = torch::from_blob(tok.data(), {B, Tp}, long_opts).clone().to(device);
+  torch::Tensor positions = torch::from_blob(pos.data(), {B, Tp}, long_opts).clone().to(device);
+  torch::Tensor key_valid = torch::from_blob(valid.data(), {B, Tp}, torch::kUInt8).clone().to(torch::kBool).to(device);
+  torch::Tensor role = torch::from_blob(roles.data(), {B}, long_opts).clone().to(device);
+  torch::Tensor embeds = model->embed(tokens).view({B * Tp, d});
+  for (auto& [width, where_rows] : soft) {
+    auto& [where, rows] = where_rows;
+    const int64_t n = static_cast<int64_t>(where.size());
+    torch::Tensor vectors = torch::from_blob(rows.data(), {n, width}, torch::kFloat).clone().to(device);
+    torch::Tensor index = torch::from_blob(where.data(), {n}, long_opts).clone().to(device);
+    embeds = embeds.index_copy(0, index, model->adapt_latent(vectors));
+  }
+  embeds = embeds.view({B, Tp, d});
+
+  std::vector<Generation> out(B);
+  std::vector<int> latents_left(B), sampled(B, 0);
+  std::vector<bool> end_due(B), done(B, false);
+  for (int64_t b = 0; b < B; ++b) {
+    latents_left[b] = std::max(0, queries[b].latent_steps);
+    end_due[b] = latents_left[b] > 0;
+  }
+  const torch::Tensor first_mask = FirstTokenMask(queries, model->options().vocab_size()).to(device);
+  KvCache cache;
+  std::vector<int> picked(B);
+  std::vector<float> picked_logp(B);
+  LMOutput o = model->forward_embeds(embeds, positions, key_valid, role, &cache);
+  ++*forward_calls;
+  while (true) {
+    torch::Tensor hidden = o.hidden.select(1, o.hidden.size(1) - 1);  // [B,d]
+    torch::Tensor logits = o.logits.select(1, o.logits.size(1) - 1);  // [B,V]
+    // Who does what at this position: send a vector, read <eot>, or sample.
+    std::vector<int64_t> next(B, Vocab::kPad);
+    std::vector<float> use_vector(B, 0.f), first_now(B, 0.f);
+    std::vector<bool> skip(B);
+    bool any_vector = false;
+    for (int64_t b = 0; b < B; ++b) {
+      skip[b] = done[b] || latents_left[b] > 0 || end_due[b];
+      if (!skip[b] && sampled[b] == 0) first_now[b] = 1.f;
+    }
+    torch::Tensor z;
+    for (int64_t b = 0; b < B; ++b) any_vector = any_vector || latents_left[b] > 0;
+    if (any_vector) z = model->project_latent(hidden);  // [B,d]
+    torch::Tensor scaled = logits / temperature +
+                           first_mask * torch::from_blob(first_now.data(), {B, 1}, torch::kFloat).clone().to(device);
+    torch::Tensor logp = torch::log_softmax(scaled, -1).to(torch::kCPU, torch::kFloat).contiguous();
+    SampleRows(logp, rng, greedy, skip, &picked, &picked_logp);
+    torch::Tensor z_cpu = any_vector ? z.to(torch::kCPU, torch::kFloat).contiguous() : torch::Tensor();
+    bool all_done = true;
+    for (int64_t b = 0; b < B; ++b) {
+      if (done[b]) continue;
+      if (latents_left[b] > 0) {
+        const float* row = z_cpu.data_ptr<float>() + b * d;
+        out[b].latents.insert(out[b].latents.end(), row, row + d);
+        use_vector[b] = 1.f;
+        --latents_left[b];
+      } else if (end_due[b]) {
+        next[b] = queries[b].latent_end;
+        end_due[b] = false;
+      } else {
+        out[b].tokens.push_back(picked[b]);
+        out[b].logprobs.push_back(picked_logp[b]);
+        ++sampled[b];
+        next[b] = picked[b];
+        if (picked[b] == Vocab::kEos || sampled[b] >= queries[b].max_new_tokens) done[b] = true;
+      }
+      all_done = all_done && done[b];
+    }
+    if (all_done) break;
+    std::vector<int64_t> npos(B);
+    for (int64_t b = 0; b < B; ++b) npos[b] = std::min<int64_t>(next_pos[b]++, model->options().max_len() - 1);
+    torch::Tensor step_tokens = torch::from_blob(next.data(), {B, 1}, long_opts).clone().to(device);
+    torch::Tensor step = model->embed(step_tokens);  // [B,1,d]
+    if (any_vector) {
+      torch::Tensor pick = torch::from_blob(use_vector.data(), {B, 1, 1}, torch::kFloat).clone().to(device);
+      step = torch::where(pick > 0.5f, z.unsqueeze(1), step);
+    }
+    positions = torch::from_blob(npos.data(), {B, 1}, long_opts).clone().to(device);
+    key_valid = torch::cat({key_valid, torch::ones({B, 1}, torch::TensorOptions().dtype(torch::kBool).device(device))}, 1);
+    o = model->forward_embeds(step, positions, key_valid, role, &cache);
+    ++*forward_calls;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<Generation> ModelPool::Generate(int model_index, const std::vector<GenerateQuery>& queries, Rng& rng,
                                             double temperature, bool greedy, bool share_identical) {
   if (share_identical) {
     // Decode the distinct queries only and hand each duplicate its twin's answer.
-    std::map<std::tuple<int64_t, int, int, std::vector<int>>, size_t> first;
+    std::map<std::tuple<int64_t, int, int, std::vector<int>, std::vector<float>>, size_t> first;
     std::vector<GenerateQuery> distinct;
     std::vector<size_t> source(queries.size());
     for (size_t i = 0; i < queries.size(); ++i) {
       // A negative key never matches another query: make it unique.
       const int64_t share = queries[i].share_key >= 0 ? queries[i].share_key : -1 - static_cast<int64_t>(i);
-      const auto key = std::make_tuple(share, queries[i].role_slot, queries[i].max_new_tokens, *queries[i].prompt);
+      const auto key = std::make_tuple(share, queries[i].role_slot, queries[i].max_new_tokens, *queries[i].prompt,
+                                       queries[i].soft_inputs ? *queries[i].soft_inputs : std::vector<float>{});
       auto [it, fresh] = first.emplace(key, distinct.size());
       if (fresh) distinct.push_back(queries[i]);
       source[i] = it->second;
@@ -155,6 +288,13 @@ std::vector<Generation> ModelPool::Generate(int model_index, const std::vector<G
   torch::NoGradGuard no_grad;
   TransformerLM& model = impl_->models.at(model_index);
   const torch::Device device = impl_->devices.at(model_index);
+  for (const auto& q : queries) {
+    if (q.latent_steps > 0 || (q.soft_inputs != nullptr && !q.soft_inputs->empty())) {
+      model->set_latent_dropout(false);  // the trainer recomputes these vectors: no random masks
+      return GenerateWithVectors(model, device, queries, rng, temperature, greedy, &impl_->forward_calls[model_index],
+                                 impl_->configs[model_index].name);
+    }
+  }
   const int64_t B = static_cast<int64_t>(queries.size());
   int64_t Tp = 0;
   int max_new = 0;

@@ -25,6 +25,7 @@ struct ModelConfig {
   int lora_rank = 0;      // > 0: per-role LoRA adapters (partial sharing)
   bool role_heads = false;  // per-role heads (partial sharing)
   bool latent = false;      // latent projection for LATENT/HYBRID channels
+  int latent_in_width = 0;  // > 0 and != d_model: an adapter for latent vectors of that width (another model's)
   std::string device = "cpu";
   double lr = 1e-3;
   double weight_decay = 0.0;
@@ -40,11 +41,21 @@ struct GenerateQuery {
   // With share_identical: only queries with the same share_key share an answer
   // (e.g. the agents of one episode); a negative key never shares.
   int64_t share_key = -1;
+  // Hybrid messages. Soft inputs: vectors [slots, soft_width] read, in order, at
+  // the prompt's Vocab::kSoft positions (another agent's latent vectors; an
+  // adapter maps another width). Latent steps: after the prompt (which ends with
+  // <bot>) the model sends K vectors z = Prj(h) fed back as inputs, then reads
+  // `latent_end` (<eot>) and decodes its text.
+  const std::vector<float>* soft_inputs = nullptr;
+  int soft_width = 0;
+  int latent_steps = 0;
+  int latent_end = 0;
 };
 
 struct Generation {
   std::vector<int> tokens;      // <eos> included when sampled
   std::vector<float> logprobs;  // of the sampling distribution
+  std::vector<float> latents;   // [latent_steps, d_model] sent before the text
   bool lost = false;            // the worker serving it was lost (runtime); tokens are empty
 };
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <numeric>
 
 #include "core/errors.h"
@@ -14,7 +15,11 @@ namespace troupe {
 
 namespace {
 
-// A left-padded batch of prompt+response sequences, with per-position targets.
+// A batch of prompt+response sequences, with per-position targets. Plain
+// calls are left-padded as a whole. Calls that sent vectors (all with the same
+// latent_steps K) are aligned on their prompts' ends instead, responses
+// right-padded, so their K own slots share columns and can be recomputed with
+// the KV cache: prefix, K single steps, then <eot> and the response.
 struct PackedBatch {
   torch::Tensor tokens, positions, valid, role;  // [B,T], [B,T], [B,T], [B]
   torch::Tensor target_mask;                      // [B,T-1] float: target is a response token
@@ -23,40 +28,79 @@ struct PackedBatch {
   torch::Tensor last_mask;                        // [B,T-1] float: last response target
   torch::Tensor reward;                           // [B]
   torch::Tensor guide;                            // [B,T-1,V] additive mask for guided first tokens, or undefined
+  std::vector<int64_t> first_target;              // per row: the target index of its first response token
+  // Other agents' vectors read as data at soft slots (flat indices into B*T), by width.
+  std::map<int, std::pair<torch::Tensor, torch::Tensor>> soft;  // width -> (index [n], rows [n,width])
+  int latent_steps = 0;  // > 0: every row sent this many vectors, ending at column prompt_end - 2
+  int64_t prompt_end = 0;
 };
 
 PackedBatch Pack(const std::vector<const CallRecord*>& recs, torch::Device device, int64_t vocab) {
   const int64_t B = static_cast<int64_t>(recs.size());
+  const int K = recs.empty() ? 0 : recs.front()->latent_steps;
+  int64_t Tp = 0, R = 0;
+  for (const auto* r : recs) {
+    if (r->latent_steps != K) throw ModelError("a batch mixes calls that sent different numbers of vectors");
+    Tp = std::max<int64_t>(Tp, static_cast<int64_t>(r->prompt.size()));
+    R = std::max<int64_t>(R, static_cast<int64_t>(r->response.size()));
+  }
   int64_t T = 0;
-  for (const auto* r : recs) T = std::max<int64_t>(T, static_cast<int64_t>(r->prompt.size() + r->response.size()));
+  if (K > 0) {
+    T = Tp + R;
+  } else {
+    for (const auto* r : recs) T = std::max<int64_t>(T, static_cast<int64_t>(r->prompt.size() + r->response.size()));
+  }
   std::vector<int64_t> tok(B * T, Vocab::kPad), pos(B * T, 0), role(B);
   std::vector<uint8_t> valid(B * T, 0);
   std::vector<float> mask(B * (T - 1), 0.f), old(B * (T - 1), 0.f), adv(B * (T - 1), 0.f), last(B * (T - 1), 0.f),
       reward(B);
+  std::map<int, std::pair<std::vector<int64_t>, std::vector<float>>> soft_rows;
+  PackedBatch p;
   for (int64_t b = 0; b < B; ++b) {
     const CallRecord& r = *recs[b];
-    const int64_t L = static_cast<int64_t>(r.prompt.size() + r.response.size());
-    const int64_t off = T - L;
+    const int64_t P = static_cast<int64_t>(r.prompt.size()), L = P + static_cast<int64_t>(r.response.size());
+    const int64_t off = K > 0 ? Tp - P : T - L;  // column of the record's first token
     for (int64_t t = 0; t < L; ++t) {
       const size_t i = static_cast<size_t>(t);
       tok[b * T + off + t] = i < r.prompt.size() ? r.prompt[i] : r.response[i - r.prompt.size()];
       pos[b * T + off + t] = t;
       valid[b * T + off + t] = 1;
     }
-    const int64_t first = T - static_cast<int64_t>(r.response.size());  // index of first response token
+    const int64_t first = off + P - 1;  // the target index predicting the first response token
+    p.first_target.push_back(first);
     for (size_t k = 0; k < r.response.size(); ++k) {
-      const int64_t target = first + static_cast<int64_t>(k) - 1;  // position predicting it
+      const int64_t target = first + static_cast<int64_t>(k);
       mask[b * (T - 1) + target] = 1.f;
       old[b * (T - 1) + target] = k < r.logprobs.size() ? r.logprobs[k] : 0.f;
       adv[b * (T - 1) + target] = static_cast<float>(r.advantage);
     }
-    if (!r.response.empty()) last[b * (T - 1) + T - 2] = 1.f;
+    if (!r.response.empty()) last[b * (T - 1) + first + static_cast<int64_t>(r.response.size()) - 1] = 1.f;
     role[b] = r.role_slot;
     reward[b] = static_cast<float>(r.reward);
+    // Soft slots: the first ones read data; the last latent_steps are the call's own vectors.
+    std::vector<int64_t> slots;
+    for (size_t t = 0; t < r.prompt.size(); ++t) {
+      if (r.prompt[t] == Vocab::kSoft) slots.push_back(b * T + off + static_cast<int64_t>(t));
+    }
+    const int64_t data_slots = static_cast<int64_t>(slots.size()) - K;
+    const bool own_at_end = K == 0 || (P >= K + 2 && std::all_of(r.prompt.end() - 1 - K, r.prompt.end() - 1,
+                                                                 [](int t) { return t == Vocab::kSoft; }));
+    if (data_slots < 0 || !own_at_end) {
+      throw ModelError("a call that sent " + std::to_string(K) + " vectors needs <bot>, " + std::to_string(K) +
+                       " soft slots and <eot> at its prompt's end");
+    }
+    if (data_slots > 0) {
+      if (r.soft_width <= 0 || static_cast<int64_t>(r.soft_inputs.size()) != data_slots * r.soft_width) {
+        throw ModelError("a call record has " + std::to_string(data_slots) + " soft slots but " +
+                         std::to_string(r.soft_inputs.size()) + " values of width " + std::to_string(r.soft_width));
+      }
+      auto& [where, rows] = soft_rows[r.soft_width];
+      where.insert(where.end(), slots.begin(), slots.begin() + data_slots);
+      rows.insert(rows.end(), r.soft_inputs.begin(), r.soft_inputs.end());
+    }
   }
   auto lo = torch::TensorOptions().dtype(torch::kLong);
   auto fo = torch::TensorOptions().dtype(torch::kFloat);
-  PackedBatch p;
   p.tokens = torch::from_blob(tok.data(), {B, T}, lo).clone().to(device);
   p.positions = torch::from_blob(pos.data(), {B, T}, lo).clone().to(device);
   p.valid = torch::from_blob(valid.data(), {B, T}, torch::kUInt8).clone().to(torch::kBool).to(device);
@@ -73,13 +117,60 @@ PackedBatch Pack(const std::vector<const CallRecord*>& recs, torch::Device devic
     for (int64_t b = 0; b < B; ++b) {
       const CallRecord& r = *recs[b];
       if (r.first_options.empty() || r.response.empty()) continue;
-      const int64_t target = T - static_cast<int64_t>(r.response.size()) - 1;
+      const int64_t target = p.first_target[b];
       g[b][target].fill_(-1e9);
       for (int t : r.first_options) g[b][target][t] = 0.0;
     }
     p.guide = g.to(device);
   }
+  for (auto& [width, where_rows] : soft_rows) {
+    auto& [where, rows] = where_rows;
+    const int64_t n = static_cast<int64_t>(where.size());
+    p.soft[width] = {torch::from_blob(where.data(), {n}, lo).clone().to(device),
+                     torch::from_blob(rows.data(), {n, width}, fo).clone().to(device)};
+  }
+  p.latent_steps = K;
+  p.prompt_end = Tp;
   return p;
+}
+
+// The model's outputs over a packed batch. Other agents' vectors go in at their
+// soft slots. A call's own vectors are recomputed as they were sent, with the
+// KV cache: the prompt up to <bot>, then K steps each feeding z = Prj(h) back,
+// then <eot> and the response; the text's loss reaches the projection.
+LMOutput Forward(TransformerLM& model, const PackedBatch& p) {
+  if (p.soft.empty() && p.latent_steps == 0) return model->forward(p.tokens, p.positions, p.valid, p.role);
+  const int64_t B = p.tokens.size(0), T = p.tokens.size(1), d = model->options().d_model();
+  torch::Tensor embeds = model->embed(p.tokens).view({B * T, d});
+  for (const auto& [width, index_rows] : p.soft) {
+    embeds = embeds.index_copy(0, index_rows.first, model->adapt_latent(index_rows.second));
+  }
+  embeds = embeds.view({B, T, d});
+  if (p.latent_steps == 0) return model->forward_embeds(embeds, p.positions, p.valid, p.role);
+  const int64_t K = p.latent_steps, slots = p.prompt_end - 1 - K;  // the first own slot's column
+  KvCache cache;
+  std::vector<LMOutput> parts;
+  parts.push_back(model->forward_embeds(embeds.narrow(1, 0, slots), p.positions.narrow(1, 0, slots),
+                                        p.valid.narrow(1, 0, slots), p.role, &cache));
+  torch::Tensor h = parts.back().hidden.select(1, slots - 1);
+  for (int64_t j = 0; j < K; ++j) {
+    torch::Tensor z = model->project_latent(h).unsqueeze(1);
+    parts.push_back(model->forward_embeds(z, p.positions.narrow(1, slots + j, 1), p.valid.narrow(1, 0, slots + j + 1),
+                                          p.role, &cache));
+    h = parts.back().hidden.select(1, 0);
+  }
+  const int64_t tail = T - slots - K;
+  parts.push_back(model->forward_embeds(embeds.narrow(1, slots + K, tail), p.positions.narrow(1, slots + K, tail),
+                                        p.valid, p.role, &cache));
+  std::vector<torch::Tensor> logits, values;
+  for (const auto& part : parts) {
+    logits.push_back(part.logits);
+    values.push_back(part.values);
+  }
+  LMOutput o;
+  o.logits = torch::cat(logits, 1);
+  o.values = torch::cat(values, 1);
+  return o;
 }
 
 struct Scored {
@@ -87,7 +178,7 @@ struct Scored {
 };
 
 Scored Score(TransformerLM& model, const PackedBatch& p, double temperature) {
-  LMOutput o = model->forward(p.tokens, p.positions, p.valid, p.role);
+  LMOutput o = Forward(model, p);
   const int64_t T = p.tokens.size(1);
   torch::Tensor logits = o.logits.narrow(1, 0, T - 1) / temperature;
   if (p.guide.defined()) logits = logits + p.guide;
@@ -152,18 +243,28 @@ struct Trainer::Impl {
     for (size_t i = recs.size(); i > 1; --i) std::swap(recs[i - 1], recs[rng.Below(static_cast<int>(i))]);
   }
 
-  // Shuffled minibatches of records of similar length (little padding).
+  // Shuffled minibatches of records of similar length (little padding). Calls
+  // that sent vectors are packed apart, by their number of vectors (see Pack).
   std::vector<std::vector<const CallRecord*>> Minibatches(std::vector<const CallRecord*> recs) {
     Shuffle(recs);
     std::stable_sort(recs.begin(), recs.end(), [](const CallRecord* a, const CallRecord* b) {
+      if (a->latent_steps != b->latent_steps) return a->latent_steps < b->latent_steps;
       return a->prompt.size() + a->response.size() < b->prompt.size() + b->response.size();
     });
-    std::vector<std::vector<const CallRecord*>> out;
-    const size_t mb = static_cast<size_t>(std::max(1, config.minibatch));
-    for (size_t i = 0; i < recs.size(); i += mb) {
-      out.emplace_back(recs.begin() + i, recs.begin() + std::min(recs.size(), i + mb));
-    }
+    std::vector<std::vector<const CallRecord*>> out = Chunks(recs, static_cast<size_t>(std::max(1, config.minibatch)));
     for (size_t i = out.size(); i > 1; --i) std::swap(out[i - 1], out[rng.Below(static_cast<int>(i))]);
+    return out;
+  }
+
+  // Consecutive runs of at most `size` records with the same number of sent vectors.
+  static std::vector<std::vector<const CallRecord*>> Chunks(const std::vector<const CallRecord*>& recs, size_t size) {
+    std::vector<std::vector<const CallRecord*>> out;
+    for (size_t i = 0; i < recs.size();) {
+      size_t end = i;
+      while (end < recs.size() && end - i < size && recs[end]->latent_steps == recs[i]->latent_steps) ++end;
+      out.emplace_back(recs.begin() + i, recs.begin() + end);
+      i = end;
+    }
     return out;
   }
 };
@@ -187,6 +288,7 @@ Trainer::Trainer(ModelPool& pool, TrainerConfig config, uint64_t seed) : impl_(s
         item.value().copy_(source[item.key()]);
         item.value().set_requires_grad(false);
       }
+      ref->set_latent_dropout(false);
       impl_->references.push_back(ref);
     }
   }
@@ -208,6 +310,7 @@ std::vector<ModelTrainStats> Trainer::Update(const std::vector<CallRecord>& reco
       recs.resize(cfg.update_records);
     }
     TransformerLM& model = impl_->pool->impl().models[m];
+    model->set_latent_dropout(false);  // the vectors are recomputed exactly as they were sent
     const torch::Device device = impl_->pool->impl().devices[m];
     ModelTrainStats& st = stats[m];
     st.records = static_cast<int>(recs.size());
@@ -217,13 +320,13 @@ std::vector<ModelTrainStats> Trainer::Update(const std::vector<CallRecord>& reco
     if (cfg.estimator == Estimator::kPpo) {
       torch::NoGradGuard no_grad;
       std::vector<torch::Tensor> advs;
-      std::vector<std::vector<const CallRecord*>> chunks;
-      for (size_t i = 0; i < recs.size(); i += 1024) {
-        chunks.emplace_back(recs.begin() + i, recs.begin() + std::min(recs.size(), i + 1024));
-      }
+      std::vector<const CallRecord*> by_vectors = recs;
+      std::stable_sort(by_vectors.begin(), by_vectors.end(),
+                       [](const CallRecord* a, const CallRecord* b) { return a->latent_steps < b->latent_steps; });
+      const std::vector<std::vector<const CallRecord*>> chunks = Impl::Chunks(by_vectors, 1024);
       double sum = 0, sq = 0, n = 0;
       std::vector<std::tuple<PackedBatch, torch::Tensor, torch::Tensor>> packed;
-      for (auto& c : chunks) {
+      for (const auto& c : chunks) {
         PackedBatch p = Pack(c, device, impl_->pool->config(m).vocab_size);
         Scored s = Score(model, p, cfg.temperature);
         torch::Tensor adv = Gae(s.values, p, cfg.gamma, cfg.lambda);
@@ -232,9 +335,8 @@ std::vector<ModelTrainStats> Trainer::Update(const std::vector<CallRecord>& reco
         n += p.target_mask.sum().item<double>();
         for (size_t b = 0; b < c.size(); ++b) {
           const int64_t resp = static_cast<int64_t>(c[b]->response.size());
-          const int64_t T1 = adv.size(1);
-          torch::Tensor a = adv[b].narrow(0, T1 - resp, resp);
-          torch::Tensor ret = a + s.values[b].narrow(0, T1 - resp, resp);
+          torch::Tensor a = adv[b].narrow(0, p.first_target[b], resp);
+          torch::Tensor ret = a + s.values[b].narrow(0, p.first_target[b], resp);
           ppo[c[b]] = {a, ret};
         }
       }
@@ -246,7 +348,6 @@ std::vector<ModelTrainStats> Trainer::Update(const std::vector<CallRecord>& reco
     for (int epoch = 0; epoch < cfg.epochs; ++epoch) {
       for (const auto& mb : impl_->Minibatches(recs)) {
         PackedBatch p = Pack(mb, device, impl_->pool->config(m).vocab_size);
-        const int64_t T1 = p.tokens.size(1) - 1;
         torch::Tensor returns;
         if (cfg.estimator == Estimator::kPpo) {
           p.advantage.zero_();
@@ -254,8 +355,8 @@ std::vector<ModelTrainStats> Trainer::Update(const std::vector<CallRecord>& reco
           for (size_t b = 0; b < mb.size(); ++b) {
             const int64_t resp = static_cast<int64_t>(mb[b]->response.size());
             const auto& pr = ppo.at(mb[b]);
-            p.advantage[b].narrow(0, T1 - resp, resp).copy_(pr.first);
-            returns[b].narrow(0, T1 - resp, resp).copy_(pr.second);
+            p.advantage[b].narrow(0, p.first_target[b], resp).copy_(pr.first);
+            returns[b].narrow(0, p.first_target[b], resp).copy_(pr.second);
           }
         }
         Scored s = Score(model, p, cfg.temperature);
@@ -333,6 +434,22 @@ std::vector<ModelTrainStats> Trainer::Supervised(const std::vector<CallRecord>& 
     }
   }
   return stats;
+}
+
+std::vector<std::vector<float>> Trainer::ResponseLogProbs(const std::vector<CallRecord>& records) {
+  torch::NoGradGuard no_grad;
+  std::vector<std::vector<float>> out(records.size());
+  for (size_t i = 0; i < records.size(); ++i) {
+    const CallRecord& r = records[i];
+    if (r.response.empty()) continue;
+    TransformerLM& model = impl_->pool->impl().models.at(r.model);
+    model->set_latent_dropout(false);
+    PackedBatch p = Pack({&r}, impl_->pool->impl().devices.at(r.model), impl_->pool->config(r.model).vocab_size);
+    torch::Tensor logp = Score(model, p, 1.0).logp[0].to(torch::kCPU).contiguous();
+    const float* first = logp.data_ptr<float>() + p.first_target[0];
+    out[i].assign(first, first + r.response.size());
+  }
+  return out;
 }
 
 // One file per trainer, named for its models (several trainers may share a checkpoint folder).

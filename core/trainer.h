@@ -51,6 +51,9 @@ class Trainer {
   std::vector<ModelTrainStats> Update(const std::vector<CallRecord>& records);
   // `steps` optimiser steps of cross-entropy on the responses of `demos`.
   std::vector<ModelTrainStats> Supervised(const std::vector<CallRecord>& demos, int steps);
+  // The current policy's log-probabilities of each record's response tokens, as
+  // the update scores them (at temperature 1; for checks against `logprobs`).
+  std::vector<std::vector<float>> ResponseLogProbs(const std::vector<CallRecord>& records);
 
   // Optimiser state, reference models and the shuffle RNG, for exact resume.
   void Save(const std::string& dir) const;

@@ -26,6 +26,15 @@ struct CallRecord {
   double reward = 0.0;            // all reward terms (filled after the episode)
   double role_reward = 0.0;       // the ROLE-level part of `reward` (e.g. format)
   double advantage = 0.0;         // filled by credit assignment (non-PPO estimators)
+  // Hybrid messages: the prompt's Vocab::kSoft slots hold vectors. The first
+  // ones are other agents' latent vectors read as data (`soft_inputs`, rows of
+  // `soft_width`, detached); with latent_steps K the last K slots (between
+  // <bot> and <eot> at the prompt's end) are this call's own vectors, which the
+  // trainer recomputes so the text's loss reaches the projection that made them.
+  std::vector<float> soft_inputs;
+  int soft_width = 0;
+  int latent_steps = 0;
+  std::vector<float> latents;     // the vectors this call sent (events, readers); not shipped to trainers
 };
 
 }  // namespace troupe

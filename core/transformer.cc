@@ -83,6 +83,9 @@ TransformerLMImpl::TransformerLMImpl(const TransformerLMOptions& o) : options_(o
     value_head = register_module("value_head", torch::nn::Linear(d, 1));
   }
   if (o.latent()) latent_proj = register_module("latent_proj", LatentProjection(d, 2 * d));
+  if (o.latent_in_width() > 0 && o.latent_in_width() != d) {
+    latent_in = register_module("latent_in", torch::nn::Linear(o.latent_in_width(), d));
+  }
   // Small initial embeddings keep the untrained policy close to uniform.
   torch::NoGradGuard no_grad;
   tok_emb->weight.normal_(0, 0.02);
@@ -94,6 +97,18 @@ TransformerLMImpl::TransformerLMImpl(const TransformerLMOptions& o) : options_(o
 torch::Tensor TransformerLMImpl::project_latent(const torch::Tensor& h) {
   TORCH_CHECK(!latent_proj.is_empty(), "this model has no latent projection (hybrid messages are off)");
   return latent_proj(h);
+}
+
+torch::Tensor TransformerLMImpl::adapt_latent(const torch::Tensor& z) {
+  const int64_t w = z.size(-1);
+  if (w == options_.d_model()) return z;
+  TORCH_CHECK(!latent_in.is_empty() && w == options_.latent_in_width(), "latent vectors of width ", w,
+              " reach a model of width ", options_.d_model(), " that has no adapter for them");
+  return latent_in(z);
+}
+
+void TransformerLMImpl::set_latent_dropout(bool on) {
+  if (!latent_proj.is_empty()) latent_proj->train(on);
 }
 
 LMOutput TransformerLMImpl::forward(const torch::Tensor& tokens, const torch::Tensor& positions,

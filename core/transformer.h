@@ -22,6 +22,7 @@ struct TransformerLMOptions {
   TORCH_ARG(int64_t, lora_rank) = 0;   // > 0: per-role LoRA adapters on every projection
   TORCH_ARG(bool, role_heads) = false; // per-role LM and value heads
   TORCH_ARG(bool, latent) = false;     // a latent projection for hybrid messages (latent_proj)
+  TORCH_ARG(int64_t, latent_in_width) = 0;  // != d_model: a learned adapter for vectors of that width
 };
 
 // A linear layer with optional per-role low-rank adapters: y = W x + B_r A_r x.
@@ -86,6 +87,12 @@ class TransformerLMImpl : public torch::nn::Module {
   torch::Tensor embed(const torch::Tensor& tokens) { return tok_emb(tokens); }
   // z = Prj(h) of hybrid messages; needs options.latent(true).
   torch::Tensor project_latent(const torch::Tensor& h);
+  // Another agent's vectors [..., w] as this model's input embeddings: the
+  // adapter when w is latent_in_width, unchanged when w is d_model.
+  torch::Tensor adapt_latent(const torch::Tensor& z);
+  // Reinforcement learning needs the vectors a call sent to be recomputed exactly
+  // when training: its projection's dropout is switched off there (on by default).
+  void set_latent_dropout(bool on);
   const TransformerLMOptions& options() const { return options_; }
 
  private:
@@ -95,6 +102,7 @@ class TransformerLMImpl : public torch::nn::Module {
   torch::nn::LayerNorm ln_f{nullptr};
   torch::nn::Linear lm_head{nullptr}, value_head{nullptr};
   LatentProjection latent_proj{nullptr};
+  torch::nn::Linear latent_in{nullptr};
   torch::Tensor role_lm_w, role_value_w;  // [roles, d, V], [roles, d, 1] with role_heads
 };
 TORCH_MODULE(TransformerLM);

@@ -15,6 +15,9 @@ class Vocab {
   static constexpr int kBos = 1;
   static constexpr int kEos = 2;
   static constexpr int kUnk = 3;
+  // A prompt position whose input is a vector, not a token's embedding (hybrid
+  // messages). Padding never occurs inside a prompt, so it can mark the slot.
+  static constexpr int kSoft = kPad;
 
   Vocab() = default;
   Vocab(const std::vector<std::string>& words, const std::vector<std::string>& roles);

@@ -19,6 +19,13 @@ int CompiledWorkflow::RoleIndex(const std::string& name) const {
   return -1;
 }
 
+bool CompiledWorkflow::LatentMessages() const {
+  for (const auto& r : roles) {
+    if (r.message_mode != config::TEXT) return true;
+  }
+  return false;
+}
+
 std::map<int, std::string> CompiledWorkflow::ScriptedSeats() const {
   std::map<int, std::string> m;
   for (const auto& r : roles) {
@@ -392,7 +399,7 @@ CompiledWorkflow CompileWorkflow(const LoadedWorkflow& w) {
 
   std::vector<std::string> words = c.game ? c.game->Vocabulary() : c.pipeline->task->Vocabulary();
   if (c.pipeline) words.push_back("|");  // separates a node's inputs in its prompt
-  if (c.hybrid.enabled) {
+  if (c.hybrid.enabled || c.LatentMessages()) {
     words.push_back("<bot>");
     words.push_back("<eot>");
   }

@@ -25,6 +25,12 @@ struct RoleInfo {
   int slot = 0;               // the role's index among the roles of its model
   std::string scripted;       // strategy name for scripted roles
   config::Adapter adapter = config::ADAPTER_NONE;
+  // How this role's messages (a game's message phases) travel, from its
+  // channels, in reinforcement-learning runs: TEXT, or K latent vectors
+  // (LATENT) followed by `text_words` words of its text (HYBRID).
+  config::ChannelMode message_mode = config::TEXT;
+  int latent_vectors = 0;
+  int text_words = 0;
   bool trained() const { return model >= 0; }
 };
 
@@ -136,6 +142,8 @@ struct CompiledWorkflow {
   HybridRunSettings hybrid;
 
   int RoleIndex(const std::string& name) const;
+  // Some role sends LATENT or HYBRID messages through the reinforcement-learning runtime.
+  bool LatentMessages() const;
   // Seat -> strategy for every scripted seat (for best-response search).
   std::map<int, std::string> ScriptedSeats() const;
 };

@@ -98,6 +98,7 @@ std::string ServeModel(const WorkerOptions& o, const std::atomic<bool>* stop, st
 
   HeartbeatThread heartbeat(o, identity);
   std::vector<std::vector<int>> prompts, options;
+  std::vector<std::vector<float>> soft;
   while (true) {
     if (stop && *stop) return "stopped";
     if (heartbeat.silent_for() * 1000 > o.controller_timeout_ms) {
@@ -110,10 +111,10 @@ std::string ServeModel(const WorkerOptions& o, const std::atomic<bool>* stop, st
     try {
       switch (in.body_case()) {
         case wire::Envelope::kGenerate: {
-          const GenerateBatch batch = FromWire(in.generate(), model, &prompts, &options);
+          const GenerateBatch batch = FromWire(in.generate(), model, &prompts, &options, &soft);
           std::vector<Generation> gens = server.Generate(batch);
           auto* reply = out.mutable_generated();
-          for (const auto& g : gens) ToWire(g, reply->add_rows());
+          for (const auto& g : gens) ToWire(g, workflow.models[model].d_model, reply->add_rows());
           reply->set_forward_calls(server.forward_calls());
           break;
         }

@@ -63,7 +63,7 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
           ep.latest[n] = p.tools[n]->Run(ep.query, inputs);
         } else {
           const RoleInfo& role = workflow_.roles[node.role];
-          by_model[role.model].push_back({e, n, Prompt(node.role, seen)});
+          by_model[role.model].push_back({e, n, Prompt(node.role, seen).tokens});
         }
       }
     }

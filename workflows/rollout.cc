@@ -13,9 +13,67 @@ Rollout::Rollout(const CompiledWorkflow& workflow, PolicyService& policy) : work
   }
 }
 
-std::vector<int> Rollout::Prompt(int role, const std::vector<std::string>& observation) const {
-  std::vector<int> p = {Vocab::kBos, workflow_.vocab.RoleToken(role)};
-  for (const auto& w : observation) p.push_back(workflow_.vocab.Id(w));
+namespace {
+
+std::string MessageHandle(size_t index) { return "<msg" + std::to_string(index) + ">"; }
+
+// The index in a handle word, or -1 for any other word.
+int HandleIndex(const std::string& word) {
+  if (word.size() < 6 || word.rfind("<msg", 0) != 0 || word.back() != '>') return -1;
+  try {
+    return std::stoi(word.substr(4, word.size() - 5));
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+// What the messages of an episode's trained seats cost: the words their readers
+// see, the latent vectors, and the bytes on the wire (text with a space between
+// words; 4 bytes per vector value). Reported per episode, as by the hybrid trainer.
+struct MessageCost {
+  int messages = 0;
+  double text_tokens = 0, latent_vectors = 0, wire_bytes = 0;
+
+  void Add(const RoleInfo& role, const std::vector<std::string>& words, const std::vector<float>& latents) {
+    ++messages;
+    const size_t shown = role.message_mode == config::TEXT ? words.size()
+                                                           : std::min<size_t>(words.size(), role.text_words);
+    for (size_t i = 0; i < shown; ++i) wire_bytes += static_cast<double>(words[i].size() + (i > 0));
+    text_tokens += static_cast<double>(shown);
+    if (role.message_mode != config::TEXT) latent_vectors += role.latent_vectors;
+    wire_bytes += static_cast<double>(latents.size() * sizeof(float));
+  }
+  void Report(std::map<std::string, double>* metrics) const {
+    (*metrics)["text_tokens"] = text_tokens;
+    (*metrics)["latent_vectors"] = latent_vectors;
+    (*metrics)["wire_bytes"] = wire_bytes;
+  }
+};
+
+}  // namespace
+
+PromptParts Rollout::Prompt(int role, const std::vector<std::string>& observation,
+                            const std::vector<LatentMessage>* sent) const {
+  PromptParts p;
+  p.tokens = {Vocab::kBos, workflow_.vocab.RoleToken(role)};
+  for (const auto& w : observation) {
+    const int h = sent ? HandleIndex(w) : -1;
+    if (h < 0 || h >= static_cast<int>(sent->size())) {
+      p.tokens.push_back(workflow_.vocab.Id(w));
+      continue;
+    }
+    // A latent message: <bot> z1..zK <eot>, then (HYBRID) the first words of its text.
+    const LatentMessage& m = (*sent)[h];
+    const RoleInfo& from = workflow_.roles[m.role];
+    p.tokens.push_back(workflow_.vocab.Id("<bot>"));
+    p.tokens.insert(p.tokens.end(), m.latents.size() / std::max(1, m.width), Vocab::kSoft);
+    p.tokens.push_back(workflow_.vocab.Id("<eot>"));
+    for (int i = 0; i < from.text_words && i < static_cast<int>(m.text.size()); ++i) {
+      p.tokens.push_back(workflow_.vocab.Id(m.text[i]));
+    }
+    p.soft.insert(p.soft.end(), m.latents.begin(), m.latents.end());
+    p.soft_width = m.width;
+  }
   return p;
 }
 
@@ -125,11 +183,14 @@ RolloutBatch Rollout::RunGame(const RolloutOptions& options, Rng& rng) {
     int episode;
     size_t output;  // index into that episode's outputs
     int role;
-    std::vector<int> prompt;
+    PromptParts prompt;
     int max_words;
     std::string phase;
     std::vector<int> options;  // guided first tokens, or empty
+    int latent_steps = 0;      // a latent message: vectors to send before the text
   };
+  std::vector<std::vector<LatentMessage>> sent(E);  // per episode
+  std::vector<MessageCost> cost(E);
   bool active = true;
   while (active) {
     active = false;
@@ -153,7 +214,10 @@ RolloutBatch Rollout::RunGame(const RolloutOptions& options, Rng& rng) {
         } else if (teacher) {
           outputs[e][k].words = teacher->Act(*states[e], d, rng);
           CallRecord rec = NewRecord(e, options.group_size, role, d.seat, states[e]->Turn(), d.phase);
-          rec.prompt = Prompt(role, d.observation);
+          PromptParts prompt = Prompt(role, d.observation, &sent[e]);
+          rec.prompt = std::move(prompt.tokens);
+          rec.soft_inputs = std::move(prompt.soft);
+          rec.soft_width = prompt.soft_width;
           rec.response = workflow_.vocab.Encode(outputs[e][k].words);
           if (static_cast<int>(rec.response.size()) < d.max_words) rec.response.push_back(Vocab::kEos);
           rec.response.resize(std::min<size_t>(rec.response.size(), d.max_words));
@@ -161,8 +225,16 @@ RolloutBatch Rollout::RunGame(const RolloutOptions& options, Rng& rng) {
           episode_records[e].push_back(batch.records.size());
           batch.records.push_back(std::move(rec));
         } else {
-          by_model[info.model].push_back({e, k, role, Prompt(role, d.observation), d.max_words, d.phase,
-                                          options.guided ? workflow_.vocab.Encode(d.options) : std::vector<int>{}});
+          Pending p{e, k, role, Prompt(role, d.observation, &sent[e]), d.max_words, d.phase,
+                    options.guided ? workflow_.vocab.Encode(d.options) : std::vector<int>{}};
+          if (d.message && info.message_mode != config::TEXT) {
+            // A latent message: K vectors after <bot>, then <eot> and the words its readers see
+            // (LATENT: one, for the game's rules only).
+            p.prompt.tokens.push_back(workflow_.vocab.Id("<bot>"));
+            p.latent_steps = info.latent_vectors;
+            p.max_words = std::min(d.max_words, std::max(1, info.text_words));
+          }
+          by_model[info.model].push_back(std::move(p));
         }
       }
     }
@@ -170,8 +242,15 @@ RolloutBatch Rollout::RunGame(const RolloutOptions& options, Rng& rng) {
     std::vector<std::vector<GenerateQuery>> queries(by_model.size());
     for (size_t m = 0; m < by_model.size(); ++m) {
       for (const auto& p : by_model[m]) {
-        queries[m].push_back({workflow_.roles[p.role].slot, &p.prompt, p.max_words,
-                              p.options.empty() ? nullptr : &p.options, static_cast<int64_t>(p.episode)});
+        GenerateQuery q{workflow_.roles[p.role].slot, &p.prompt.tokens, p.max_words,
+                        p.options.empty() ? nullptr : &p.options, static_cast<int64_t>(p.episode)};
+        if (!p.prompt.soft.empty()) {
+          q.soft_inputs = &p.prompt.soft;
+          q.soft_width = p.prompt.soft_width;
+        }
+        q.latent_steps = p.latent_steps;
+        q.latent_end = workflow_.vocab.Id("<eot>");
+        queries[m].push_back(q);
       }
     }
     std::vector<std::vector<Generation>> gens = GenerateTick(queries, options, rng, &batch);
@@ -183,10 +262,24 @@ RolloutBatch Rollout::RunGame(const RolloutOptions& options, Rng& rng) {
           dropped[p.episode] = true;
           continue;
         }
-        outputs[p.episode][p.output].words = workflow_.vocab.Decode(g.tokens);
+        SeatOutput& out = outputs[p.episode][p.output];
+        out.words = workflow_.vocab.Decode(g.tokens);
         CallRecord rec = NewRecord(p.episode, options.group_size, p.role, decisions[p.episode][p.output].seat,
                                    states[p.episode]->Turn(), p.phase);
-        rec.prompt = std::move(p.prompt);
+        if (decisions[p.episode][p.output].message) cost[p.episode].Add(workflow_.roles[p.role], out.words, g.latents);
+        if (p.latent_steps > 0) {
+          // The game shows a handle; readers get the vectors. The record keeps the
+          // call's own slots (between <bot> and <eot>) for the trainer to recompute.
+          out.shown = {MessageHandle(sent[p.episode].size())};
+          sent[p.episode].push_back({p.role, g.latents, workflow_.models[workflow_.roles[p.role].model].d_model, out.words});
+          p.prompt.tokens.insert(p.prompt.tokens.end(), p.latent_steps, Vocab::kSoft);
+          p.prompt.tokens.push_back(workflow_.vocab.Id("<eot>"));
+          rec.latent_steps = p.latent_steps;
+          rec.latents = std::move(g.latents);
+        }
+        rec.prompt = std::move(p.prompt.tokens);
+        rec.soft_inputs = std::move(p.prompt.soft);
+        rec.soft_width = p.prompt.soft_width;
         rec.response = std::move(g.tokens);
         rec.logprobs = std::move(g.logprobs);
         rec.first_options = p.options;
@@ -229,6 +322,7 @@ RolloutBatch Rollout::RunGame(const RolloutOptions& options, Rng& rng) {
         rec.reward = CallReward(workflow_, rec, states[e].get(), 0.0, &rec.role_reward);
       }
       s.metrics = states[e]->Metrics();
+      if (cost[e].messages > 0) cost[e].Report(&s.metrics);
       batch.turns = std::max<int64_t>(batch.turns, states[e]->Turn());
     }
     s.final_state = states[e]->ToString();

@@ -59,6 +59,22 @@ struct RolloutOptions {
   RolloutObserver* observer = nullptr;
 };
 
+// A LATENT or HYBRID message an agent sent in an episode; the game shows its
+// handle (MessageHandle) and each reader's prompt gets the vectors and text.
+struct LatentMessage {
+  int role = 0;
+  std::vector<float> latents;  // [K, width]
+  int width = 0;
+  std::vector<std::string> text;
+};
+
+// A prompt: tokens, with the vectors read at its Vocab::kSoft slots.
+struct PromptParts {
+  std::vector<int> tokens;
+  std::vector<float> soft;
+  int soft_width = 0;
+};
+
 class Rollout {
  public:
   Rollout(const CompiledWorkflow& workflow, PolicyService& policy);
@@ -67,7 +83,9 @@ class Rollout {
  private:
   RolloutBatch RunGame(const RolloutOptions& options, Rng& rng);
   RolloutBatch RunPipeline(const RolloutOptions& options, Rng& rng);
-  std::vector<int> Prompt(int role, const std::vector<std::string>& observation) const;
+  // `sent`: the episode's latent messages, to expand the handles the game shows.
+  PromptParts Prompt(int role, const std::vector<std::string>& observation,
+                     const std::vector<LatentMessage>* sent = nullptr) const;
   CallRecord NewRecord(int episode, int group_size, int role, int seat, int turn, const std::string& phase) const;
   // One tick's model work: each model's queries as one batch, all sent together.
   std::vector<std::vector<Generation>> GenerateTick(std::vector<std::vector<GenerateQuery>>& per_model,

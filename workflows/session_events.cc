@@ -123,10 +123,22 @@ void SessionEvents::Acted(int episode, const CallRecord& call, const std::vector
   n->set_phase(call.phase);
   Emit(a);
   session::Event e;
-  auto* m = NewMessage(&e, episode, call.role, call.seat, call.turn, call.phase, "TEXT", words);
-  if (!scripted) m->set_text_tokens(static_cast<int>(call.response.size()));
-  m->set_wire_bytes(static_cast<int64_t>(m->text().size()));
-  m->set_valid(call.valid);
+  const RoleInfo& role = workflow_.roles.at(call.role);
+  if (call.latent_steps > 0) {
+    // A latent message: its readers see the vectors and (HYBRID) the first words.
+    const std::vector<std::string> shown(words.begin(), words.begin() + std::min<size_t>(words.size(), role.text_words));
+    auto* m = NewMessage(&e, episode, call.role, call.seat, call.turn, call.phase,
+                         config::ChannelMode_Name(role.message_mode), shown);
+    const int width = static_cast<int>(call.latents.size()) / call.latent_steps;
+    m->set_wire_bytes(static_cast<int64_t>(m->text().size() + call.latents.size() * sizeof(float)));
+    m->set_valid(call.valid);
+    SummarizeLatents(call.latents, width, m);
+  } else {
+    auto* m = NewMessage(&e, episode, call.role, call.seat, call.turn, call.phase, "TEXT", words);
+    if (!scripted) m->set_text_tokens(static_cast<int>(call.response.size()));
+    m->set_wire_bytes(static_cast<int64_t>(m->text().size()));
+    m->set_valid(call.valid);
+  }
   Emit(e);
 }
 
@@ -214,6 +226,20 @@ void SessionEvents::Metrics(int iteration, const std::map<std::string, double>& 
   Emit(t, true);
 }
 
+void SessionEvents::SummarizeLatents(const std::vector<float>& latents, int width, session::Message* m) {
+  if (width <= 0 || latents.empty()) return;
+  auto* l = m->mutable_latent();
+  const int k = static_cast<int>(latents.size()) / width;
+  l->set_vectors(k);
+  l->set_width(width);
+  for (int i = 0; i < k; ++i) {
+    double norm = 0;
+    for (int j = 0; j < width; ++j) norm += latents[i * width + j] * latents[i * width + j];
+    l->add_norms(static_cast<float>(std::sqrt(norm)));
+    for (int j = 0; j < std::min(width, 16); ++j) l->add_preview(latents[i * width + j]);
+  }
+}
+
 void SessionEvents::HybridMessage(int episode, int seat, const std::string& channel,
                                   const std::vector<std::string>& words, const std::vector<float>& latents, int width,
                                   int64_t wire_bytes) {
@@ -222,18 +248,7 @@ void SessionEvents::HybridMessage(int episode, int seat, const std::string& chan
   auto* m = NewMessage(&e, episode, workflow_.seat_role.at(seat), seat, 0, "message", channel, words);
   m->set_wire_bytes(wire_bytes);
   m->set_valid(true);
-  if (width > 0 && !latents.empty()) {
-    auto* l = m->mutable_latent();
-    const int k = static_cast<int>(latents.size()) / width;
-    l->set_vectors(k);
-    l->set_width(width);
-    for (int i = 0; i < k; ++i) {
-      double norm = 0;
-      for (int j = 0; j < width; ++j) norm += latents[i * width + j] * latents[i * width + j];
-      l->add_norms(static_cast<float>(std::sqrt(norm)));
-      for (int j = 0; j < std::min(width, 16); ++j) l->add_preview(latents[i * width + j]);
-    }
-  }
+  SummarizeLatents(latents, width, m);
   Emit(e);
 }
 

@@ -50,6 +50,8 @@ class SessionEvents : public RolloutObserver {
  private:
   void Emit(session::Event& event, bool flush = false);
   // A message event with the fields every message has.
+  // K, width, per-vector norms and a preview of each vector.
+  static void SummarizeLatents(const std::vector<float>& latents, int width, session::Message* m);
   session::Message* NewMessage(session::Event* e, int episode, int role, int seat, int turn, const std::string& phase,
                                const std::string& channel, const std::vector<std::string>& words) const;
   const CompiledWorkflow& workflow_;

@@ -16,6 +16,44 @@ namespace troupe {
 
 using Digraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
 
+namespace {
+
+// A LATENT/HYBRID channel of a reinforcement-learning run: the sender's message
+// mode and sizes, and the reader's adapter when the widths differ.
+void CompileLatentChannel(const LoadedWorkflow& w, int i, CompiledWorkflow& c) {
+  const config::ChannelSpec& ch = w.proto.channel(i);
+  RoleInfo& from = c.roles[c.RoleIndex(ch.from())];
+  const int k = ch.latent_vectors() > 0 ? ch.latent_vectors() : 6;
+  const int words = ch.mode() == config::HYBRID ? (ch.text_words() > 0 ? ch.text_words() : 1) : 0;
+  if (ch.latent_vectors() < 0 || k > 64) {
+    w.Fail({{"channel", i}, {"latent_vectors"}}, "latent_vectors must be 1..64 (default 6)");
+  }
+  if (ch.text_words() < 0 || (ch.mode() == config::LATENT && ch.text_words() > 0)) {
+    w.Fail({{"channel", i}, {"text_words"}}, "text_words is for HYBRID channels, at least 1 (default 1)");
+  }
+  if (from.message_mode != config::TEXT &&
+      (from.message_mode != ch.mode() || from.latent_vectors != k || from.text_words != words)) {
+    w.Fail({{"channel", i}}, "role '" + from.name + "' already sends " + config::ChannelMode_Name(from.message_mode) +
+                                 " messages of " + std::to_string(from.latent_vectors) +
+                                 " vectors on another channel: a message is made once, so every channel from a "
+                                 "role has one mode and size");
+  }
+  from.message_mode = ch.mode();
+  from.latent_vectors = k;
+  from.text_words = words;
+  // A reader's prompts carry vectors of one width (its own, or one adapter's).
+  ModelConfig& reader = c.models[c.roles[c.RoleIndex(ch.to())].model];
+  const int width = c.models[from.model].d_model;
+  if (reader.latent_in_width != 0 && reader.latent_in_width != width) {
+    w.Fail({{"channel", i}}, "model '" + reader.name + "' would read latent vectors of widths " +
+                                 std::to_string(reader.latent_in_width) + " and " + std::to_string(width) +
+                                 ": give the models that send to it one width");
+  }
+  reader.latent_in_width = width;  // equal to its own width: no adapter
+}
+
+}  // namespace
+
 void ValidateChannels(const LoadedWorkflow& w, CompiledWorkflow& c) {
   std::map<std::string, int> names;
   if (c.pipeline) {
@@ -33,10 +71,12 @@ void ValidateChannels(const LoadedWorkflow& w, CompiledWorkflow& c) {
       }
     }
     if (ch.mode() != config::TEXT) {
-      if (!w.proto.trainer().has_hybrid()) {
-        w.Fail({{"channel", i}, {"mode"}}, "channel mode " + config::ChannelMode_Name(ch.mode()) +
-                                               " needs trainer.hybrid { } (latent messages are trained by the "
-                                               "hybrid distillation procedure; reinforcement learning sends text)");
+      const bool rl = !w.proto.trainer().has_hybrid();
+      if (rl && (!c.game || c.game->MessagePhases().empty())) {
+        w.Fail({{"channel", i}, {"mode"}},
+               "channel mode " + config::ChannelMode_Name(ch.mode()) + " needs a game whose seats send messages " +
+                   "(red_black's speak phase) or trainer.hybrid { }" +
+                   (c.game ? "; game '" + c.game->Name() + "' has no message phase" : ""));
       }
       for (const auto* end : {&ch.from(), &ch.to()}) {
         const int r = c.RoleIndex(*end);
@@ -47,8 +87,18 @@ void ValidateChannels(const LoadedWorkflow& w, CompiledWorkflow& c) {
         }
         c.models[c.roles[r].model].latent = true;
       }
+      if (rl) CompileLatentChannel(w, i, c);
     }
     boost::add_edge(names[ch.from()], names[ch.to()], g);
+  }
+  for (int i = 0; i < w.proto.channel_size(); ++i) {
+    const config::ChannelSpec& ch = w.proto.channel(i);
+    const int r = c.RoleIndex(ch.from());
+    if (ch.mode() == config::TEXT && r >= 0 && c.roles[r].message_mode != config::TEXT) {
+      w.Fail({{"channel", i}, {"mode"}}, "role '" + ch.from() + "' sends " +
+                                             config::ChannelMode_Name(c.roles[r].message_mode) +
+                                             " messages on another channel: a message is made once, in one mode");
+    }
   }
 }
 

@@ -1,7 +1,36 @@
 // Runtime struct <-> wire message conversions.
 #include "workflows/wire_records.h"
 
+#include <cstring>
+
+#include "core/errors.h"
+
 namespace troupe {
+
+namespace {
+
+// Float vectors as a typed tensor [rows, width] (little-endian float32).
+void PutVectors(const std::vector<float>& values, int width, wire::Tensor* out) {
+  out->set_dtype(wire::Tensor::F32);
+  out->add_shape(width > 0 ? static_cast<int64_t>(values.size()) / width : 0);
+  out->add_shape(width);
+  out->set_data(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+}
+
+// Checks dtype, shape and size before reading; returns the width.
+int GetVectors(const wire::Tensor& t, std::vector<float>* values) {
+  values->clear();
+  if (t.shape_size() == 0 && t.data().empty()) return 0;
+  if (t.dtype() != wire::Tensor::F32 || t.shape_size() != 2 || t.shape(0) < 0 || t.shape(1) < 0 ||
+      static_cast<uint64_t>(t.shape(0)) * static_cast<uint64_t>(t.shape(1)) * sizeof(float) != t.data().size()) {
+    throw CommsError("a vector tensor's dtype, shape and size disagree (" + std::to_string(t.data().size()) + " bytes)");
+  }
+  values->resize(t.data().size() / sizeof(float));
+  std::memcpy(values->data(), t.data().data(), t.data().size());
+  return static_cast<int>(t.shape(1));
+}
+
+}  // namespace
 
 void ToWire(const CallRecord& r, wire::CallRecord* out) {
   out->set_episode(r.episode);
@@ -20,6 +49,8 @@ void ToWire(const CallRecord& r, wire::CallRecord* out) {
   out->set_reward(r.reward);
   out->set_role_reward(r.role_reward);
   out->set_advantage(r.advantage);
+  if (!r.soft_inputs.empty()) PutVectors(r.soft_inputs, r.soft_width, out->mutable_soft_inputs());
+  out->set_latent_steps(r.latent_steps);
 }
 
 CallRecord FromWire(const wire::CallRecord& w, int model) {
@@ -41,6 +72,8 @@ CallRecord FromWire(const wire::CallRecord& w, int model) {
   r.reward = w.reward();
   r.role_reward = w.role_reward();
   r.advantage = w.advantage();
+  r.soft_width = GetVectors(w.soft_inputs(), &r.soft_inputs);
+  r.latent_steps = w.latent_steps();
   return r;
 }
 
@@ -57,11 +90,14 @@ void ToWire(const GenerateBatch& batch, size_t begin, size_t end, uint64_t seed,
     row->set_max_new_tokens(q.max_new_tokens);
     if (q.first_options) row->mutable_first_options()->Add(q.first_options->begin(), q.first_options->end());
     row->set_share_key(q.share_key);
+    if (q.soft_inputs && !q.soft_inputs->empty()) PutVectors(*q.soft_inputs, q.soft_width, row->mutable_soft_inputs());
+    row->set_latent_steps(q.latent_steps);
+    row->set_latent_end(q.latent_end);
   }
 }
 
 GenerateBatch FromWire(const wire::GenerateRequest& request, int model, std::vector<std::vector<int>>* prompts,
-                       std::vector<std::vector<int>>* options) {
+                       std::vector<std::vector<int>>* options, std::vector<std::vector<float>>* soft) {
   GenerateBatch b;
   b.model = model;
   b.seed = request.seed();
@@ -71,25 +107,33 @@ GenerateBatch FromWire(const wire::GenerateRequest& request, int model, std::vec
   const int n = request.rows_size();
   prompts->assign(n, {});
   options->assign(n, {});
+  soft->assign(n, {});
   for (int i = 0; i < n; ++i) {
     const wire::GenerateRow& row = request.rows(i);
     (*prompts)[i].assign(row.prompt().begin(), row.prompt().end());
     (*options)[i].assign(row.first_options().begin(), row.first_options().end());
-    b.queries.push_back({row.role_slot(), &(*prompts)[i], row.max_new_tokens(),
-                         (*options)[i].empty() ? nullptr : &(*options)[i], row.share_key()});
+    GenerateQuery q{row.role_slot(), &(*prompts)[i], row.max_new_tokens(),
+                    (*options)[i].empty() ? nullptr : &(*options)[i], row.share_key()};
+    q.soft_width = GetVectors(row.soft_inputs(), &(*soft)[i]);
+    if (!(*soft)[i].empty()) q.soft_inputs = &(*soft)[i];
+    q.latent_steps = row.latent_steps();
+    q.latent_end = row.latent_end();
+    b.queries.push_back(q);
   }
   return b;
 }
 
-void ToWire(const Generation& g, wire::GenerationRow* out) {
+void ToWire(const Generation& g, int width, wire::GenerationRow* out) {
   out->mutable_tokens()->Add(g.tokens.begin(), g.tokens.end());
   out->mutable_logprobs()->Add(g.logprobs.begin(), g.logprobs.end());
+  if (!g.latents.empty()) PutVectors(g.latents, width, out->mutable_latents());
 }
 
 Generation FromWire(const wire::GenerationRow& row) {
   Generation g;
   g.tokens.assign(row.tokens().begin(), row.tokens().end());
   g.logprobs.assign(row.logprobs().begin(), row.logprobs().end());
+  GetVectors(row.latents(), &g.latents);
   return g;
 }
 

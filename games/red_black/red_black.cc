@@ -146,7 +146,11 @@ std::unique_ptr<State> RedBlackGame::Deserialize(const std::string& text) const 
       out.seat = std::stoi(item.substr(0, colon));
       std::istringstream words(item.substr(colon + 1));
       std::string w;
-      while (words >> w) out.words.push_back(w);
+      bool shown = false;  // after " =": the words shown in the message's place
+      while (words >> w) {
+        if (w == "=") shown = true;
+        else (shown ? out.shown : out.words).push_back(w);
+      }
       outputs.push_back(out);
     }
     state->Apply(outputs);

@@ -95,6 +95,10 @@ std::vector<std::string> RedBlackState::Observation(int seat, const std::string&
   o.push_back("now");
   for (const auto& m : teams_[team].messages) {
     o.push_back("says");
+    if (!m.shown.empty()) {
+      append(m.shown);
+      continue;
+    }
     o.push_back(ChoiceWord(m.recommendation));
     append(m.reasoning);
   }
@@ -129,7 +133,7 @@ std::vector<Decision> RedBlackState::Pending(bool with_observations) const {
           break;
         case Phase::kSpeak:
           if (i == team.speaker) {
-            d.push_back({seat, "speak", observe(seat, "speak"), 1 + game_->reason_words(), {"red", "black"}});
+            d.push_back({seat, "speak", observe(seat, "speak"), 1 + game_->reason_words(), {"red", "black"}, true});
           }
           break;
         case Phase::kVote:
@@ -156,6 +160,8 @@ std::vector<bool> RedBlackState::Apply(const std::vector<SeatOutput>& outputs) {
     if (!line.empty()) line += "|";
     line += std::to_string(out.seat) + ":";
     for (size_t i = 0; i < out.words.size(); ++i) line += (i ? " " : "") + out.words[i];
+    if (!out.shown.empty()) line += " =";  // then the words shown in its place
+    for (const auto& w : out.shown) line += " " + w;
   }
 
   const int n = game_->team_size();
@@ -183,6 +189,7 @@ std::vector<bool> RedBlackState::Apply(const std::vector<SeatOutput>& outputs) {
       for (size_t w = 1; w < out.words.size() && static_cast<int>(m.reasoning.size()) < game_->reason_words(); ++w) {
         m.reasoning.push_back(out.words[w]);
       }
+      m.shown = out.shown;
       team.messages.push_back(m);
       team.spoken[i] = true;
       team.order.push_back(out.seat);

@@ -13,6 +13,7 @@ struct Message {
   int seat = 0;
   Choice recommendation = Choice::kBlack;
   std::vector<std::string> reasoning;
+  std::vector<std::string> shown;  // what teammates see instead of recommendation and reasoning (SeatOutput::shown)
 };
 
 struct RoundRecord {

@@ -250,3 +250,37 @@ TEST_CASE("a vote is inert exactly when flipping it would not change the team's 
   for (int seat : {3, 4}) CHECK(s->Inert(seat));           // a minority vote changes nothing
   for (int seat = 5; seat < 10; ++seat) CHECK(s->Inert(seat));  // 4-1: nobody is pivotal
 }
+
+TEST_CASE("a message shown as a handle hides its words from teammates and survives serialisation", "[red_black]") {
+  auto g = Make();
+  auto s = g->NewInitialState(4);
+  bool spoke = false;
+  while (!spoke) {
+    std::vector<SeatOutput> out = Answer(*s, "1", "red", "black", "black");
+    for (size_t k = 0; k < out.size(); ++k) {
+      const Decision d = s->PendingDecisions()[k];
+      CHECK(d.message == (d.phase == "speak"));
+      if (d.phase == "speak" && d.seat < 5) {
+        out[k].shown = {"<msg0>"};
+        spoke = true;
+      }
+    }
+    s->Apply(out);
+  }
+  auto seen = [](const State& st) {
+    for (const auto& d : st.PendingDecisions()) {
+      if (d.seat < 5) return d.observation;
+    }
+    return std::vector<std::string>{};
+  };
+  const std::vector<std::string> view = seen(*s);
+  auto says = std::find(view.begin(), view.end(), "says");
+  REQUIRE(says != view.end());
+  CHECK(*(says + 1) == "<msg0>");  // not "red we trust"
+  CHECK(std::find(view.begin(), view.end(), "trust") == view.end());
+  // The game keeps what the speaker said, and what was shown in its place.
+  CHECK(s->Serialize().find("red we trust = <msg0>") != std::string::npos);
+  auto copy = g->Deserialize(s->Serialize());
+  CHECK(seen(*copy) == view);
+  CHECK(g->MessagePhases() == std::vector<std::string>{"speak"});
+}

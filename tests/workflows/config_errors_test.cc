@@ -150,9 +150,11 @@ TEST_CASE("a channel to an unknown role is reported at its endpoint", "[config]"
   CHECK_THAT(ErrorOf(text), Catch::StartsWith(At(text, 11, "to")) && Catch::Contains("'c' is not a role"));
 }
 
-TEST_CASE("a latent channel without the hybrid trainer is reported at its mode", "[config]") {
-  const std::string text = std::string(kBase) + "channel { from: \"a\" to: \"a\" mode: LATENT }\n";
-  CHECK_THAT(ErrorOf(text), Catch::StartsWith(At(text, 11, "mode")) && Catch::Contains("needs trainer.hybrid"));
+TEST_CASE("a latent channel's mistakes are reported where they are written", "[config]") {
+  const std::string text = std::string(kBase) + "channel { from: \"a\" to: \"a\" mode: LATENT text_words: 2 }\n";
+  CHECK_THAT(ErrorOf(text), Catch::StartsWith(At(text, 11, "text_words")) && Catch::Contains("for HYBRID channels"));
+  const std::string k = std::string(kBase) + "channel { from: \"a\" to: \"a\" mode: HYBRID latent_vectors: 65 }\n";
+  CHECK_THAT(ErrorOf(k), Catch::StartsWith(At(k, 11, "latent_vectors")) && Catch::Contains("1..64"));
 }
 
 TEST_CASE("runtime mistakes are reported where they are written", "[config][runtime]") {

@@ -13,6 +13,8 @@
 #include "workflows/compiled_workflow.h"
 #include "workflows/config_loader.h"
 #include "workflows/hybrid_run.h"
+#include "workflows/rollout.h"
+#include "../test_support.h"
 
 using namespace troupe;
 namespace fs = std::filesystem;
@@ -66,7 +68,141 @@ double ProjectionChange(bool differentiable) {
   return (SenderProjection(pool) - before).abs().max().item<double>();
 }
 
+// The workflow's models called directly (no worker), with their trainers in reach.
+class DirectPolicy : public PolicyService {
+ public:
+  explicit DirectPolicy(const CompiledWorkflow& w) : pool(w.models, w.seed), trainer(pool, w.trainer, w.seed) {}
+  int size() const override { return pool.size(); }
+  const ModelConfig& config(int model) const override { return pool.config(model); }
+  std::vector<std::vector<Generation>> Generate(const std::vector<GenerateBatch>& batches) override {
+    std::vector<std::vector<Generation>> out;
+    for (const auto& b : batches) {
+      Rng rng(b.seed);
+      out.push_back(pool.Generate(b.model, b.queries, rng, b.temperature, b.greedy, b.share_identical));
+    }
+    return out;
+  }
+  std::vector<ModelTrainStats> Update(const std::vector<CallRecord>& records) override { return trainer.Update(records); }
+  std::vector<ModelTrainStats> Supervised(const std::vector<CallRecord>& d, int steps) override {
+    return trainer.Supervised(d, steps);
+  }
+  void Save(const std::string&) override {}
+  void Load(const std::string&, bool) override {}
+  int64_t forward_calls() const override { return pool.total_forward_calls(); }
+  ModelPool pool;
+  Trainer trainer;
+};
+
+CompiledWorkflow TinyHybridRedBlack(const std::string& mode) {
+  return CompileWorkflow(ParseWorkflowText(
+      testing::TinyRedBlack(5, "channel { from: \"a\" to: \"a\" mode: " + mode +
+                                   " latent_vectors: 2 }\ntrainer { episodes_per_iteration: 4 minibatch: 512 }"),
+      "tiny_hybrid.textproto"));
+}
+
 }  // namespace
+
+TEST_CASE("in Red-Black deliberation a hybrid speaker sends K vectors and its recommendation; teammates read the vectors",
+          "[hybrid][red_black]") {
+  CompiledWorkflow w = TinyHybridRedBlack("HYBRID");
+  DirectPolicy policy(w);
+  Rollout rollout(w, policy);
+  RolloutOptions o;
+  o.episodes = 4;
+  o.group_size = 4;
+  o.seed = 3;
+  Rng rng(9);
+  RolloutBatch batch = rollout.Run(o, rng);
+  const int bot = w.vocab.Id("<bot>"), eot = w.vocab.Id("<eot>");
+  int speakers = 0, readers = 0;
+  for (const auto& r : batch.records) {
+    const int slots = static_cast<int>(std::count(r.prompt.begin(), r.prompt.end(), Vocab::kSoft));
+    if (r.phase == "speak") {
+      ++speakers;
+      REQUIRE(r.latent_steps == 2);
+      CHECK(r.latents.size() == 2u * 16u);
+      CHECK(r.response.size() == 1u);  // one word of text: the recommendation
+      const size_t n = r.prompt.size();
+      CHECK(r.prompt[n - 4] == bot);
+      CHECK(r.prompt[n - 1] == eot);
+      CHECK(slots == 2 + static_cast<int>(r.soft_inputs.size()) / 16);
+    } else {
+      CHECK(r.latent_steps == 0);
+      CHECK(slots * 16 == static_cast<int>(r.soft_inputs.size()));
+    }
+    if (r.phase == "vote") {
+      CHECK(slots == 3 * 2);  // every teammate spoke this round: 3 messages of 2 vectors
+      ++readers;
+    }
+  }
+  CHECK(speakers == 4 * 3 * 3);  // episodes x rounds x team size
+  CHECK(readers == speakers);
+  EpisodeSummary& e = batch.episodes[0];
+  CHECK(e.metrics.at("latent_vectors") == 3 * 3 * 2);
+  size_t words = 0;  // a speaker that sampled <eos> or a special token said nothing
+  for (const auto& r : batch.records) {
+    if (r.episode == 0 && r.phase == "speak") words += w.vocab.Decode(r.response).size();
+  }
+  CHECK(e.metrics.at("text_tokens") == static_cast<double>(words));
+  CHECK(e.metrics.at("wire_bytes") > 3 * 3 * 2 * 16 * 4);
+
+  // The trainer scores each call as it was sampled: the speaker's own vectors
+  // recomputed, the teammates' read as data.
+  std::vector<std::vector<float>> logp = policy.trainer.ResponseLogProbs(batch.records);
+  double worst = 0;
+  for (size_t i = 0; i < batch.records.size(); ++i) {
+    for (size_t t = 0; t < logp[i].size(); ++t) worst = std::max<double>(worst, std::abs(logp[i][t] - batch.records[i].logprobs[t]));
+  }
+  CHECK(worst < 1e-4);
+  // What teammates read matters: other vectors give other probabilities.
+  std::vector<CallRecord> altered = batch.records;
+  for (auto& r : altered) {
+    for (auto& v : r.soft_inputs) v = -3 * v;
+  }
+  std::vector<std::vector<float>> logp2 = policy.trainer.ResponseLogProbs(altered);
+  double moved = 0;
+  for (size_t i = 0; i < altered.size(); ++i) {
+    for (size_t t = 0; t < logp2[i].size(); ++t) moved = std::max<double>(moved, std::abs(logp2[i][t] - logp[i][t]));
+  }
+  CHECK(moved > 1e-3);
+
+  // The speaker's text loss reaches the projection that made its vectors.
+  auto projection = [&] {
+    for (const auto& p : policy.pool.impl().models[0]->named_parameters()) {
+      if (p.key().find("latent_proj.fc1.weight") != std::string::npos) return p.value().detach().clone();
+    }
+    return torch::Tensor();
+  };
+  const torch::Tensor before = projection();
+  REQUIRE(before.defined());
+  std::vector<CallRecord> speeches;
+  for (auto r : batch.records) {
+    if (r.phase != "speak") continue;
+    r.advantage = (speeches.size() % 2) ? 1.0 : -1.0;
+    speeches.push_back(r);
+  }
+  policy.Update(speeches);
+  CHECK((projection() - before).abs().max().item<double>() > 0.0);
+}
+
+TEST_CASE("latent channels in a reinforcement-learning run are refused where they cannot work", "[hybrid][config]") {
+  auto compile = [](const std::string& channels) {
+    CompileWorkflow(ParseWorkflowText(testing::TinyRedBlack(5, channels), "t.textproto"));
+  };
+  CHECK_NOTHROW(compile("channel { from: \"a\" to: \"a\" mode: LATENT }"));
+  CHECK_THROWS_WITH(compile("channel { from: \"a\" to: \"b\" mode: HYBRID }"),
+                    Catch::Contains("t.textproto:") && Catch::Contains("'b' does not"));
+  CHECK_THROWS_WITH(compile("channel { from: \"a\" to: \"a\" mode: LATENT text_words: 2 }"),
+                    Catch::Contains("text_words is for HYBRID"));
+  CHECK_THROWS_WITH(compile("channel { from: \"a\" to: \"a\" mode: HYBRID }\nchannel { from: \"a\" to: \"a\" mode: TEXT }"),
+                    Catch::Contains("a message is made once"));
+  auto pipeline = [] {
+    LoadedWorkflow l = LoadWorkflowFile(std::string(TROUPE_SOURCE_DIR) + "/workflows/proposer_critic.textproto");
+    ApplyOverride(l, "channel[0].mode=HYBRID");
+    CompileWorkflow(l);
+  };
+  CHECK_THROWS_WITH(pipeline(), Catch::Contains("needs a game whose seats send messages"));
+}
 
 TEST_CASE("latents crossing agents are detached unless differentiable, and adapt across widths", "[hybrid]") {
   CHECK(ProjectionChange(false) == 0.0);  // the sender's projection gets no gradient from the receiver
