@@ -36,6 +36,16 @@ bool EventPublisher::TakeNewSubscriber() {
   return fresh;
 }
 
+bool EventPublisher::AwaitSubscriber(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    DrainSubscriptions();
+    if (subscribers_ > 0 || std::chrono::steady_clock::now() >= deadline) return subscribers_ > 0;
+    zmq::pollitem_t item{static_cast<void*>(socket_->raw()), 0, ZMQ_POLLIN, 0};
+    zmq::poll(&item, 1, std::chrono::milliseconds(20));
+  }
+}
+
 EventSubscriber::EventSubscriber(const std::string& endpoint, const SocketOptions& options) {
   socket_ = FramedSocket::Connect(zmq::socket_type::sub, endpoint, options);
 }

@@ -24,6 +24,8 @@ class EventPublisher {
   int subscribers() const { return subscribers_; }
   // True once after a subscriber joined (so the owner can resend what a late joiner needs).
   bool TakeNewSubscriber();
+  // Waits up to `timeout` until at least one subscriber is there; whether one is.
+  bool AwaitSubscriber(std::chrono::milliseconds timeout);
 
  private:
   void DrainSubscriptions();

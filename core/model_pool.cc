@@ -146,39 +146,52 @@ std::vector<Generation> GenerateWithVectors(TransformerLM& model, torch::Device 
     throw ModelError("model '" + name + "': a prompt with its latent vectors and " + "answer needs " +
                      std::to_string(longest) + " positions, over max_len " + std::to_string(model->options().max_len()));
   }
-  std::vector<int64_t> tok(B * Tp, Vocab::kPad), pos(B * Tp, 0), roles(B), next_pos(B);
-  std::vector<uint8_t> valid(B * Tp, 0);
-  std::map<int, std::pair<std::vector<int64_t>, std::vector<float>>> soft;  // width -> (flat positions, rows)
+  // Agents of one role with the same prompt and vectors (teammates reading the
+  // same deliberation) are encoded once; their rows are copied before the first step.
+  std::map<std::tuple<int, std::vector<int>, std::vector<float>>, int64_t> unique_of;
+  std::vector<int64_t> row_of(B), firsts, next_pos(B);
   for (int64_t b = 0; b < B; ++b) {
     const GenerateQuery& q = queries[b];
+    auto [it, fresh] = unique_of.emplace(
+        std::make_tuple(q.role_slot, *q.prompt, q.soft_inputs ? *q.soft_inputs : std::vector<float>{}),
+        static_cast<int64_t>(firsts.size()));
+    if (fresh) firsts.push_back(b);
+    row_of[b] = it->second;
+    next_pos[b] = static_cast<int64_t>(q.prompt->size());
+  }
+  const int64_t U = static_cast<int64_t>(firsts.size());
+  std::vector<int64_t> tok(U * Tp, Vocab::kPad), pos(U * Tp, 0), roles(U);
+  std::vector<uint8_t> valid(U * Tp, 0);
+  std::map<int, std::pair<std::vector<int64_t>, std::vector<float>>> soft;  // width -> (flat positions, rows)
+  for (int64_t u = 0; u < U; ++u) {
+    const GenerateQuery& q = queries[firsts[u]];
     const auto& p = *q.prompt;
     const int64_t off = Tp - static_cast<int64_t>(p.size());
     int64_t slot = 0;
     const int64_t slots = q.soft_inputs && q.soft_width > 0 ? static_cast<int64_t>(q.soft_inputs->size()) / q.soft_width : 0;
     for (size_t t = 0; t < p.size(); ++t) {
-      tok[b * Tp + off + t] = p[t];
-      pos[b * Tp + off + t] = static_cast<int64_t>(t);
-      valid[b * Tp + off + t] = 1;
+      tok[u * Tp + off + t] = p[t];
+      pos[u * Tp + off + t] = static_cast<int64_t>(t);
+      valid[u * Tp + off + t] = 1;
       if (p[t] != Vocab::kSoft) continue;
       if (slot >= slots) throw ModelError("model '" + name + "': a prompt has more soft slots than vectors (" +
                                           std::to_string(slots) + ")");
       auto& [where, rows] = soft[q.soft_width];
-      where.push_back(b * Tp + off + static_cast<int64_t>(t));
+      where.push_back(u * Tp + off + static_cast<int64_t>(t));
       rows.insert(rows.end(), q.soft_inputs->begin() + slot * q.soft_width,
                   q.soft_inputs->begin() + (slot + 1) * q.soft_width);
       ++slot;
     }
     if (slot != slots) throw ModelError("model '" + name + "': " + std::to_string(slots) + " vectors for " +
                                         std::to_string(slot) + " soft slots");
-    roles[b] = q.role_slot;
-    next_pos[b] = static_cast<int64_t>(p.size());
+    roles[u] = q.role_slot;
   }
   auto long_opts = torch::TensorOptions().dtype(torch::kLong);
-  torch::Tensor tokens = torch::from_blob(tok.data(), {B, Tp}, long_opts).clone().to(device);
-  torch::Tensor positions = torch::from_blob(pos.data(), {B, Tp}, long_opts).clone().to(device);
-  torch::Tensor key_valid = torch::from_blob(valid.data(), {B, Tp}, torch::kUInt8).clone().to(torch::kBool).to(device);
-  torch::Tensor role = torch::from_blob(roles.data(), {B}, long_opts).clone().to(device);
-  torch::Tensor embeds = model->embed(tokens).view({B * Tp, d});
+  torch::Tensor tokens = torch::from_blob(tok.data(), {U, Tp}, long_opts).clone().to(device);
+  torch::Tensor positions = torch::from_blob(pos.data(), {U, Tp}, long_opts).clone().to(device);
+  torch::Tensor key_valid = torch::from_blob(valid.data(), {U, Tp}, torch::kUInt8).clone().to(torch::kBool).to(device);
+  torch::Tensor role = torch::from_blob(roles.data(), {U}, long_opts).clone().to(device);
+  torch::Tensor embeds = model->embed(tokens).view({U * Tp, d});
   for (auto& [width, where_rows] : soft) {
     auto& [where, rows] = where_rows;
     const int64_t n = static_cast<int64_t>(where.size());
@@ -186,7 +199,7 @@ std::vector<Generation> GenerateWithVectors(TransformerLM& model, torch::Device 
     torch::Tensor index = torch::from_blob(where.data(), {n}, long_opts).clone().to(device);
     embeds = embeds.index_copy(0, index, model->adapt_latent(vectors));
   }
-  embeds = embeds.view({B, Tp, d});
+  embeds = embeds.view({U, Tp, d});
 
   std::vector<Generation> out(B);
   std::vector<int> latents_left(B), sampled(B, 0);
@@ -201,6 +214,15 @@ std::vector<Generation> GenerateWithVectors(TransformerLM& model, torch::Device 
   std::vector<float> picked_logp(B);
   LMOutput o = model->forward_embeds(embeds, positions, key_valid, role, &cache);
   ++*forward_calls;
+  if (U < B) {  // one row per query from here on
+    torch::Tensor expand = torch::from_blob(row_of.data(), {B}, long_opts).clone().to(device);
+    o.hidden = o.hidden.narrow(1, Tp - 1, 1).index_select(0, expand);
+    o.logits = o.logits.narrow(1, Tp - 1, 1).index_select(0, expand);
+    for (auto& k : cache.keys) k = k.index_select(0, expand);
+    for (auto& v : cache.values) v = v.index_select(0, expand);
+    key_valid = key_valid.index_select(0, expand);
+    role = role.index_select(0, expand);
+  }
   while (true) {
     torch::Tensor hidden = o.hidden.select(1, o.hidden.size(1) - 1);  // [B,d]
     torch::Tensor logits = o.logits.select(1, o.logits.size(1) - 1);  // [B,V]

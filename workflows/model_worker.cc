@@ -99,14 +99,16 @@ std::string ServeModel(const WorkerOptions& o, const std::atomic<bool>* stop, st
   HeartbeatThread heartbeat(o, identity);
   std::vector<std::vector<int>> prompts, options;
   std::vector<std::vector<float>> soft;
+  Attachment attachment;
   while (true) {
     if (stop && *stop) return "stopped";
     if (heartbeat.silent_for() * 1000 > o.controller_timeout_ms) {
       return "controller silent for " + std::to_string(static_cast<int>(heartbeat.silent_for())) + " s";
     }
     in.Clear();
-    if (!socket->Receive(&in, milliseconds(100))) continue;
+    if (!socket->Receive(&in, milliseconds(100), nullptr, &attachment)) continue;
     out.Clear();
+    std::string reply_attachment;
     out.set_request_id(in.request_id());
     try {
       switch (in.body_case()) {
@@ -133,10 +135,13 @@ std::string ServeModel(const WorkerOptions& o, const std::atomic<bool>* stop, st
           out.mutable_done()->set_forward_calls(server.forward_calls());
           break;
         case wire::Envelope::kWeights:
+          // Parameters travel as the frame's attachment, never copied through Protobuf.
           if (in.weights().get()) {
-            out.mutable_weights()->set_data(server.SaveWeights());
+            out.mutable_weights();
+            reply_attachment = server.SaveWeights();
           } else {
-            server.LoadWeights(in.weights().data());
+            if (attachment.size() == 0) throw CommsError("a weights message without the parameters attached");
+            server.LoadWeights(std::string(attachment.view()));
             out.mutable_done()->set_forward_calls(server.forward_calls());
           }
           break;
@@ -153,8 +158,10 @@ std::string ServeModel(const WorkerOptions& o, const std::atomic<bool>* stop, st
     } catch (const std::exception& e) {
       out.clear_body();
       out.mutable_failure()->set_message(e.what());
+      reply_attachment.clear();
     }
-    socket->Send(out);
+    if (reply_attachment.empty()) socket->Send(out);
+    else socket->SendWithAttachment(out, reply_attachment);
   }
 }
 

@@ -46,6 +46,10 @@ class SessionEvents : public RolloutObserver {
 
   int64_t dropped() const { return publisher_ ? publisher_->dropped() : 0; }
   std::string publish_endpoint() const { return publisher_ ? publisher_->endpoint() : ""; }
+  // Publishing: waits up to `seconds` for a subscriber (a viewer or recorder started first).
+  bool AwaitSubscriber(double seconds) {
+    return publisher_ && publisher_->AwaitSubscriber(std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000)));
+  }
 
  private:
   void Emit(session::Event& event, bool flush = false);

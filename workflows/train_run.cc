@@ -297,6 +297,9 @@ TrainResult Train(const CompiledWorkflow& w, const TrainOptions& options, std::o
                        options.resume);
   if (events.enabled() && !events.publish_endpoint().empty()) {
     out << "publishing session events at " << events.publish_endpoint() << "\n";
+    if (options.await_subscriber_s > 0 && !events.AwaitSubscriber(options.await_subscriber_s)) {
+      out << "no subscriber after " << options.await_subscriber_s << " s; starting anyway\n";
+    }
   }
   int iteration = 0;
   const double t0 = Now();

@@ -20,6 +20,7 @@ struct TrainOptions {
   bool final_eval = true; // evaluate before and after training and print the table
   std::string publish;    // session events PUB endpoint (overrides runtime.publish)
   std::string record;     // session file to write
+  double await_subscriber_s = 0;  // publishing: wait this long for a subscriber before starting
   // Set (e.g. by a signal handler) to stop after the current iteration with a checkpoint.
   const std::atomic<bool>* stop = nullptr;
 };

@@ -101,7 +101,7 @@ WorkerHub::WorkerHub(const CompiledWorkflow& workflow, std::function<void(const 
       }
       wire::Envelope env;
       std::string identity;
-      if (socket_->Receive(&env, std::chrono::milliseconds(100), &identity)) Handle(identity, env);
+      if (socket_->Receive(&env, std::chrono::milliseconds(100), &identity, &attachment_)) Handle(identity, env);
     }
   } catch (...) {
     stop_ = true;
@@ -173,7 +173,7 @@ void WorkerHub::Handle(const std::string& identity, const wire::Envelope& env) {
 }
 
 int WorkerHub::Send(int worker, wire::Envelope& request, std::function<void(const wire::Envelope&)> on_reply,
-                    std::function<void()> on_lost) {
+                    std::function<void()> on_lost, std::string_view attachment) {
   const uint64_t id = next_request_++;
   request.set_request_id(id);
   Pending p;
@@ -182,7 +182,9 @@ int WorkerHub::Send(int worker, wire::Envelope& request, std::function<void(cons
   p.on_reply = std::move(on_reply);
   p.on_lost = std::move(on_lost);
   pending_[id] = std::move(p);
-  if (!socket_->Send(request, workers_[worker].identity)) Lose(worker, "its connection is gone");
+  const bool sent = attachment.empty() ? socket_->Send(request, workers_[worker].identity)
+                                       : socket_->SendWithAttachment(request, attachment, workers_[worker].identity);
+  if (!sent) Lose(worker, "its connection is gone");
   return static_cast<int>(id);
 }
 
@@ -220,7 +222,7 @@ void WorkerHub::AwaitAll() {
   while (!pending_.empty()) {
     wire::Envelope env;
     std::string identity;
-    if (socket_->Receive(&env, std::chrono::milliseconds(std::min(rt.heartbeat_ms, 50)), &identity)) {
+    if (socket_->Receive(&env, std::chrono::milliseconds(std::min(rt.heartbeat_ms, 50)), &identity, &attachment_)) {
       Handle(identity, env);
     }
     const double now = Now();
@@ -313,16 +315,25 @@ void WorkerHub::OnPrimaries(const std::function<wire::Envelope(int)>& request,
 void WorkerHub::SyncReplicas(int model) {
   const std::vector<int> alive = Alive(model);
   if (alive.size() < 2) return;
+  // The parameters travel as attachments: copied once out of the primary's
+  // reply, written once into each replica's frame.
   std::string weights;
+  bool answered = false;
   wire::Envelope get;
   get.mutable_weights()->set_get(true);
-  Send(alive[0], get, [&weights](const wire::Envelope& r) { weights = r.weights().data(); }, [] {});
+  Send(alive[0], get, [this, &weights, &answered](const wire::Envelope&) {
+    answered = true;
+    weights.assign(attachment_.view());
+  }, [] {});
   AwaitAll();
-  if (weights.empty()) return;  // the primary was lost meanwhile: the next update syncs
+  if (!answered) return;  // the primary was lost meanwhile: the next update syncs
+  if (weights.empty()) {
+    throw CommsError("model worker " + workers_[alive[0]].identity + " answered without its parameters attached");
+  }
   wire::Envelope set;
-  set.mutable_weights()->set_data(weights);
+  set.mutable_weights();
   for (size_t i = 1; i < alive.size(); ++i) {
-    if (workers_[alive[i]].alive) Send(alive[i], set, [](const wire::Envelope&) {}, [] {});
+    if (workers_[alive[i]].alive) Send(alive[i], set, [](const wire::Envelope&) {}, [] {}, weights);
   }
   AwaitAll();
 }

@@ -76,8 +76,9 @@ class WorkerHub : public PolicyService {
   };
 
   void WaitForWorkers();
+  // `on_reply` may read attachment_: the attachment of the reply it handles.
   int Send(int worker, wire::Envelope& request, std::function<void(const wire::Envelope&)> on_reply,
-           std::function<void()> on_lost);
+           std::function<void()> on_lost, std::string_view attachment = {});
   // Receives until every pending request is answered or its worker lost.
   void AwaitAll();
   void Handle(const std::string& identity, const wire::Envelope& envelope);
@@ -95,6 +96,7 @@ class WorkerHub : public PolicyService {
   std::string endpoint_;
   std::string workflow_text_;
   std::unique_ptr<FramedSocket> socket_;
+  Attachment attachment_;  // of the message being handled
   std::unique_ptr<class CurveAuthenticator> auth_;
   std::vector<Worker> workers_;
   std::map<uint64_t, Pending> pending_;

@@ -20,7 +20,11 @@
 
 #include "comms/session_file.h"
 #include "workflows/compiled_workflow.h"
+#include "comms/endpoint.h"
+#include "comms/framed_socket.h"
 #include "workflows/config_loader.h"
+#include "workflows/model_server.h"
+#include "workflows/model_worker.h"
 #include "workflows/rollout.h"
 #include "workflows/worker_hub.h"
 #include "tests/test_support.h"
@@ -226,7 +230,10 @@ TEST_CASE("troupe record follows a live run from outside and replay --summary re
   const std::string session = Temp("recorded.session");
   Process recorder({"record", "--connect", publish, "--out", session, "--seconds", "120"}, Temp("recorder.log"));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  Process controller({"train", wf, "--out", Temp("run-publish"), "--quiet", "--no-eval", "--publish", publish},
+  // The run (3 short iterations) could end before the recorder's connection is
+  // up: it waits for its subscriber.
+  Process controller({"train", wf, "--out", Temp("run-publish"), "--quiet", "--no-eval", "--publish", publish,
+                      "--await-subscriber", "30"},
                      Temp("publisher.log"));
   REQUIRE(controller.Wait(120) == 0);
   const int rec = recorder.Wait(30);
@@ -281,4 +288,66 @@ TEST_CASE("Ctrl-C stops a run after its iteration with a checkpoint and a closed
   CHECK(c.error.empty());
   REQUIRE(c.events.back().has_run_end());
   CHECK(c.events.back().run_end().reason() == "interrupted");
+}
+
+TEST_CASE("a worker hands out its parameters as an attachment and loads parameters sent the same way", "[runtime]") {
+  const std::string endpoint = UniqueInprocEndpoint("weights-test");
+  auto router = FramedSocket::Bind(zmq::socket_type::router, endpoint);
+  std::atomic<bool> stop{false};
+  WorkerOptions o;
+  o.endpoint = endpoint;
+  o.model = "m";
+  std::thread worker([&] { ServeModel(o, &stop, nullptr); });
+  // Replies from the worker's request socket (its heartbeats come from "m#0/hb").
+  wire::Envelope got;
+  Attachment bulk;
+  auto reply = [&] {
+    std::string who;
+    const auto deadline = Clock::now() + std::chrono::seconds(20);
+    while (Clock::now() < deadline) {
+      if (router->Receive(&got, std::chrono::milliseconds(200), &who, &bulk) && who == "m#0") return true;
+    }
+    return false;
+  };
+  REQUIRE(reply());
+  REQUIRE(got.has_hello());
+  wire::Envelope welcome;
+  welcome.mutable_welcome()->set_workflow_text(kTiny);
+  welcome.mutable_welcome()->set_workflow_file("tiny.textproto");
+  welcome.mutable_welcome()->set_threads(1);
+  router->Send(welcome, "m#0");
+
+  auto other = ParseWorkflowText(kTiny, "tiny.textproto");
+  other.proto.set_seed(99);
+  const std::string own = ModelServer(CompileWorkflow(ParseWorkflowText(kTiny, "t")), 0).SaveWeights();
+  const std::string theirs = ModelServer(CompileWorkflow(other), 0).SaveWeights();
+  REQUIRE(own != theirs);
+
+  wire::Envelope get;
+  get.set_request_id(1);
+  get.mutable_weights()->set_get(true);
+  router->Send(get, "m#0");
+  REQUIRE(reply());
+  CHECK(got.has_weights());
+  CHECK(bulk.view() == own);
+
+  wire::Envelope set;
+  set.set_request_id(2);
+  set.mutable_weights();
+  router->SendWithAttachment(set, theirs, "m#0");
+  REQUIRE(reply());
+  CHECK(got.has_done());
+  router->Send(get, "m#0");
+  REQUIRE(reply());
+  CHECK(bulk.view() == theirs);
+
+  set.set_request_id(3);  // nothing attached: refused with a reason, and the worker goes on
+  router->Send(set, "m#0");
+  REQUIRE(reply());
+  CHECK_THAT(got.failure().message(), Catch::Contains("without the parameters attached"));
+
+  wire::Envelope bye;
+  bye.mutable_shutdown();
+  router->Send(bye, "m#0");
+  worker.join();
 }

@@ -91,7 +91,7 @@ client key are refused.
 )";
 
 const char* kTrainUsage = R"(usage: troupe train FILE [--out DIR] [--seed N] [--set field.path=value ...] [--resume] [--quiet]
-                    [--publish ENDPOINT] [--record FILE]
+                    [--publish ENDPOINT [--await-subscriber S]] [--record FILE]
 
   --out DIR      run folder (default runs/<workflow name>-<date>-<time>)
   --seed N       overrides the workflow's seed
@@ -102,6 +102,9 @@ const char* kTrainUsage = R"(usage: troupe train FILE [--out DIR] [--seed N] [--
   --no-eval      skip the before/after evaluation table
   --publish E    publish session events on E (e.g. tcp://127.0.0.1:5556) for
                  troupe-view or `troupe record`; a slow subscriber never slows the run
+  --await-subscriber S
+                 with --publish: wait up to S seconds for a subscriber before the
+                 run starts, so a viewer or recorder started first sees all of it
   --record FILE  write the session events to FILE (read it with `troupe replay`)
 
 Ctrl-C stops after the current iteration with a checkpoint (continue with
@@ -140,6 +143,7 @@ struct Args {
   int replica = 0;
   int events = 0;
   double seconds = 0;
+  double await_subscriber = 0;
   bool json = false, greedy = false, resume = false, quiet = false, no_eval = false, help = false, summary = false;
 };
 
@@ -179,6 +183,7 @@ Args Parse(int argc, char** argv) {
       else if (s == "--summary") a.summary = true;
       else if (s == "--events") a.events = std::stoi(value(i));
       else if (s == "--seconds") a.seconds = std::stod(value(i));
+      else if (s == "--await-subscriber") a.await_subscriber = std::stod(value(i));
       else if (!s.empty() && s[0] == '-') throw UsageError("unknown option " + s);
       else if (a.command.empty()) a.command = s;
       else if (a.file.empty()) a.file = s;
@@ -216,6 +221,7 @@ int Train(const Args& a) {
   o.progress = !a.quiet;
   o.final_eval = !a.no_eval;
   o.publish = a.publish;
+  o.await_subscriber_s = a.await_subscriber;
   o.record = a.record;
   // Ctrl-C (or SIGTERM) ends the run after the current iteration, with a
   // checkpoint and a closed session; a second one stops at once.
