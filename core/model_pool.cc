@@ -127,11 +127,11 @@ torch::Tensor FirstTokenMask(const std::vector<GenerateQuery>& queries, int64_t 
   return mask;
 }
 
-// Rows with vectors among their inputs (hybrid messages): other agents' vectors
-// at the prompts' soft slots, and K vectors of their own before the text. One
-// step per position for every row at once; each row samples only once it is past
-// its vectors and their closing token.
-std::vector<Generation> GenerateWithVectors(TransformerLM& model, torch::Device device,
+// One KV-cached decoding of a batch: left-padded prompts (other agents' vectors
+// at their soft slots), then one step per position for every row at once. A row
+// that sends vectors (hybrid messages) feeds K of them back before its closing
+// token and samples only after that; the others sample from the first step.
+std::vector<Generation> GenerateBatch(TransformerLM& model, torch::Device device,
                                             const std::vector<GenerateQuery>& queries, Rng& rng, double temperature,
                                             bool greedy, int64_t* forward_calls, const std::string& name) {
   const int64_t B = static_cast<int64_t>(queries.size());
@@ -143,7 +143,7 @@ std::vector<Generation> GenerateWithVectors(TransformerLM& model, torch::Device 
     longest = std::max<int64_t>(longest, p + (q.latent_steps > 0 ? q.latent_steps + 1 : 0) + q.max_new_tokens);
   }
   if (longest > model->options().max_len()) {
-    throw ModelError("model '" + name + "': a prompt with its latent vectors and " + "answer needs " +
+    throw ModelError("model '" + name + "': a prompt of " + std::to_string(Tp) + " tokens with its vectors and answer needs " +
                      std::to_string(longest) + " positions, over max_len " + std::to_string(model->options().max_len()));
   }
   // Agents of one role with the same prompt and vectors (teammates reading the
@@ -305,104 +305,14 @@ std::vector<Generation> ModelPool::Generate(int model_index, const std::vector<G
       return out;
     }
   }
-  std::vector<Generation> out(queries.size());
-  if (queries.empty()) return out;
+  if (queries.empty()) return {};
   torch::NoGradGuard no_grad;
   TransformerLM& model = impl_->models.at(model_index);
-  const torch::Device device = impl_->devices.at(model_index);
   for (const auto& q : queries) {
-    if (q.latent_steps > 0 || (q.soft_inputs != nullptr && !q.soft_inputs->empty())) {
-      model->set_latent_dropout(false);  // the trainer recomputes these vectors: no random masks
-      return GenerateWithVectors(model, device, queries, rng, temperature, greedy, &impl_->forward_calls[model_index],
-                                 impl_->configs[model_index].name);
-    }
+    if (q.latent_steps > 0) model->set_latent_dropout(false);  // the trainer recomputes these vectors: no random masks
   }
-  const int64_t B = static_cast<int64_t>(queries.size());
-  int64_t Tp = 0;
-  int max_new = 0;
-  for (const auto& q : queries) {
-    Tp = std::max<int64_t>(Tp, static_cast<int64_t>(q.prompt->size()));
-    max_new = std::max(max_new, q.max_new_tokens);
-  }
-  if (Tp + max_new > model->options().max_len()) {
-    throw ModelError("model '" + impl_->configs[model_index].name + "': prompt of " + std::to_string(Tp) +
-                     " tokens plus " + std::to_string(max_new) + " new exceeds max_len " +
-                     std::to_string(model->options().max_len()));
-  }
-  // Identical prompts of the same role (agents of one role seeing the same
-  // observation) are encoded once; their rows are copied before sampling.
-  std::map<std::pair<int, std::vector<int>>, int64_t> unique_of;
-  std::vector<int64_t> row_of(B);
-  std::vector<int64_t> firsts;
-  for (int64_t b = 0; b < B; ++b) {
-    auto [it, fresh] = unique_of.emplace(std::make_pair(queries[b].role_slot, *queries[b].prompt),
-                                         static_cast<int64_t>(firsts.size()));
-    if (fresh) firsts.push_back(b);
-    row_of[b] = it->second;
-  }
-  const int64_t U = static_cast<int64_t>(firsts.size());
-  // Left-pad the prompts so every row's next token sits in the last column.
-  std::vector<int64_t> tok(U * Tp, Vocab::kPad), pos(U * Tp, 0), roles(U);
-  std::vector<uint8_t> valid(U * Tp, 0);
-  for (int64_t u = 0; u < U; ++u) {
-    const auto& p = *queries[firsts[u]].prompt;
-    const int64_t off = Tp - static_cast<int64_t>(p.size());
-    for (size_t t = 0; t < p.size(); ++t) {
-      tok[u * Tp + off + t] = p[t];
-      pos[u * Tp + off + t] = static_cast<int64_t>(t);
-      valid[u * Tp + off + t] = 1;
-    }
-    roles[u] = queries[firsts[u]].role_slot;
-  }
-  std::vector<int64_t> next_pos(B);
-  for (int64_t b = 0; b < B; ++b) next_pos[b] = static_cast<int64_t>(queries[b].prompt->size());
-  auto long_opts = torch::TensorOptions().dtype(torch::kLong);
-  torch::Tensor tokens = torch::from_blob(tok.data(), {U, Tp}, long_opts).clone().to(device);
-  torch::Tensor positions = torch::from_blob(pos.data(), {U, Tp}, long_opts).clone().to(device);
-  torch::Tensor key_valid = torch::from_blob(valid.data(), {U, Tp}, torch::kUInt8).clone().to(torch::kBool).to(device);
-  torch::Tensor role = torch::from_blob(roles.data(), {U}, long_opts).clone().to(device);
-  torch::Tensor expand = torch::from_blob(row_of.data(), {B}, long_opts).clone().to(device);
-
-  KvCache cache;
-  std::vector<bool> done(B, false);
-  std::vector<int> picked(B);
-  std::vector<float> picked_logp(B);
-  for (int step = 0; step < max_new; ++step) {
-    LMOutput o = model->forward(tokens, positions, key_valid, role, &cache);
-    ++impl_->forward_calls[model_index];
-    torch::Tensor last = o.logits.select(1, o.logits.size(1) - 1);
-    if (step == 0 && U < B) {  // one row per query from here on
-      last = last.index_select(0, expand);
-      for (auto& k : cache.keys) k = k.index_select(0, expand);
-      for (auto& v : cache.values) v = v.index_select(0, expand);
-      key_valid = key_valid.index_select(0, expand);
-      role = role.index_select(0, expand);
-    }
-    torch::Tensor scaled = last / temperature;
-    if (step == 0) scaled = scaled + FirstTokenMask(queries, scaled.size(1)).to(scaled.device());
-    torch::Tensor logp = torch::log_softmax(scaled, -1).to(torch::kCPU, torch::kFloat).contiguous();
-    SampleRows(logp, rng, greedy, done, &picked, &picked_logp);
-    bool all_done = true;
-    for (int64_t b = 0; b < B; ++b) {
-      if (done[b]) continue;
-      out[b].tokens.push_back(picked[b]);
-      out[b].logprobs.push_back(picked_logp[b]);
-      if (picked[b] == Vocab::kEos || static_cast<int>(out[b].tokens.size()) >= queries[b].max_new_tokens) {
-        done[b] = true;
-      }
-      all_done = all_done && done[b];
-    }
-    if (all_done) break;
-    std::vector<int64_t> next(B), npos(B);
-    for (int64_t b = 0; b < B; ++b) {
-      next[b] = picked[b];
-      npos[b] = std::min<int64_t>(next_pos[b]++, model->options().max_len() - 1);
-    }
-    tokens = torch::from_blob(next.data(), {B, 1}, long_opts).clone().to(device);
-    positions = torch::from_blob(npos.data(), {B, 1}, long_opts).clone().to(device);
-    key_valid = torch::cat({key_valid, torch::ones({B, 1}, torch::TensorOptions().dtype(torch::kBool).device(device))}, 1);
-  }
-  return out;
+  return GenerateBatch(model, impl_->devices.at(model_index), queries, rng, temperature, greedy,
+                       &impl_->forward_calls[model_index], impl_->configs[model_index].name);
 }
 
 void ModelPool::Save(const std::string& dir) const {

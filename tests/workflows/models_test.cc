@@ -139,7 +139,7 @@ TEST_CASE("a prompt longer than max_len is a clear model error", "[models][gener
   ModelPool pool(w.models, 3);
   const std::vector<int> p(8, 5);
   Rng rng(1);
-  CHECK_THROWS_WITH(pool.Generate(0, {{0, &p, 2}}, rng, 1.0, false), Catch::Contains("exceeds max_len 8"));
+  CHECK_THROWS_WITH(pool.Generate(0, {{0, &p, 2}}, rng, 1.0, false), Catch::Contains("over max_len 8"));
 }
 
 TEST_CASE("correlated sampling gives identical queries one shared answer", "[models][generate]") {
