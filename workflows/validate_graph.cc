@@ -87,7 +87,12 @@ void ValidateChannels(const LoadedWorkflow& w, CompiledWorkflow& c) {
         }
         c.models[c.roles[r].model].latent = true;
       }
-      if (rl) CompileLatentChannel(w, i, c);
+      if (rl) {
+        CompileLatentChannel(w, i, c);
+      } else if (ch.latent_vectors() != 0 || ch.text_words() != 0) {
+        w.Fail({{"channel", i}, {ch.latent_vectors() != 0 ? "latent_vectors" : "text_words"}},
+               "with trainer.hybrid the message sizes are trainer.hybrid.latent_vectors and text_words");
+      }
     }
     boost::add_edge(names[ch.from()], names[ch.to()], g);
   }

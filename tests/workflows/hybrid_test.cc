@@ -202,6 +202,12 @@ TEST_CASE("latent channels in a reinforcement-learning run are refused where the
     CompileWorkflow(l);
   };
   CHECK_THROWS_WITH(pipeline(), Catch::Contains("needs a game whose seats send messages"));
+  auto distilled = [] {
+    LoadedWorkflow l = LoadWorkflowFile(std::string(TROUPE_SOURCE_DIR) + "/workflows/split_facts_hybrid.textproto");
+    ApplyOverride(l, "channel[0].latent_vectors=3");
+    CompileWorkflow(l);
+  };
+  CHECK_THROWS_WITH(distilled(), Catch::Contains("trainer.hybrid.latent_vectors"));
 }
 
 TEST_CASE("latents crossing agents are detached unless differentiable, and adapt across widths", "[hybrid]") {
