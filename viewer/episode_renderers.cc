@@ -152,6 +152,7 @@ class RedBlackRenderer : public EpisodeRenderer {
     // Per seat: willingness, recommendation + reasoning, vote; and who spoke in which order.
     struct SeatRow {
       std::string will, speak, vote;
+      int vectors = 0;  // a latent message: its readers got these vectors (and, HYBRID, the text)
       bool valid = true;
     };
     std::map<int, SeatRow> seats;
@@ -163,6 +164,7 @@ class RedBlackRenderer : public EpisodeRenderer {
       if (r.phase == "will") s.will = r.text;
       if (r.phase == "speak") {
         s.speak = r.text;
+        s.vectors = r.latent_vectors;
         order.push_back(r.seat);
       }
       if (r.phase == "vote") s.vote = r.text;
@@ -181,6 +183,10 @@ class RedBlackRenderer : public EpisodeRenderer {
         ImGui::TableNextColumn();
         ImGui::Text("%s", s.will.c_str());
         ImGui::TableNextColumn();
+        if (s.vectors > 0) {
+          ImGui::TextDisabled("[%d vectors]", s.vectors);
+          if (!s.speak.empty()) ImGui::SameLine();
+        }
         const std::string first = s.speak.substr(0, s.speak.find(' '));
         if (!s.speak.empty()) {
           ImGui::TextColored(ChoiceColor(first), "%s", first.c_str());
