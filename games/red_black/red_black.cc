@@ -29,6 +29,8 @@ std::vector<ParamSpec> RedBlackParamSpecs() {
        "what an unparseable recommendation or vote counts as (black|red); also breaks vote ties"},
       {"reason_words", ParamType::kInt, int64_t{3}, "longest reasoning message, in words", 0, 16},
       {"discussion_rounds", ParamType::kInt, int64_t{0}, "extra speaking cycles before the vote", 0, 3},
+      {"silent", ParamType::kFlag, false,
+       "a control for experiments, not the spec's game: seats speak but no seat sees the messages"},
   };
 }
 
@@ -78,7 +80,8 @@ RedBlackGame::RedBlackGame(const Params& params)
       multipliers_(ParseMultipliers(params.Text("multipliers"), rounds_)),
       invalid_choice_(ParseChoiceParam(params.Text("invalid_choice"))),
       reason_words_(static_cast<int>(params.Int("reason_words"))),
-      discussion_rounds_(static_cast<int>(params.Int("discussion_rounds"))) {}
+      discussion_rounds_(static_cast<int>(params.Int("discussion_rounds"))),
+      silent_(params.Flag("silent")) {}
 
 std::vector<std::string> RedBlackGame::SeatNames() const {
   std::vector<std::string> names;

@@ -42,6 +42,7 @@ class RedBlackGame : public Game {
   Choice invalid_choice() const { return invalid_choice_; }
   int reason_words() const { return reason_words_; }
   int discussion_rounds() const { return discussion_rounds_; }
+  bool silent() const { return silent_; }
   int TeamOf(int seat) const { return seat / team_size_; }
   // Best and worst combined score over the whole game (for efficiency).
   int BestCombined() const;
@@ -53,6 +54,7 @@ class RedBlackGame : public Game {
   Choice invalid_choice_;
   int reason_words_;
   int discussion_rounds_;
+  bool silent_;
 };
 
 // What a team-level strategy sees before a round.

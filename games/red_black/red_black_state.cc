@@ -94,6 +94,7 @@ std::vector<std::string> RedBlackState::Observation(int seat, const std::string&
   }
   o.push_back("now");
   for (const auto& m : teams_[team].messages) {
+    if (game_->silent()) break;
     o.push_back("says");
     if (!m.shown.empty()) {
       append(m.shown);

@@ -284,3 +284,17 @@ TEST_CASE("a message shown as a handle hides its words from teammates and surviv
   CHECK(seen(*copy) == view);
   CHECK(g->MessagePhases() == std::vector<std::string>{"speak"});
 }
+
+TEST_CASE("the silent control hides every message from every seat", "[red_black]") {
+  auto g = Make({{"silent", ParamValue{true}}});
+  auto s = g->NewInitialState(4);
+  bool spoke = false;
+  for (int step = 0; step < 40 && !s->IsTerminal(); ++step) {
+    for (const auto& d : s->PendingDecisions()) {
+      CHECK(std::find(d.observation.begin(), d.observation.end(), "says") == d.observation.end());
+      spoke = spoke || d.phase == "vote";
+    }
+    s->Apply(Answer(*s, "1", "red", "black", "black"));
+  }
+  CHECK(spoke);  // votes came after speeches, and saw none of them
+}
