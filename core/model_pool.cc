@@ -4,6 +4,7 @@
 
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -238,8 +239,11 @@ std::vector<Generation> GenerateBatch(TransformerLM& model, torch::Device device
     torch::Tensor z;
     for (int64_t b = 0; b < B; ++b) any_vector = any_vector || latents_left[b] > 0;
     if (any_vector) z = model->project_latent(hidden);  // [B,d]
-    torch::Tensor scaled = logits / temperature +
-                           first_mask * torch::from_blob(first_now.data(), {B, 1}, torch::kFloat).clone().to(device);
+    // Guided first tokens: only for rows that sample their first token now.
+    torch::Tensor scaled = logits / temperature;
+    if (std::find(first_now.begin(), first_now.end(), 1.f) != first_now.end()) {
+      scaled = scaled + first_mask * torch::from_blob(first_now.data(), {B, 1}, torch::kFloat).clone().to(device);
+    }
     torch::Tensor logp = torch::log_softmax(scaled, -1).to(torch::kCPU, torch::kFloat).contiguous();
     SampleRows(logp, rng, greedy, skip, &picked, &picked_logp);
     torch::Tensor z_cpu = any_vector ? z.to(torch::kCPU, torch::kFloat).contiguous() : torch::Tensor();

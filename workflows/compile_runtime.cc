@@ -76,8 +76,8 @@ void CompileRuntime(const LoadedWorkflow& w, CompiledWorkflow& c) {
                                              config::ChannelMode_Name(hs.mode) + ")");
     }
   }
-  hs.latent_vectors = h.latent_vectors() > 0 ? h.latent_vectors() : 6;
-  hs.text_words = h.text_words() > 0 ? h.text_words() : 1;
+  hs.latent_vectors = h.latent_vectors() > 0 ? h.latent_vectors() : kDefaultLatentVectors;
+  hs.text_words = h.text_words() > 0 ? h.text_words() : kDefaultTextWords;
   hs.stage1_steps = h.stage1_steps() > 0 ? h.stage1_steps() : 200;
   hs.stage2_steps = h.stage2_steps() > 0 ? h.stage2_steps() : 400;
   hs.batch = h.batch() > 0 ? h.batch() : 64;

@@ -104,12 +104,16 @@ struct RuntimeSettings {
   int detail_episodes = 2;
 };
 
+// Sizes of a hybrid message when the config leaves them out (trainer.hybrid and channels alike).
+constexpr int kDefaultLatentVectors = 6;
+constexpr int kDefaultTextWords = 1;
+
 // trainer.hybrid: latent-text messages trained by distillation (workflows/hybrid_run.cc).
 struct HybridRunSettings {
   bool enabled = false;
   config::ChannelMode mode = config::TEXT;  // of the workflow's channels
-  int latent_vectors = 6;
-  int text_words = 1;
+  int latent_vectors = kDefaultLatentVectors;
+  int text_words = kDefaultTextWords;
   int stage1_steps = 200;
   int stage2_steps = 400;
   int batch = 64;

@@ -7,7 +7,12 @@
 
 namespace troupe {
 
-Rollout::Rollout(const CompiledWorkflow& workflow, PolicyService& policy) : workflow_(workflow), policy_(policy) {
+Rollout::Rollout(const CompiledWorkflow& workflow, PolicyService& policy)
+    : workflow_(workflow),
+      policy_(policy),
+      latent_(workflow.LatentMessages()),
+      bot_(workflow.vocab.Id("<bot>")),
+      eot_(workflow.vocab.Id("<eot>")) {
   for (const auto& r : workflow_.roles) {
     strategies_.push_back(r.trained() ? nullptr : StrategyFactory::Get().Create(r.scripted));
   }
@@ -57,7 +62,7 @@ PromptParts Rollout::Prompt(int role, const std::vector<std::string>& observatio
   PromptParts p;
   p.tokens = {Vocab::kBos, workflow_.vocab.RoleToken(role)};
   for (const auto& w : observation) {
-    const int h = sent ? HandleIndex(w) : -1;
+    const int h = latent_ && sent ? HandleIndex(w) : -1;
     if (h < 0 || h >= static_cast<int>(sent->size())) {
       p.tokens.push_back(workflow_.vocab.Id(w));
       continue;
@@ -65,9 +70,9 @@ PromptParts Rollout::Prompt(int role, const std::vector<std::string>& observatio
     // A latent message: <bot> z1..zK <eot>, then (HYBRID) the first words of its text.
     const LatentMessage& m = (*sent)[h];
     const RoleInfo& from = workflow_.roles[m.role];
-    p.tokens.push_back(workflow_.vocab.Id("<bot>"));
+    p.tokens.push_back(bot_);
     p.tokens.insert(p.tokens.end(), m.latents.size() / std::max(1, m.width), Vocab::kSoft);
-    p.tokens.push_back(workflow_.vocab.Id("<eot>"));
+    p.tokens.push_back(eot_);
     for (int i = 0; i < from.text_words && i < static_cast<int>(m.text.size()); ++i) {
       p.tokens.push_back(workflow_.vocab.Id(m.text[i]));
     }
@@ -230,7 +235,7 @@ RolloutBatch Rollout::RunGame(const RolloutOptions& options, Rng& rng) {
           if (d.message && info.message_mode != config::TEXT) {
             // A latent message: K vectors after <bot>, then <eot> and the words its readers see
             // (LATENT: one, for the game's rules only).
-            p.prompt.tokens.push_back(workflow_.vocab.Id("<bot>"));
+            p.prompt.tokens.push_back(bot_);
             p.latent_steps = info.latent_vectors;
             p.max_words = std::min(d.max_words, std::max(1, info.text_words));
           }
@@ -249,7 +254,7 @@ RolloutBatch Rollout::RunGame(const RolloutOptions& options, Rng& rng) {
           q.soft_width = p.prompt.soft_width;
         }
         q.latent_steps = p.latent_steps;
-        q.latent_end = workflow_.vocab.Id("<eot>");
+        q.latent_end = eot_;
         queries[m].push_back(q);
       }
     }
@@ -273,7 +278,7 @@ RolloutBatch Rollout::RunGame(const RolloutOptions& options, Rng& rng) {
           out.shown = {MessageHandle(sent[p.episode].size())};
           sent[p.episode].push_back({p.role, g.latents, workflow_.models[workflow_.roles[p.role].model].d_model, out.words});
           p.prompt.tokens.insert(p.prompt.tokens.end(), p.latent_steps, Vocab::kSoft);
-          p.prompt.tokens.push_back(workflow_.vocab.Id("<eot>"));
+          p.prompt.tokens.push_back(eot_);
           rec.latent_steps = p.latent_steps;
           rec.latents = std::move(g.latents);
         }

@@ -96,6 +96,8 @@ class Rollout {
   const CompiledWorkflow& workflow_;
   PolicyService& policy_;
   std::vector<std::unique_ptr<ScriptedStrategy>> strategies_;  // per role (null when trained)
+  bool latent_ = false;  // some role sends latent messages: prompts may hold handles
+  int bot_ = Vocab::kUnk, eot_ = Vocab::kUnk;  // the tokens around a message's vectors
 };
 
 // Sums the workflow's reward terms for one call record of a finished episode.

@@ -23,10 +23,10 @@ namespace {
 void CompileLatentChannel(const LoadedWorkflow& w, int i, CompiledWorkflow& c) {
   const config::ChannelSpec& ch = w.proto.channel(i);
   RoleInfo& from = c.roles[c.RoleIndex(ch.from())];
-  const int k = ch.latent_vectors() > 0 ? ch.latent_vectors() : 6;
-  const int words = ch.mode() == config::HYBRID ? (ch.text_words() > 0 ? ch.text_words() : 1) : 0;
+  const int k = ch.latent_vectors() > 0 ? ch.latent_vectors() : kDefaultLatentVectors;
+  const int words = ch.mode() != config::HYBRID ? 0 : ch.text_words() > 0 ? ch.text_words() : kDefaultTextWords;
   if (ch.latent_vectors() < 0 || k > 64) {
-    w.Fail({{"channel", i}, {"latent_vectors"}}, "latent_vectors must be 1..64 (default 6)");
+    w.Fail({{"channel", i}, {"latent_vectors"}}, "latent_vectors must be 1..64 (default " + std::to_string(kDefaultLatentVectors) + ")");
   }
   if (ch.text_words() < 0 || (ch.mode() == config::LATENT && ch.text_words() > 0)) {
     w.Fail({{"channel", i}, {"text_words"}}, "text_words is for HYBRID channels, at least 1 (default 1)");

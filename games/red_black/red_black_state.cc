@@ -93,8 +93,8 @@ std::vector<std::string> RedBlackState::Observation(int seat, const std::string&
     o.push_back(PointsWord(r.points[team]));
   }
   o.push_back("now");
-  for (const auto& m : teams_[team].messages) {
-    if (game_->silent()) break;
+  static const std::vector<Message> kNone;  // the silent control: no seat sees a message
+  for (const auto& m : game_->silent() ? kNone : teams_[team].messages) {
     o.push_back("says");
     if (!m.shown.empty()) {
       append(m.shown);
