@@ -319,13 +319,11 @@ std::vector<ModelTrainStats> Trainer::Update(const std::vector<CallRecord>& reco
     std::map<const CallRecord*, std::pair<torch::Tensor, torch::Tensor>> ppo;  // record -> (adv, returns) rows
     if (cfg.estimator == Estimator::kPpo) {
       torch::NoGradGuard no_grad;
-      std::vector<torch::Tensor> advs;
       std::vector<const CallRecord*> by_vectors = recs;
       std::stable_sort(by_vectors.begin(), by_vectors.end(),
                        [](const CallRecord* a, const CallRecord* b) { return a->latent_steps < b->latent_steps; });
       const std::vector<std::vector<const CallRecord*>> chunks = Impl::Chunks(by_vectors, 1024);
       double sum = 0, sq = 0, n = 0;
-      std::vector<std::tuple<PackedBatch, torch::Tensor, torch::Tensor>> packed;
       for (const auto& c : chunks) {
         PackedBatch p = Pack(c, device, impl_->pool->config(m).vocab_size);
         Scored s = Score(model, p, cfg.temperature);
