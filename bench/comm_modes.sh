@@ -17,7 +17,7 @@ for run in TEXT LATENT HYBRID LATENT+diff HYBRID+diff; do
   mode=${run%+diff}
   diff=false
   [ "$run" != "$mode" ] && diff=true
-  ./build/workflows/troupe train workflows/split_facts_hybrid.textproto --out "$out/$run" --quiet \
+  ./build/workflows/troupe train workflows/shipped/split_facts_hybrid.textproto --out "$out/$run" --quiet \
     --set channel[0].mode=$mode --set channel[1].mode=$mode --set trainer.hybrid.differentiable=$diff \
     --set trainer.hybrid.stage1_steps=$s1 --set trainer.hybrid.stage2_steps=$s2 "$@" > "$out/$run.log"
 done

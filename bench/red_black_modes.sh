@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Red-Black team deliberation with TEXT, HYBRID and LATENT messages: the main
-# job's workflow (workflows/red_black_hybrid.textproto: team A on one shared
+# job's workflow (workflows/shipped/red_black_hybrid.textproto: team A on one shared
 # model vs. tit_for_tat) trained for the same number of iterations from the same
 # seed, each mode evaluated on the same fresh episodes before and after. Two
 # controls: TEXT with the recommendation only (reason_words 0), and SILENT
@@ -33,7 +33,7 @@ if [ "${TABLE_ONLY:-0}" != 1 ]; then
   for seed in $seeds; do
     for run in $runs; do
       # shellcheck disable=SC2046
-      ./build/workflows/troupe train workflows/red_black_hybrid.textproto --out "$out/$run-$seed" --quiet \
+      ./build/workflows/troupe train workflows/shipped/red_black_hybrid.textproto --out "$out/$run-$seed" --quiet \
         --seed "$seed" $(settings "$run") --set trainer.iterations=$iterations --set trainer.max_minutes=0 \
         --set trainer.eval_episodes=$evals "$@" > "$out/$run-$seed.log"
     done

@@ -11,16 +11,16 @@
 #include <iostream>
 #include <string>
 
-#include "workflows/compiled_workflow.h"
-#include "workflows/config_loader.h"
-#include "workflows/rollout.h"
-#include "workflows/model_server.h"
-#include "workflows/worker_hub.h"
+#include "workflows/config/compiled_workflow.h"
+#include "workflows/config/config_loader.h"
+#include "workflows/run/rollout.h"
+#include "workflows/runtime/model_server.h"
+#include "workflows/runtime/worker_hub.h"
 
 using namespace troupe;
 
 int main(int argc, char** argv) {
-  std::string file = "workflows/red_black.textproto";
+  std::string file = "workflows/shipped/red_black.textproto";
   bool direct = false;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--direct") direct = true;

@@ -9,8 +9,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh >/dev/null
-echo "== rollout throughput (workflows/red_black.textproto, untrained model)"
-./build/bench/rollout_bench workflows/red_black.textproto
+echo "== rollout throughput (workflows/shipped/red_black.textproto, untrained model)"
+./build/bench/rollout_bench workflows/shipped/red_black.textproto
 echo
 echo "== transport: troupe frames vs raw libzmq (ratios against references measured in this run)"
 ./build/bench/transport_bench
@@ -21,7 +21,7 @@ out=$(mktemp -d)
 import resource, subprocess, sys, time
 out = sys.argv[1]
 t0 = time.time()
-subprocess.run(["./build/workflows/troupe", "train", "workflows/red_black.textproto", "--out", out + "/run", "--quiet"],
+subprocess.run(["./build/workflows/troupe", "train", "workflows/shipped/red_black.textproto", "--out", out + "/run", "--quiet"],
                check=True)
 peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
 print(f"wall time {time.time() - t0:.0f} s, peak resident memory {peak_kib / 1024:.0f} MiB")

@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=$(mktemp -d)
-./build/workflows/troupe train workflows/red_black.textproto --quiet --no-eval --out "$work/run" \
+./build/workflows/troupe train workflows/shipped/red_black.textproto --quiet --no-eval --out "$work/run" \
   --set trainer.iterations=6 --set trainer.episodes_per_iteration=16 --record "$work/short.session" > /dev/null
 ./build/bench/make_session "$work/short.session" "$work/long.session" 10000 50
 for panel in "" training messages episode graph; do

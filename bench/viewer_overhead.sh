@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 work=$(mktemp -d)
 port=$((22000 + RANDOM % 20000))
 train() {
-  ./build/workflows/troupe train workflows/red_black.textproto --quiet --no-eval --out "$work/$1" \
+  ./build/workflows/troupe train workflows/shipped/red_black.textproto --quiet --no-eval --out "$work/$1" \
     --set trainer.iterations=${ITERATIONS:-8} --set trainer.episodes_per_iteration=32 \
     --publish "tcp://127.0.0.1:$port" > /dev/null
   python3 -c "import json,sys; v=[json.loads(l)['time/episodes_per_s'] for l in open('$work/$1/metrics.jsonl')]; print(sum(v[1:])/len(v[1:]))"

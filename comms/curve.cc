@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "comms/endpoint.h"
-#include "core/errors.h"
+#include "core/base/errors.h"
 
 namespace troupe {
 

@@ -3,7 +3,7 @@
 
 #include <atomic>
 
-#include "core/errors.h"
+#include "core/base/errors.h"
 
 namespace troupe {
 

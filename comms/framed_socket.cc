@@ -8,7 +8,7 @@
 #include <iostream>
 
 #include "comms/endpoint.h"
-#include "core/errors.h"
+#include "core/base/errors.h"
 
 namespace troupe {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "comms/proto/session.pb.h"
-#include "comms/record_file.h"
+#include "core/base/record_file.h"
 
 namespace troupe {
 

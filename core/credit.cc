@@ -4,7 +4,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "core/errors.h"
+#include "core/base/errors.h"
 
 namespace troupe {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/params.h"
-#include "core/registry.h"
+#include "core/base/registry.h"
 #include "core/rng.h"
 
 namespace troupe {

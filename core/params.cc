@@ -1,7 +1,7 @@
 // Typed plug-in parameters: checking and access.
 #include "core/params.h"
 
-#include "core/registry.h"
+#include "core/base/registry.h"
 
 #include <sstream>
 

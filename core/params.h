@@ -8,7 +8,7 @@
 #include <variant>
 #include <vector>
 
-#include "core/errors.h"
+#include "core/base/errors.h"
 
 namespace troupe {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/params.h"
-#include "core/registry.h"
+#include "core/base/registry.h"
 
 namespace troupe {
 

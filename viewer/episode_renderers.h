@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <memory>
 
-#include "core/registry.h"
+#include "core/base/registry.h"
 #include "viewer/session_model.h"
 
 namespace troupe::view {

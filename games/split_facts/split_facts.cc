@@ -5,7 +5,7 @@
 #include <numeric>
 #include <sstream>
 
-#include "core/errors.h"
+#include "core/base/errors.h"
 
 namespace troupe {
 

@@ -20,7 +20,7 @@
 #include "comms/framed_socket.h"
 #include "comms/proto/runtime.pb.h"
 #include "comms/session_file.h"
-#include "core/errors.h"
+#include "core/base/errors.h"
 
 using namespace troupe;
 namespace fs = std::filesystem;

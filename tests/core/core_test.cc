@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "comms/record_file.h"
+#include "core/base/record_file.h"
 #include "core/credit.h"
 #include "core/params.h"
 #include "core/vocab.h"

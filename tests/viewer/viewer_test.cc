@@ -77,7 +77,7 @@ const std::string& Fixture() {
   if (!path.empty()) return path;
   path = Temp("fixture.session");
   const std::string cmd = std::string(TROUPE_BINARY) + " train " + TROUPE_SOURCE_DIR +
-                          "/workflows/red_black.textproto --quiet --no-eval --out " + Temp("fixture-run") +
+                          "/workflows/shipped/red_black.textproto --quiet --no-eval --out " + Temp("fixture-run") +
                           " --set trainer.iterations=3 --set trainer.episodes_per_iteration=8 --record " + path;
   Result r = Run(cmd);
   INFO(r.output);
@@ -212,7 +212,7 @@ TEST_CASE("troupe-view follows a live run over tcp and sees it end", "[viewer][l
   REQUIRE(v != nullptr);
   ::sleep(2);
   Result train = Run(std::string(TROUPE_BINARY) + " train " + TROUPE_SOURCE_DIR +
-                     "/workflows/red_black.textproto --quiet --no-eval --out " + Temp("live-run") +
+                     "/workflows/shipped/red_black.textproto --quiet --no-eval --out " + Temp("live-run") +
                      " --set trainer.iterations=2 --set trainer.episodes_per_iteration=8 --publish " + endpoint);
   INFO(train.output);
   REQUIRE(train.status == 0);

@@ -36,7 +36,7 @@ TEST_CASE("troupe --help lists the commands and each command has help", "[cli]")
 
 TEST_CASE("every shipped workflow validates", "[cli][workflows]") {
   int count = 0;
-  for (const char* folder : {"workflows"}) {
+  for (const char* folder : {"workflows/shipped"}) {
     for (const auto& e : fs::directory_iterator(Source(folder))) {
       if (e.path().extension() != ".textproto") continue;
       INFO(e.path());
@@ -61,7 +61,7 @@ TEST_CASE("validate exits 1 with file:line:col on a broken workflow", "[cli]") {
 TEST_CASE("train then eval --json reports the game's figures", "[cli]") {
   const fs::path dir = fs::temp_directory_path() / "troupe-cli-run";
   fs::remove_all(dir);
-  const std::string wf = Source("workflows/red_black.textproto");
+  const std::string wf = Source("workflows/shipped/red_black.textproto");
   const std::string small =
       " --set trainer.iterations=1 --set trainer.episodes_per_iteration=8 --set trainer.eval_episodes=4"
       " --set game.param[0].int=2 --set model[0].transformer.d_model=16 --set model[0].transformer.heads=2";

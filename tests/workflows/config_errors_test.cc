@@ -4,9 +4,9 @@
 
 #include <sstream>
 
-#include "core/errors.h"
-#include "workflows/compiled_workflow.h"
-#include "workflows/config_loader.h"
+#include "core/base/errors.h"
+#include "workflows/config/compiled_workflow.h"
+#include "workflows/config/config_loader.h"
 
 using namespace troupe;
 

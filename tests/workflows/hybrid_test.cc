@@ -8,12 +8,12 @@
 #include <filesystem>
 #include <sstream>
 
-#include "core/hybrid_comm.h"
-#include "core/model_pool_impl.h"
-#include "workflows/compiled_workflow.h"
-#include "workflows/config_loader.h"
-#include "workflows/hybrid_run.h"
-#include "workflows/rollout.h"
+#include "core/models/hybrid_comm.h"
+#include "core/models/model_pool_impl.h"
+#include "workflows/config/compiled_workflow.h"
+#include "workflows/config/config_loader.h"
+#include "workflows/run/hybrid_run.h"
+#include "workflows/run/rollout.h"
 #include "../test_support.h"
 
 using namespace troupe;
@@ -102,7 +102,7 @@ CompiledWorkflow TinyHybridRedBlack(const std::string& mode) {
 
 }  // namespace
 
-TEST_CASE("in Red-Black deliberation a hybrid speaker sends K vectors and its recommendation; teammates read the vectors",
+TEST_CASE("in Red-Black deliberation a hybrid speaker sends K vectors and its recommendation, and teammates read the vectors",
           "[hybrid][red_black]") {
   CompiledWorkflow w = TinyHybridRedBlack("HYBRID");
   DirectPolicy policy(w);
@@ -197,13 +197,13 @@ TEST_CASE("latent channels in a reinforcement-learning run are refused where the
   CHECK_THROWS_WITH(compile("channel { from: \"a\" to: \"a\" mode: HYBRID }\nchannel { from: \"a\" to: \"a\" mode: TEXT }"),
                     Catch::Contains("a message is made once"));
   auto pipeline = [] {
-    LoadedWorkflow l = LoadWorkflowFile(std::string(TROUPE_SOURCE_DIR) + "/workflows/proposer_critic.textproto");
+    LoadedWorkflow l = LoadWorkflowFile(std::string(TROUPE_SOURCE_DIR) + "/workflows/shipped/proposer_critic.textproto");
     ApplyOverride(l, "channel[0].mode=HYBRID");
     CompileWorkflow(l);
   };
   CHECK_THROWS_WITH(pipeline(), Catch::Contains("needs a game whose seats send messages"));
   auto distilled = [] {
-    LoadedWorkflow l = LoadWorkflowFile(std::string(TROUPE_SOURCE_DIR) + "/workflows/split_facts_hybrid.textproto");
+    LoadedWorkflow l = LoadWorkflowFile(std::string(TROUPE_SOURCE_DIR) + "/workflows/shipped/split_facts_hybrid.textproto");
     ApplyOverride(l, "channel[0].latent_vectors=3");
     CompileWorkflow(l);
   };
@@ -244,7 +244,7 @@ TEST_CASE("a sender emits K latent vectors of its width plus its text, and a rec
 }
 
 TEST_CASE("hybrid messages trained from config beat the no-communication baseline", "[hybrid][learning]") {
-  const std::string file = std::string(TROUPE_SOURCE_DIR) + "/workflows/split_facts_hybrid.textproto";
+  const std::string file = std::string(TROUPE_SOURCE_DIR) + "/workflows/shipped/split_facts_hybrid.textproto";
   LoadedWorkflow loaded = LoadWorkflowFile(file);
   for (const char* s : {"channel[0].mode=TEXT", "channel[1].mode=TEXT", "trainer.hybrid.stage1_steps=40",
                         "trainer.hybrid.stage2_steps=120", "trainer.hybrid.eval_every=1000", "trainer.eval_episodes=128",

@@ -5,10 +5,10 @@
 
 #include <set>
 
-#include "core/model_pool_impl.h"
-#include "core/trainer.h"
-#include "workflows/compiled_workflow.h"
-#include "workflows/config_loader.h"
+#include "core/models/model_pool_impl.h"
+#include "core/models/trainer.h"
+#include "workflows/config/compiled_workflow.h"
+#include "workflows/config/config_loader.h"
 
 using namespace troupe;
 

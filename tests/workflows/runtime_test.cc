@@ -19,14 +19,14 @@
 #include <thread>
 
 #include "comms/session_file.h"
-#include "workflows/compiled_workflow.h"
+#include "workflows/config/compiled_workflow.h"
 #include "comms/endpoint.h"
 #include "comms/framed_socket.h"
-#include "workflows/config_loader.h"
-#include "workflows/model_server.h"
-#include "workflows/model_worker.h"
-#include "workflows/rollout.h"
-#include "workflows/worker_hub.h"
+#include "workflows/config/config_loader.h"
+#include "workflows/runtime/model_server.h"
+#include "workflows/runtime/model_worker.h"
+#include "workflows/run/rollout.h"
+#include "workflows/runtime/worker_hub.h"
 #include "tests/test_support.h"
 
 using namespace troupe;

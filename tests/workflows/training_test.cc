@@ -8,11 +8,11 @@
 #include <sstream>
 
 #include "comms/proto/tensorboard_event.pb.h"
-#include "comms/record_file.h"
-#include "core/checkpoint.h"
-#include "workflows/compiled_workflow.h"
-#include "workflows/config_loader.h"
-#include "workflows/train_run.h"
+#include "core/base/record_file.h"
+#include "core/models/checkpoint.h"
+#include "workflows/config/compiled_workflow.h"
+#include "workflows/config/config_loader.h"
+#include "workflows/run/train_run.h"
 #include "tests/test_support.h"
 
 using namespace troupe;
@@ -213,7 +213,7 @@ TEST_CASE("a game defined outside games/ is registered and trains from its own w
 }
 
 TEST_CASE("the node-driven proposer -> critic pipeline validates and runs", "[training][pipeline]") {
-  LoadedWorkflow w = LoadWorkflowFile(std::string(TROUPE_SOURCE_DIR) + "/workflows/proposer_critic.textproto");
+  LoadedWorkflow w = LoadWorkflowFile(std::string(TROUPE_SOURCE_DIR) + "/workflows/shipped/proposer_critic.textproto");
   ApplyOverride(w, "trainer.iterations=2");
   CompiledWorkflow c = CompileWorkflow(w);
   CHECK(c.pipeline->has_cycle);

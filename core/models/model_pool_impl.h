@@ -1,0 +1,21 @@
+// The LibTorch side of ModelPool, for core files that train or save models.
+#pragma once
+
+#include <vector>
+
+#include "core/models/model_pool.h"
+#include "core/models/transformer.h"
+
+namespace troupe {
+
+struct ModelPool::Impl {
+  std::vector<ModelConfig> configs;
+  std::vector<TransformerLM> models;
+  std::vector<torch::Device> devices;
+  std::vector<int64_t> forward_calls;
+};
+
+// Parses "cpu" or "cuda:N"; throws ModelError when the device cannot be used.
+torch::Device ParseDevice(const std::string& text);
+
+}  // namespace troupe

@@ -1,0 +1,484 @@
+// Policy-gradient and supervised updates for every physical model of a pool.
+#include "core/models/trainer.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <numeric>
+
+#include "core/base/errors.h"
+#include "core/models/model_pool_impl.h"
+#include "core/vocab.h"
+
+namespace troupe {
+
+namespace {
+
+// A batch of prompt+response sequences, with per-position targets. Plain
+// calls are left-padded as a whole. Calls that sent vectors (all with the same
+// latent_steps K) are aligned on their prompts' ends instead, responses
+// right-padded, so their K own slots share columns and can be recomputed with
+// the KV cache: prefix, K single steps, then <eot> and the response.
+struct PackedBatch {
+  torch::Tensor tokens, positions, valid, role;  // [B,T], [B,T], [B,T], [B]
+  torch::Tensor target_mask;                      // [B,T-1] float: target is a response token
+  torch::Tensor old_logp;                         // [B,T-1] behaviour log-probs at response targets
+  torch::Tensor advantage;                        // [B,T-1] per-record advantage broadcast
+  torch::Tensor last_mask;                        // [B,T-1] float: last response target
+  torch::Tensor reward;                           // [B]
+  torch::Tensor guide;                            // [B,T-1,V] additive mask for guided first tokens, or undefined
+  std::vector<int64_t> first_target;              // per row: the target index of its first response token
+  // Other agents' vectors read as data at soft slots (flat indices into B*T), by width.
+  std::map<int, std::pair<torch::Tensor, torch::Tensor>> soft;  // width -> (index [n], rows [n,width])
+  int latent_steps = 0;  // > 0: every row sent this many vectors, ending at column prompt_end - 2
+  int64_t prompt_end = 0;
+};
+
+PackedBatch Pack(const std::vector<const CallRecord*>& recs, torch::Device device, int64_t vocab) {
+  const int64_t B = static_cast<int64_t>(recs.size());
+  const int K = recs.empty() ? 0 : recs.front()->latent_steps;
+  int64_t Tp = 0, R = 0;
+  for (const auto* r : recs) {
+    if (r->latent_steps != K) throw ModelError("a batch mixes calls that sent different numbers of vectors");
+    Tp = std::max<int64_t>(Tp, static_cast<int64_t>(r->prompt.size()));
+    R = std::max<int64_t>(R, static_cast<int64_t>(r->response.size()));
+  }
+  int64_t T = 0;
+  if (K > 0) {
+    T = Tp + R;
+  } else {
+    for (const auto* r : recs) T = std::max<int64_t>(T, static_cast<int64_t>(r->prompt.size() + r->response.size()));
+  }
+  std::vector<int64_t> tok(B * T, Vocab::kPad), pos(B * T, 0), role(B);
+  std::vector<uint8_t> valid(B * T, 0);
+  std::vector<float> mask(B * (T - 1), 0.f), old(B * (T - 1), 0.f), adv(B * (T - 1), 0.f), last(B * (T - 1), 0.f),
+      reward(B);
+  std::map<int, std::pair<std::vector<int64_t>, std::vector<float>>> soft_rows;
+  PackedBatch p;
+  for (int64_t b = 0; b < B; ++b) {
+    const CallRecord& r = *recs[b];
+    const int64_t P = static_cast<int64_t>(r.prompt.size()), L = P + static_cast<int64_t>(r.response.size());
+    const int64_t off = K > 0 ? Tp - P : T - L;  // column of the record's first token
+    for (int64_t t = 0; t < L; ++t) {
+      const size_t i = static_cast<size_t>(t);
+      tok[b * T + off + t] = i < r.prompt.size() ? r.prompt[i] : r.response[i - r.prompt.size()];
+      pos[b * T + off + t] = t;
+      valid[b * T + off + t] = 1;
+    }
+    const int64_t first = off + P - 1;  // the target index predicting the first response token
+    p.first_target.push_back(first);
+    for (size_t k = 0; k < r.response.size(); ++k) {
+      const int64_t target = first + static_cast<int64_t>(k);
+      mask[b * (T - 1) + target] = 1.f;
+      old[b * (T - 1) + target] = k < r.logprobs.size() ? r.logprobs[k] : 0.f;
+      adv[b * (T - 1) + target] = static_cast<float>(r.advantage);
+    }
+    if (!r.response.empty()) last[b * (T - 1) + first + static_cast<int64_t>(r.response.size()) - 1] = 1.f;
+    role[b] = r.role_slot;
+    reward[b] = static_cast<float>(r.reward);
+    // Soft slots: the first ones read data; the last latent_steps are the call's own vectors.
+    std::vector<int64_t> slots;
+    for (size_t t = 0; t < r.prompt.size(); ++t) {
+      if (r.prompt[t] == Vocab::kSoft) slots.push_back(b * T + off + static_cast<int64_t>(t));
+    }
+    const int64_t data_slots = static_cast<int64_t>(slots.size()) - K;
+    const bool own_at_end = K == 0 || (P >= K + 2 && std::all_of(r.prompt.end() - 1 - K, r.prompt.end() - 1,
+                                                                 [](int t) { return t == Vocab::kSoft; }));
+    if (data_slots < 0 || !own_at_end) {
+      throw ModelError("a call that sent " + std::to_string(K) + " vectors needs <bot>, " + std::to_string(K) +
+                       " soft slots and <eot> at its prompt's end");
+    }
+    if (data_slots > 0) {
+      if (r.soft_width <= 0 || static_cast<int64_t>(r.soft_inputs.size()) != data_slots * r.soft_width) {
+        throw ModelError("a call record has " + std::to_string(data_slots) + " soft slots but " +
+                         std::to_string(r.soft_inputs.size()) + " values of width " + std::to_string(r.soft_width));
+      }
+      auto& [where, rows] = soft_rows[r.soft_width];
+      where.insert(where.end(), slots.begin(), slots.begin() + data_slots);
+      rows.insert(rows.end(), r.soft_inputs.begin(), r.soft_inputs.end());
+    }
+  }
+  auto lo = torch::TensorOptions().dtype(torch::kLong);
+  auto fo = torch::TensorOptions().dtype(torch::kFloat);
+  p.tokens = torch::from_blob(tok.data(), {B, T}, lo).clone().to(device);
+  p.positions = torch::from_blob(pos.data(), {B, T}, lo).clone().to(device);
+  p.valid = torch::from_blob(valid.data(), {B, T}, torch::kUInt8).clone().to(torch::kBool).to(device);
+  p.role = torch::from_blob(role.data(), {B}, lo).clone().to(device);
+  p.target_mask = torch::from_blob(mask.data(), {B, T - 1}, fo).clone().to(device);
+  p.old_logp = torch::from_blob(old.data(), {B, T - 1}, fo).clone().to(device);
+  p.advantage = torch::from_blob(adv.data(), {B, T - 1}, fo).clone().to(device);
+  p.last_mask = torch::from_blob(last.data(), {B, T - 1}, fo).clone().to(device);
+  p.reward = torch::from_blob(reward.data(), {B}, fo).clone().to(device);
+  bool guided = false;
+  for (const auto* r : recs) guided = guided || !r->first_options.empty();
+  if (guided) {
+    torch::Tensor g = torch::zeros({B, T - 1, vocab});
+    for (int64_t b = 0; b < B; ++b) {
+      const CallRecord& r = *recs[b];
+      if (r.first_options.empty() || r.response.empty()) continue;
+      const int64_t target = p.first_target[b];
+      g[b][target].fill_(-1e9);
+      for (int t : r.first_options) g[b][target][t] = 0.0;
+    }
+    p.guide = g.to(device);
+  }
+  for (auto& [width, where_rows] : soft_rows) {
+    auto& [where, rows] = where_rows;
+    const int64_t n = static_cast<int64_t>(where.size());
+    p.soft[width] = {torch::from_blob(where.data(), {n}, lo).clone().to(device),
+                     torch::from_blob(rows.data(), {n, width}, fo).clone().to(device)};
+  }
+  p.latent_steps = K;
+  p.prompt_end = Tp;
+  return p;
+}
+
+// The model's outputs over a packed batch. Other agents' vectors go in at their
+// soft slots. A call's own vectors are recomputed as they were sent, with the
+// KV cache: the prompt up to <bot>, then K steps each feeding z = Prj(h) back,
+// then <eot> and the response; the text's loss reaches the projection.
+LMOutput Forward(TransformerLM& model, const PackedBatch& p) {
+  if (p.soft.empty() && p.latent_steps == 0) return model->forward(p.tokens, p.positions, p.valid, p.role);
+  const int64_t B = p.tokens.size(0), T = p.tokens.size(1), d = model->options().d_model();
+  torch::Tensor embeds = model->embed(p.tokens).view({B * T, d});
+  for (const auto& [width, index_rows] : p.soft) {
+    embeds = embeds.index_copy(0, index_rows.first, model->adapt_latent(index_rows.second));
+  }
+  embeds = embeds.view({B, T, d});
+  if (p.latent_steps == 0) return model->forward_embeds(embeds, p.positions, p.valid, p.role);
+  const int64_t K = p.latent_steps, slots = p.prompt_end - 1 - K;  // the first own slot's column
+  KvCache cache;
+  std::vector<LMOutput> parts;
+  parts.push_back(model->forward_embeds(embeds.narrow(1, 0, slots), p.positions.narrow(1, 0, slots),
+                                        p.valid.narrow(1, 0, slots), p.role, &cache));
+  torch::Tensor h = parts.back().hidden.select(1, slots - 1);
+  for (int64_t j = 0; j < K; ++j) {
+    torch::Tensor z = model->project_latent(h).unsqueeze(1);
+    parts.push_back(model->forward_embeds(z, p.positions.narrow(1, slots + j, 1), p.valid.narrow(1, 0, slots + j + 1),
+                                          p.role, &cache));
+    h = parts.back().hidden.select(1, 0);
+  }
+  const int64_t tail = T - slots - K;
+  parts.push_back(model->forward_embeds(embeds.narrow(1, slots + K, tail), p.positions.narrow(1, slots + K, tail),
+                                        p.valid, p.role, &cache));
+  std::vector<torch::Tensor> logits, values;
+  for (const auto& part : parts) {
+    logits.push_back(part.logits);
+    values.push_back(part.values);
+  }
+  LMOutput o;
+  o.logits = torch::cat(logits, 1);
+  o.values = torch::cat(values, 1);
+  return o;
+}
+
+struct Scored {
+  torch::Tensor logp, entropy, values;  // [B,T-1]
+};
+
+Scored Score(TransformerLM& model, const PackedBatch& p, double temperature) {
+  LMOutput o = Forward(model, p);
+  const int64_t T = p.tokens.size(1);
+  torch::Tensor logits = o.logits.narrow(1, 0, T - 1) / temperature;
+  if (p.guide.defined()) logits = logits + p.guide;
+  torch::Tensor all = torch::log_softmax(logits, -1);
+  Scored s;
+  s.logp = all.gather(-1, p.tokens.narrow(1, 1, T - 1).unsqueeze(-1)).squeeze(-1);
+  s.entropy = -(all.exp() * all).sum(-1);
+  s.values = o.values.narrow(1, 0, T - 1);
+  return s;
+}
+
+// Token-level GAE with the reward on each call's last response token.
+torch::Tensor Gae(const torch::Tensor& values, const PackedBatch& p, double gamma, double lambda) {
+  const int64_t T1 = values.size(1);
+  torch::Tensor rewards = p.last_mask * p.reward.unsqueeze(1);
+  torch::Tensor adv = torch::zeros_like(values);
+  torch::Tensor next_adv = torch::zeros({values.size(0)}, values.options());
+  torch::Tensor next_value = torch::zeros({values.size(0)}, values.options());
+  for (int64_t t = T1 - 1; t >= 0; --t) {
+    torch::Tensor m = p.target_mask.select(1, t);
+    torch::Tensor v = values.select(1, t);
+    torch::Tensor delta = rewards.select(1, t) + gamma * next_value - v;
+    torch::Tensor a = delta + gamma * lambda * next_adv;
+    adv.select(1, t).copy_(a * m);
+    // Only response positions carry the recursion; the prompt resets it.
+    next_adv = a * m;
+    next_value = v * m;
+  }
+  return adv;
+}
+
+}  // namespace
+
+struct Trainer::Impl {
+  ModelPool* pool;
+  TrainerConfig config;
+  Rng rng;
+  std::vector<std::unique_ptr<torch::optim::AdamW>> optimizers;
+  std::vector<TransformerLM> references;  // frozen copies for the KL term
+
+  torch::Tensor Step(int m, const torch::Tensor& loss) {
+    auto& opt = *optimizers[m];
+    opt.zero_grad();
+    loss.backward();
+    const double clip = pool->config(m).grad_clip;
+    torch::Tensor norm;
+    auto params = pool->impl().models[m]->parameters();
+    if (clip > 0) {
+      norm = torch::nn::utils::clip_grad_norm_(params, clip) * torch::ones({1});
+    } else {
+      double sq = 0;
+      for (auto& p : params) {
+        if (p.grad().defined()) sq += p.grad().pow(2).sum().item<double>();
+      }
+      norm = torch::full({1}, std::sqrt(sq));
+    }
+    opt.step();
+    return norm;
+  }
+
+  void Shuffle(std::vector<const CallRecord*>& recs) {
+    for (size_t i = recs.size(); i > 1; --i) std::swap(recs[i - 1], recs[rng.Below(static_cast<int>(i))]);
+  }
+
+  // Shuffled minibatches of records of similar length (little padding). Calls
+  // that sent vectors are packed apart, by their number of vectors (see Pack).
+  std::vector<std::vector<const CallRecord*>> Minibatches(std::vector<const CallRecord*> recs) {
+    Shuffle(recs);
+    std::stable_sort(recs.begin(), recs.end(), [](const CallRecord* a, const CallRecord* b) {
+      if (a->latent_steps != b->latent_steps) return a->latent_steps < b->latent_steps;
+      return a->prompt.size() + a->response.size() < b->prompt.size() + b->response.size();
+    });
+    std::vector<std::vector<const CallRecord*>> out = Chunks(recs, static_cast<size_t>(std::max(1, config.minibatch)));
+    for (size_t i = out.size(); i > 1; --i) std::swap(out[i - 1], out[rng.Below(static_cast<int>(i))]);
+    return out;
+  }
+
+  // Consecutive runs of at most `size` records with the same number of sent vectors.
+  static std::vector<std::vector<const CallRecord*>> Chunks(const std::vector<const CallRecord*>& recs, size_t size) {
+    std::vector<std::vector<const CallRecord*>> out;
+    for (size_t i = 0; i < recs.size();) {
+      size_t end = i;
+      while (end < recs.size() && end - i < size && recs[end]->latent_steps == recs[i]->latent_steps) ++end;
+      out.emplace_back(recs.begin() + i, recs.begin() + end);
+      i = end;
+    }
+    return out;
+  }
+};
+
+Trainer::Trainer(ModelPool& pool, TrainerConfig config, uint64_t seed) : impl_(std::make_unique<Impl>()) {
+  impl_->pool = &pool;
+  impl_->config = config;
+  impl_->rng = Rng(Rng::Mix(seed, 77));
+  for (int m = 0; m < pool.size(); ++m) {
+    const ModelConfig& c = pool.config(m);
+    impl_->optimizers.push_back(std::make_unique<torch::optim::AdamW>(
+        pool.impl().models[m]->parameters(), torch::optim::AdamWOptions(c.lr).weight_decay(c.weight_decay)));
+    if (config.kl_coef > 0) {
+      // A frozen copy of the initial model: same options, parameters copied.
+      TransformerLM& model = pool.impl().models[m];
+      TransformerLM ref(model->options());
+      ref->to(pool.impl().devices[m]);
+      torch::NoGradGuard no_grad;
+      auto source = model->named_parameters();
+      for (auto& item : ref->named_parameters()) {
+        item.value().copy_(source[item.key()]);
+        item.value().set_requires_grad(false);
+      }
+      ref->set_latent_dropout(false);
+      impl_->references.push_back(ref);
+    }
+  }
+}
+
+Trainer::~Trainer() = default;
+
+std::vector<ModelTrainStats> Trainer::Update(const std::vector<CallRecord>& records) {
+  const TrainerConfig& cfg = impl_->config;
+  std::vector<ModelTrainStats> stats(impl_->pool->size());
+  for (int m = 0; m < impl_->pool->size(); ++m) {
+    std::vector<const CallRecord*> recs;
+    for (const auto& r : records) {
+      if (r.model == m && !r.response.empty()) recs.push_back(&r);
+    }
+    if (recs.empty()) continue;
+    if (cfg.update_records > 0 && static_cast<int>(recs.size()) > cfg.update_records) {
+      impl_->Shuffle(recs);
+      recs.resize(cfg.update_records);
+    }
+    TransformerLM& model = impl_->pool->impl().models[m];
+    model->set_latent_dropout(false);  // the vectors are recomputed exactly as they were sent
+    const torch::Device device = impl_->pool->impl().devices[m];
+    ModelTrainStats& st = stats[m];
+    st.records = static_cast<int>(recs.size());
+
+    // PPO: advantages from values of the model before the update, whitened per model batch.
+    std::map<const CallRecord*, std::pair<torch::Tensor, torch::Tensor>> ppo;  // record -> (adv, returns) rows
+    if (cfg.estimator == Estimator::kPpo) {
+      torch::NoGradGuard no_grad;
+      std::vector<const CallRecord*> by_vectors = recs;
+      std::stable_sort(by_vectors.begin(), by_vectors.end(),
+                       [](const CallRecord* a, const CallRecord* b) { return a->latent_steps < b->latent_steps; });
+      const std::vector<std::vector<const CallRecord*>> chunks = Impl::Chunks(by_vectors, 1024);
+      double sum = 0, sq = 0, n = 0;
+      for (const auto& c : chunks) {
+        PackedBatch p = Pack(c, device, impl_->pool->config(m).vocab_size);
+        Scored s = Score(model, p, cfg.temperature);
+        torch::Tensor adv = Gae(s.values, p, cfg.gamma, cfg.lambda);
+        sum += (adv * p.target_mask).sum().item<double>();
+        sq += (adv * adv * p.target_mask).sum().item<double>();
+        n += p.target_mask.sum().item<double>();
+        for (size_t b = 0; b < c.size(); ++b) {
+          const int64_t resp = static_cast<int64_t>(c[b]->response.size());
+          torch::Tensor a = adv[b].narrow(0, p.first_target[b], resp);
+          torch::Tensor ret = a + s.values[b].narrow(0, p.first_target[b], resp);
+          ppo[c[b]] = {a, ret};
+        }
+      }
+      const double mean = sum / std::max(1.0, n);
+      const double sd = std::sqrt(std::max(1e-12, sq / std::max(1.0, n) - mean * mean));
+      for (auto& [r, pr] : ppo) pr.first = (pr.first - mean) / (sd + 1e-8);
+    }
+
+    for (int epoch = 0; epoch < cfg.epochs; ++epoch) {
+      for (const auto& mb : impl_->Minibatches(recs)) {
+        PackedBatch p = Pack(mb, device, impl_->pool->config(m).vocab_size);
+        torch::Tensor returns;
+        if (cfg.estimator == Estimator::kPpo) {
+          p.advantage.zero_();
+          returns = torch::zeros_like(p.advantage);
+          for (size_t b = 0; b < mb.size(); ++b) {
+            const int64_t resp = static_cast<int64_t>(mb[b]->response.size());
+            const auto& pr = ppo.at(mb[b]);
+            p.advantage[b].narrow(0, p.first_target[b], resp).copy_(pr.first);
+            returns[b].narrow(0, p.first_target[b], resp).copy_(pr.second);
+          }
+        }
+        Scored s = Score(model, p, cfg.temperature);
+        const torch::Tensor mask = p.target_mask;
+        const torch::Tensor ntok = mask.sum().clamp_min(1.0);
+        torch::Tensor ratio = (s.logp - p.old_logp).exp();
+        torch::Tensor unclipped = ratio * p.advantage;
+        torch::Tensor clipped = ratio.clamp(1 - cfg.clip, 1 + cfg.clip) * p.advantage;
+        torch::Tensor policy_loss = -(torch::min(unclipped, clipped) * mask).sum() / ntok;
+        torch::Tensor entropy = (s.entropy * mask).sum() / ntok;
+        torch::Tensor loss = policy_loss - cfg.entropy_coef * entropy;
+        torch::Tensor value_loss = torch::zeros({});
+        if (cfg.estimator == Estimator::kPpo) {
+          value_loss = ((s.values - returns).pow(2) * mask).sum() / ntok;
+          loss = loss + cfg.value_coef * value_loss;
+        }
+        torch::Tensor kl = torch::zeros({});
+        if (cfg.kl_coef > 0) {
+          torch::Tensor ref_logp;
+          {
+            torch::NoGradGuard no_grad;
+            ref_logp = Score(impl_->references[m], p, cfg.temperature).logp;
+          }
+          // k3 estimator of KL(pi || ref): exp(ref - logp) - (ref - logp) - 1.
+          torch::Tensor d = ref_logp - s.logp;
+          kl = ((d.exp() - d - 1) * mask).sum() / ntok;
+          loss = loss + cfg.kl_coef * kl;
+        }
+        torch::Tensor norm = impl_->Step(m, loss);
+        torch::Tensor clip_frac = (((ratio - 1).abs() > cfg.clip).to(torch::kFloat) * mask).sum() / ntok;
+        st.steps += 1;
+        st.tokens += static_cast<int>(mask.sum().item<double>());
+        st.loss += loss.item<double>();
+        st.policy_loss += policy_loss.item<double>();
+        st.value_loss += value_loss.item<double>();
+        st.entropy += entropy.item<double>();
+        st.kl += kl.item<double>();
+        st.clip_fraction += clip_frac.item<double>();
+        st.grad_norm += norm.item<double>();
+      }
+    }
+    const double k = std::max(1, st.steps);
+    st.tokens /= std::max(1, cfg.epochs);
+    st.loss /= k; st.policy_loss /= k; st.value_loss /= k; st.entropy /= k; st.kl /= k;
+    st.clip_fraction /= k; st.grad_norm /= k;
+  }
+  return stats;
+}
+
+std::vector<ModelTrainStats> Trainer::Supervised(const std::vector<CallRecord>& demos, int steps) {
+  std::vector<ModelTrainStats> stats(impl_->pool->size());
+  for (int m = 0; m < impl_->pool->size(); ++m) {
+    std::vector<const CallRecord*> recs;
+    for (const auto& r : demos) {
+      if (r.model == m && !r.response.empty()) recs.push_back(&r);
+    }
+    if (recs.empty()) continue;
+    TransformerLM& model = impl_->pool->impl().models[m];
+    const torch::Device device = impl_->pool->impl().devices[m];
+    ModelTrainStats& st = stats[m];
+    st.records = static_cast<int>(recs.size());
+    int done = 0;
+    while (done < steps) {
+      for (const auto& mb : impl_->Minibatches(recs)) {
+        if (done++ >= steps) break;
+        PackedBatch p = Pack(mb, device, impl_->pool->config(m).vocab_size);
+        Scored s = Score(model, p, 1.0);
+        torch::Tensor ntok = p.target_mask.sum().clamp_min(1.0);
+        torch::Tensor loss = -(s.logp * p.target_mask).sum() / ntok;
+        impl_->Step(m, loss);
+        st.steps += 1;
+        st.loss = loss.item<double>();
+        st.entropy = ((s.entropy * p.target_mask).sum() / ntok).item<double>();
+      }
+    }
+  }
+  return stats;
+}
+
+std::vector<std::vector<float>> Trainer::ResponseLogProbs(const std::vector<CallRecord>& records) {
+  torch::NoGradGuard no_grad;
+  std::vector<std::vector<float>> out(records.size());
+  for (size_t i = 0; i < records.size(); ++i) {
+    const CallRecord& r = records[i];
+    if (r.response.empty()) continue;
+    TransformerLM& model = impl_->pool->impl().models.at(r.model);
+    model->set_latent_dropout(false);
+    PackedBatch p = Pack({&r}, impl_->pool->impl().devices.at(r.model), impl_->pool->config(r.model).vocab_size);
+    torch::Tensor logp = Score(model, p, 1.0).logp[0].to(torch::kCPU).contiguous();
+    const float* first = logp.data_ptr<float>() + p.first_target[0];
+    out[i].assign(first, first + r.response.size());
+  }
+  return out;
+}
+
+// One file per trainer, named for its models (several trainers may share a checkpoint folder).
+std::string Trainer::RngFile(const std::string& dir) const {
+  std::string names;
+  for (int m = 0; m < impl_->pool->size(); ++m) names += (m ? "+" : "") + impl_->pool->config(m).name;
+  return dir + "/trainer-rng-" + names + ".txt";
+}
+
+void Trainer::Save(const std::string& dir) const {
+  for (int m = 0; m < impl_->pool->size(); ++m) {
+    torch::save(*impl_->optimizers[m], dir + "/optimizer-" + impl_->pool->config(m).name + ".pt");
+    if (!impl_->references.empty()) {
+      torch::save(impl_->references[m], dir + "/reference-" + impl_->pool->config(m).name + ".pt");
+    }
+  }
+  std::ofstream(RngFile(dir)) << impl_->rng.Save();
+}
+
+void Trainer::Load(const std::string& dir) {
+  for (int m = 0; m < impl_->pool->size(); ++m) {
+    const std::string path = dir + "/optimizer-" + impl_->pool->config(m).name + ".pt";
+    if (!std::filesystem::exists(path)) throw CheckpointError("checkpoint lacks optimizer file " + path);
+    torch::load(*impl_->optimizers[m], path);
+    if (!impl_->references.empty()) {
+      torch::load(impl_->references[m], dir + "/reference-" + impl_->pool->config(m).name + ".pt");
+    }
+  }
+  std::ifstream in(RngFile(dir));
+  std::string state((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  impl_->rng.Load(state);
+}
+
+}  // namespace troupe

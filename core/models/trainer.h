@@ -1,0 +1,68 @@
+// The trainer: one AdamW optimiser per physical model; PPO-clip / GRPO-style
+// clipped policy-gradient losses on per-token advantages, a value loss with GAE
+// for PPO, entropy bonus, optional KL to a frozen reference, gradient clipping,
+// and supervised fine-tuning (cross-entropy) on recorded calls.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/credit.h"
+#include "core/models/model_pool.h"
+#include "core/rng.h"
+#include "core/trajectory.h"
+
+namespace troupe {
+
+struct TrainerConfig {
+  Estimator estimator = Estimator::kGrpo;
+  int epochs = 1;
+  int minibatch = 1024;  // records per optimiser step
+  int update_records = 0;  // records sampled per model for each update; 0 = all
+  double clip = 0.2;
+  double entropy_coef = 0.0;
+  double kl_coef = 0.0;
+  double value_coef = 0.5;
+  double temperature = 1.0;
+  double gamma = 1.0;
+  double lambda = 1.0;
+};
+
+struct ModelTrainStats {
+  int records = 0;
+  int tokens = 0;
+  int steps = 0;
+  double loss = 0.0;
+  double policy_loss = 0.0;
+  double value_loss = 0.0;
+  double entropy = 0.0;
+  double kl = 0.0;
+  double clip_fraction = 0.0;
+  double grad_norm = 0.0;
+};
+
+class Trainer {
+ public:
+  Trainer(ModelPool& pool, TrainerConfig config, uint64_t seed);
+  ~Trainer();
+
+  // One policy update per model from the records of this iteration.
+  std::vector<ModelTrainStats> Update(const std::vector<CallRecord>& records);
+  // `steps` optimiser steps of cross-entropy on the responses of `demos`.
+  std::vector<ModelTrainStats> Supervised(const std::vector<CallRecord>& demos, int steps);
+  // The current policy's log-probabilities of each record's response tokens, as
+  // the update scores them (at temperature 1; for checks against `logprobs`).
+  std::vector<std::vector<float>> ResponseLogProbs(const std::vector<CallRecord>& records);
+
+  // Optimiser state, reference models and the shuffle RNG, for exact resume.
+  void Save(const std::string& dir) const;
+  void Load(const std::string& dir);
+
+ private:
+  std::string RngFile(const std::string& dir) const;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace troupe

@@ -1,0 +1,436 @@
+// Whole-workflow validation: roles, seats, models, sharing, rewards, credit and
+// trainer settings; defaults filled in. Graph properties are checked in
+// validate_graph.cc. Every error names its position or the offending name.
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include "core/base/errors.h"
+#include "workflows/config/compiled_workflow.h"
+#include "workflows/config/config_loader.h"
+#include "workflows/config/validate_graph.h"
+
+namespace troupe {
+
+int CompiledWorkflow::RoleIndex(const std::string& name) const {
+  for (size_t i = 0; i < roles.size(); ++i) {
+    if (roles[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+bool CompiledWorkflow::LatentMessages() const {
+  for (const auto& r : roles) {
+    if (r.message_mode != config::TEXT) return true;
+  }
+  return false;
+}
+
+std::map<int, std::string> CompiledWorkflow::ScriptedSeats() const {
+  std::map<int, std::string> m;
+  for (const auto& r : roles) {
+    if (!r.trained()) {
+      for (int s : r.seats) m[s] = r.scripted;
+    }
+  }
+  return m;
+}
+
+namespace {
+
+ParamValue ToParamValue(const config::Param& p) {
+  switch (p.value_case()) {
+    case config::Param::kInt: return p.int_();
+    case config::Param::kReal: return p.real();
+    case config::Param::kFlag: return p.flag();
+    case config::Param::kText: return p.text();
+    default: break;
+  }
+  throw GameError("parameter '" + p.name() + "' has no value (write int:, real:, flag: or text:)");
+}
+
+// Resolves a plug-in's typed params, failing at the offending param's position.
+Params ResolveParams(const LoadedWorkflow& w, const std::vector<ParamSpec>& specs,
+                     const google::protobuf::RepeatedPtrField<config::Param>& given, const char* owner) {
+  Params params(specs);
+  for (int i = 0; i < given.size(); ++i) {
+    try {
+      params.Set(given[i].name(), ToParamValue(given[i]));
+    } catch (const GameError& e) {
+      w.Fail({{owner}, {"param", i}}, e.what());
+    }
+  }
+  return params;
+}
+
+bool SeatMatches(const std::string& pattern, const std::string& seat) {
+  if (!pattern.empty() && pattern.back() == '*') return seat.rfind(pattern.substr(0, pattern.size() - 1), 0) == 0;
+  return pattern == seat;
+}
+
+bool ValidDeviceSyntax(const std::string& d) {
+  if (d.empty() || d == "cpu") return true;
+  if (d.rfind("cuda:", 0) != 0 || d.size() == 5) return false;
+  return std::all_of(d.begin() + 5, d.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+void CompileGame(const LoadedWorkflow& w, CompiledWorkflow& c) {
+  const config::GameSpec& spec = w.proto.game();
+  const std::vector<ParamSpec>* specs = GameParamRegistry::Get().Find(spec.name());
+  if (specs == nullptr) {
+    w.Fail({{"game"}, {"name"}},
+           "unknown game '" + spec.name() + "' (registered: " + JoinNames(GameFactory::Get().Names()) + ")");
+  }
+  Params params = ResolveParams(w, *specs, spec.param(), "game");
+  try {
+    c.game = GameFactory::Get().Create(spec.name(), params);
+  } catch (const GameError& e) {
+    w.Fail({{"game"}}, std::string("game '") + spec.name() + "': " + e.what());
+  }
+  c.seat_names = c.game->SeatNames();
+  c.seat_role.assign(c.seat_names.size(), -1);
+}
+
+void CompilePipelineTask(const LoadedWorkflow& w, CompiledWorkflow& c) {
+  const config::PipelineSpec& spec = w.proto.pipeline();
+  const std::vector<ParamSpec>* specs = PipelineTaskParamRegistry::Get().Find(spec.task());
+  if (specs == nullptr) {
+    w.Fail({{"pipeline"}, {"task"}}, "unknown pipeline task '" + spec.task() + "' (registered: " +
+                                         JoinNames(PipelineTaskFactory::Get().Names()) + ")");
+  }
+  Params params = ResolveParams(w, *specs, spec.param(), "pipeline");
+  c.pipeline = std::make_unique<CompiledPipeline>();
+  try {
+    c.pipeline->task = PipelineTaskFactory::Get().Create(spec.task(), params);
+  } catch (const GameError& e) {
+    w.Fail({{"pipeline"}}, std::string("task '") + spec.task() + "': " + e.what());
+  }
+}
+
+void CompileModels(const LoadedWorkflow& w, CompiledWorkflow& c) {
+  std::set<std::string> names;
+  for (int i = 0; i < w.proto.model_size(); ++i) {
+    const config::ModelSpec& m = w.proto.model(i);
+    if (m.name().empty()) w.Fail({{"model", i}}, "model needs a name");
+    if (!names.insert(m.name()).second) w.Fail({{"model", i}, {"name"}}, "model '" + m.name() + "' is defined twice");
+    if (!ValidDeviceSyntax(m.device())) {
+      w.Fail({{"model", i}, {"device"}}, "model '" + m.name() + "': device '" + m.device() + "' is not cpu or cuda:N");
+    }
+    ModelConfig mc;
+    mc.name = m.name();
+    mc.index = static_cast<int>(c.models.size());
+    const auto& t = m.transformer();
+    mc.d_model = t.d_model() ? t.d_model() : 64;
+    mc.layers = t.layers() ? t.layers() : 2;
+    mc.heads = t.heads() ? t.heads() : 4;
+    mc.max_len = t.max_len() ? t.max_len() : 160;
+    mc.ff_mult = t.ff_mult() ? t.ff_mult() : 4;
+    if (mc.d_model < 0 || mc.layers < 0 || mc.heads < 0 || mc.max_len < 0 || mc.ff_mult < 0) {
+      w.Fail({{"model", i}, {"transformer"}}, "model '" + m.name() + "': sizes must be positive");
+    }
+    if (mc.d_model % mc.heads != 0) {
+      w.Fail({{"model", i}, {"transformer"}, {"heads"}},
+             "model '" + m.name() + "': d_model " + std::to_string(mc.d_model) + " is not divisible by heads " +
+                 std::to_string(mc.heads));
+    }
+    mc.device = m.device().empty() ? "cpu" : m.device();
+    mc.lr = m.optimizer().lr() > 0 ? m.optimizer().lr() : 1e-3;
+    if (m.optimizer().lr() < 0) w.Fail({{"model", i}, {"optimizer"}, {"lr"}}, "learning rate must be positive");
+    mc.weight_decay = m.optimizer().weight_decay();
+    mc.grad_clip = m.optimizer().grad_clip() > 0 ? m.optimizer().grad_clip() : 1.0;
+    mc.lora_rank = 0;
+    c.models.push_back(mc);
+  }
+}
+
+void CompileRoles(const LoadedWorkflow& w, CompiledWorkflow& c) {
+  std::set<std::string> names;
+  std::vector<std::vector<int>> roles_of_model(c.models.size());
+  for (int i = 0; i < w.proto.role_size(); ++i) {
+    const config::RoleSpec& r = w.proto.role(i);
+    if (r.name().empty()) w.Fail({{"role", i}}, "role needs a name");
+    if (!names.insert(r.name()).second) w.Fail({{"role", i}, {"name"}}, "role '" + r.name() + "' is defined twice");
+    RoleInfo info;
+    info.name = r.name();
+    info.adapter = r.adapter();
+    if (!r.model().empty() && !r.scripted().empty()) {
+      w.Fail({{"role", i}, {"scripted"}}, "role '" + r.name() + "' names both a model and a scripted strategy");
+    }
+    if (r.model().empty() && r.scripted().empty()) {
+      w.Fail({{"role", i}}, "role '" + r.name() + "' needs a model or a scripted strategy");
+    }
+    if (!r.model().empty()) {
+      for (size_t m = 0; m < c.models.size(); ++m) {
+        if (c.models[m].name == r.model()) info.model = static_cast<int>(m);
+      }
+      if (info.model < 0) {
+        w.Fail({{"role", i}, {"model"}}, "role '" + r.name() + "' maps to undefined model '" + r.model() + "'");
+      }
+      info.slot = static_cast<int>(roles_of_model[info.model].size());
+      roles_of_model[info.model].push_back(i);
+    } else {
+      if (!StrategyFactory::Get().Has(r.scripted())) {
+        w.Fail({{"role", i}, {"scripted"}}, "role '" + r.name() + "': unknown scripted strategy '" + r.scripted() +
+                                                "' (registered: " + JoinNames(StrategyFactory::Get().Names()) + ")");
+      }
+      if (c.game && StrategyFactory::Get().Create(r.scripted())->GameName() != c.game->Name()) {
+        w.Fail({{"role", i}, {"scripted"}}, "role '" + r.name() + "': strategy '" + r.scripted() + "' plays " +
+                                                StrategyFactory::Get().Create(r.scripted())->GameName() + ", not " +
+                                                c.game->Name());
+      }
+      info.scripted = r.scripted();
+      if (r.adapter() != config::ADAPTER_NONE) {
+        w.Fail({{"role", i}, {"adapter"}}, "role '" + r.name() + "' is scripted; adapters belong to model roles");
+      }
+    }
+    // Seats (game workflows only).
+    if (c.game) {
+      if (r.seats_size() == 0) w.Fail({{"role", i}}, "role '" + r.name() + "' plays no seat");
+      for (int j = 0; j < r.seats_size(); ++j) {
+        bool matched = false;
+        for (size_t s = 0; s < c.seat_names.size(); ++s) {
+          if (!SeatMatches(r.seats(j), c.seat_names[s])) continue;
+          matched = true;
+          if (c.seat_role[s] >= 0) {
+            w.Fail({{"role", i}, {"seats", j}}, "seat '" + c.seat_names[s] + "' is already played by role '" +
+                                                    c.roles[c.seat_role[s]].name + "'");
+          }
+          c.seat_role[s] = i;
+          info.seats.push_back(static_cast<int>(s));
+        }
+        if (!matched) {
+          w.Fail({{"role", i}, {"seats", j}}, "role '" + r.name() + "': seat '" + r.seats(j) + "' matches no seat of " +
+                                                  c.game->Name() + " (seats " + c.seat_names.front() + ".." +
+                                                  c.seat_names.back() + ")");
+        }
+      }
+    } else if (r.seats_size() > 0) {
+      w.Fail({{"role", i}, {"seats", 0}}, "role '" + r.name() + "': seats belong to game workflows; pipelines use nodes");
+    }
+    c.roles.push_back(info);
+  }
+  if (c.game) {
+    for (size_t s = 0; s < c.seat_names.size(); ++s) {
+      if (c.seat_role[s] < 0) w.Fail({{"game"}, {"name"}}, "seat '" + c.seat_names[s] + "' is played by no role");
+    }
+  }
+  // Sharing modes follow from the mapping and the adapters.
+  int trained_roles = 0;
+  for (const auto& r : c.roles) trained_roles += r.trained();
+  for (size_t m = 0; m < c.models.size(); ++m) {
+    const auto& members = roles_of_model[m];
+    const int mi = static_cast<int>(m);
+    if (members.empty()) w.Fail({{"model", mi}, {"name"}}, "model '" + c.models[m].name + "' is used by no role");
+    std::set<int> adapters;
+    for (int ri : members) adapters.insert(c.roles[ri].adapter);
+    if (adapters.size() > 1) {
+      w.Fail({{"role", members.back()}, {"adapter"}},
+             "roles on model '" + c.models[m].name + "' mix adapter kinds; use one kind per model");
+    }
+    const int adapter = *adapters.begin();
+    if (adapter != config::ADAPTER_NONE && members.size() < 2) {
+      w.Fail({{"role", members.front()}, {"adapter"}},
+             "role '" + c.roles[members.front()].name + "' has an adapter, but model '" + c.models[m].name +
+                 "' serves no other role; adapters tell apart roles that share a model");
+    }
+    ModelConfig& mc = c.models[m];
+    mc.num_roles = static_cast<int>(members.size());
+    const int rank = w.proto.model(mi).lora_rank() > 0 ? w.proto.model(mi).lora_rank() : 4;
+    if (adapter == config::LORA) mc.lora_rank = rank;
+    if (adapter == config::HEAD) mc.role_heads = true;
+    std::string mode;
+    if (members.size() == 1) {
+      mode = trained_roles > 1 ? "separate" : "single role";
+    } else if (adapter == config::LORA) {
+      mode = "partial (shared trunk, per-role LoRA r=" + std::to_string(rank) + ")";
+    } else if (adapter == config::HEAD) {
+      mode = "partial (shared trunk, per-role heads)";
+    } else {
+      mode = "shared (" + std::to_string(members.size()) + " roles, told apart by role tokens)";
+    }
+    c.sharing.push_back(mode);
+  }
+}
+
+void CompileRewards(const LoadedWorkflow& w, CompiledWorkflow& c) {
+  if (w.proto.reward_size() == 0) w.Fail({}, "no reward: add at least one reward { level: ... signal: ... }");
+  std::vector<std::string> trajectory, turn;
+  if (c.game) {
+    trajectory = c.game->SignalNames();
+    turn = c.game->TurnSignalNames();
+  } else {
+    trajectory = {"score"};
+  }
+  for (int i = 0; i < w.proto.reward_size(); ++i) {
+    const config::RewardSpec& r = w.proto.reward(i);
+    RewardTerm term;
+    term.level = r.level();
+    term.signal = r.signal();
+    term.weight = r.weight() != 0 ? r.weight() : 1.0;
+    term.to_go = r.to_go();
+    if (r.to_go() && r.level() != config::TURN) {
+      w.Fail({{"reward", i}, {"to_go"}}, "to_go applies to TURN rewards only");
+    }
+    const std::vector<std::string> allowed = r.level() == config::TRAJECTORY ? trajectory
+                                             : r.level() == config::TURN     ? turn
+                                                                             : std::vector<std::string>{"format"};
+    if (std::find(allowed.begin(), allowed.end(), r.signal()) == allowed.end()) {
+      w.Fail({{"reward", i}, {"signal"}}, "unknown " + config::RewardLevel_Name(r.level()) + " reward signal '" +
+                                              r.signal() + "' (available: " +
+                                              (allowed.empty() ? "none" : JoinNames(allowed)) + ")");
+    }
+    for (int j = 0; j < r.roles_size(); ++j) {
+      const int ri = c.RoleIndex(r.roles(j));
+      if (ri < 0 || !c.roles[ri].trained()) {
+        w.Fail({{"reward", i}, {"roles", j}}, "reward names '" + r.roles(j) + "', which is not a trained role");
+      }
+      term.roles.push_back(ri);
+    }
+    c.rewards.push_back(term);
+  }
+}
+
+void CompileTraining(const LoadedWorkflow& w, CompiledWorkflow& c) {
+  const config::TrainerSpec& t = w.proto.trainer();
+  const config::CreditSpec& k = w.proto.credit();
+  RunSettings& run = c.run;
+  run.iterations = t.iterations() > 0 ? t.iterations() : 100;
+  run.episodes_per_iteration = t.episodes_per_iteration() > 0 ? t.episodes_per_iteration() : 32;
+  run.group_size = k.group_size() > 0 ? k.group_size() : 8;
+  run.eval_episodes = t.eval_episodes() > 0 ? t.eval_episodes() : 64;
+  run.max_minutes = t.max_minutes();
+  run.checkpoint_every = t.checkpoint_every() > 0 ? t.checkpoint_every() : 10;
+  run.threads = t.threads() > 0 ? t.threads() : 1;
+  run.correlated_team_sampling = t.correlated_team_sampling();
+  run.guided_choices = t.guided_choices();
+  run.sft_episodes = t.sft().episodes();
+  run.sft_steps = t.sft().steps() > 0 ? t.sft().steps() : 50;
+  run.sft_teacher = t.sft().teacher();
+  if (t.iterations() < 0) w.Fail({{"trainer"}, {"iterations"}}, "iterations must be positive");
+  if (run.episodes_per_iteration % run.group_size != 0) {
+    w.Fail({{"trainer"}, {"episodes_per_iteration"}},
+           "episodes_per_iteration " + std::to_string(run.episodes_per_iteration) +
+               " is not a multiple of credit.group_size " + std::to_string(run.group_size));
+  }
+  if (run.sft_episodes > 0 && !StrategyFactory::Get().Has(run.sft_teacher)) {
+    w.Fail({{"trainer"}, {"sft"}, {"teacher"}}, "sft teacher '" + run.sft_teacher + "' is not a scripted strategy");
+  }
+  if (t.temperature() < 0) w.Fail({{"trainer"}, {"temperature"}}, "temperature must be positive");
+
+  c.credit.estimator = static_cast<Estimator>(k.estimator());
+  if (k.group_by_size() > 0) {
+    c.credit.group_by.clear();
+    for (int g : k.group_by()) c.credit.group_by.push_back(static_cast<GroupKey>(g));
+  }
+  c.credit.baseline_decay = k.baseline_decay() > 0 ? k.baseline_decay() : 0.9;
+  c.credit.baseline_inert = !k.keep_inert_outcome();
+
+  TrainerConfig& tc = c.trainer;
+  tc.estimator = c.credit.estimator;
+  tc.epochs = t.epochs() > 0 ? t.epochs() : 1;
+  tc.minibatch = t.minibatch() > 0 ? t.minibatch() : 1024;
+  tc.update_records = t.update_records();
+  if (t.update_records() < 0) w.Fail({{"trainer"}, {"update_records"}}, "update_records must be 0 (all) or positive");
+  tc.clip = t.clip() > 0 ? t.clip() : 0.2;
+  tc.entropy_coef = t.entropy_coef();
+  tc.kl_coef = t.kl_coef();
+  tc.value_coef = t.value_coef() > 0 ? t.value_coef() : 0.5;
+  tc.temperature = t.temperature() > 0 ? t.temperature() : 1.0;
+  tc.gamma = k.gamma() > 0 ? k.gamma() : 1.0;
+  tc.lambda = k.lambda() > 0 ? k.lambda() : 1.0;
+}
+
+// Writes the defaults back so the resolved config says what actually ran.
+void FillResolved(CompiledWorkflow& c) {
+  config::Workflow& p = c.proto;
+  for (size_t m = 0; m < c.models.size(); ++m) {
+    auto* spec = p.mutable_model(static_cast<int>(m));
+    const ModelConfig& mc = c.models[m];
+    spec->mutable_transformer()->set_d_model(mc.d_model);
+    spec->mutable_transformer()->set_layers(mc.layers);
+    spec->mutable_transformer()->set_heads(mc.heads);
+    spec->mutable_transformer()->set_max_len(mc.max_len);
+    spec->mutable_transformer()->set_ff_mult(mc.ff_mult);
+    spec->set_device(mc.device);
+    spec->mutable_optimizer()->set_lr(mc.lr);
+    spec->mutable_optimizer()->set_grad_clip(mc.grad_clip);
+  }
+  auto* t = p.mutable_trainer();
+  t->set_iterations(c.run.iterations);
+  t->set_episodes_per_iteration(c.run.episodes_per_iteration);
+  t->set_eval_episodes(c.run.eval_episodes);
+  t->set_checkpoint_every(c.run.checkpoint_every);
+  t->set_threads(c.run.threads);
+  t->set_epochs(c.trainer.epochs);
+  t->set_minibatch(c.trainer.minibatch);
+  t->set_clip(c.trainer.clip);
+  t->set_value_coef(c.trainer.value_coef);
+  t->set_temperature(c.trainer.temperature);
+  auto* k = p.mutable_credit();
+  k->set_group_size(c.run.group_size);
+  k->set_gamma(c.trainer.gamma);
+  k->set_lambda(c.trainer.lambda);
+  k->set_baseline_decay(c.credit.baseline_decay);
+  k->clear_group_by();
+  for (GroupKey g : c.credit.group_by) k->add_group_by(static_cast<config::GroupKey>(g));
+}
+
+}  // namespace
+
+CompiledWorkflow CompileWorkflow(const LoadedWorkflow& w) {
+  CompiledWorkflow c;
+  c.file = w.file;
+  c.proto = w.proto;
+  c.seed = w.proto.seed();
+  const bool has_game = w.proto.has_game();
+  const bool has_pipeline = w.proto.has_pipeline();
+  if (has_game == has_pipeline) {
+    w.Fail({}, has_game ? "a workflow has a game or a pipeline, not both" : "a workflow needs a game { } or a pipeline { }");
+  }
+  if (has_game) CompileGame(w, c);
+  else CompilePipelineTask(w, c);
+  CompileModels(w, c);
+  CompileRoles(w, c);
+  if (has_pipeline) ValidatePipelineGraph(w, c);
+  ValidateChannels(w, c);
+  CompileRewards(w, c);
+  CompileTraining(w, c);
+  CompileRuntime(w, c);
+
+  std::vector<std::string> words = c.game ? c.game->Vocabulary() : c.pipeline->task->Vocabulary();
+  if (c.pipeline) words.push_back("|");  // separates a node's inputs in its prompt
+  if (c.hybrid.enabled || c.LatentMessages()) {
+    words.push_back("<bot>");
+    words.push_back("<eot>");
+  }
+  std::vector<std::string> role_names;
+  for (const auto& r : c.roles) role_names.push_back(r.name);
+  c.vocab = Vocab(words, role_names);
+  for (auto& m : c.models) m.vocab_size = c.vocab.size();
+  FillResolved(c);
+  return c;
+}
+
+std::string DescribeWorkflow(const CompiledWorkflow& c) {
+  std::ostringstream out;
+  out << (c.proto.name().empty() ? c.file : c.proto.name()) << ": ";
+  if (c.game) out << "game " << c.game->Name() << " (" << c.seat_names.size() << " seats)";
+  else out << "pipeline " << c.proto.pipeline().task() << " (" << c.pipeline->nodes.size() << " nodes)";
+  out << ", estimator " << EstimatorName(c.credit.estimator) << "\n";
+  for (const auto& r : c.roles) {
+    out << "  role " << r.name << " -> ";
+    if (r.trained()) out << "model " << c.models[r.model].name;
+    else out << "scripted " << r.scripted;
+    if (!r.seats.empty()) out << "  seats " << c.seat_names[r.seats.front()] << ".." << c.seat_names[r.seats.back()];
+    out << "\n";
+  }
+  for (size_t m = 0; m < c.models.size(); ++m) {
+    const auto& mc = c.models[m];
+    out << "  model " << mc.name << ": d=" << mc.d_model << " layers=" << mc.layers << " heads=" << mc.heads << " on "
+        << mc.device << ", " << c.sharing[m] << "\n";
+  }
+  out << "  vocabulary " << c.vocab.size() << " tokens";
+  return out.str();
+}
+
+}  // namespace troupe

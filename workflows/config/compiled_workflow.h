@@ -1,0 +1,164 @@
+// A workflow after validation: names resolved to indices, defaults applied,
+// the game (or pipeline task) built, the vocabulary and model configs fixed.
+// Everything the runtime needs; nothing in it can still be wrong.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comms/proto/workflow.pb.h"
+#include "core/credit.h"
+#include "core/game.h"
+#include "core/models/model_pool.h"
+#include "core/pipeline_task.h"
+#include "core/models/trainer.h"
+#include "core/vocab.h"
+
+namespace troupe {
+
+struct RoleInfo {
+  std::string name;
+  std::vector<int> seats;     // game seats this role plays
+  int model = -1;             // physical model, or -1 for a scripted role
+  int slot = 0;               // the role's index among the roles of its model
+  std::string scripted;       // strategy name for scripted roles
+  config::Adapter adapter = config::ADAPTER_NONE;
+  // How this role's messages (a game's message phases) travel, from its
+  // channels, in reinforcement-learning runs: TEXT, or K latent vectors
+  // (LATENT) followed by `text_words` words of its text (HYBRID).
+  config::ChannelMode message_mode = config::TEXT;
+  int latent_vectors = 0;
+  int text_words = 0;
+  bool trained() const { return model >= 0; }
+};
+
+struct RewardTerm {
+  config::RewardLevel level = config::TRAJECTORY;
+  std::string signal;
+  double weight = 1.0;
+  bool to_go = false;      // TURN: return-to-go from the call's turn
+  std::vector<int> roles;  // empty: every trained role
+};
+
+struct PipelineNode {
+  std::string name;
+  config::NodeKind kind = config::ROLE_NODE;
+  int role = -1;
+  std::string tool;
+  std::vector<int> inputs;
+  int max_tokens = 4;
+};
+
+struct PipelineEdge {
+  int from = 0;
+  int to = 0;
+  bool conditional = false;
+  int cond_node = -1;
+  std::string equals;
+  bool negate = false;
+};
+
+struct CompiledPipeline {
+  std::unique_ptr<PipelineTask> task;
+  std::vector<std::unique_ptr<PipelineTool>> tools;  // per node (null for non-tool nodes)
+  std::vector<PipelineNode> nodes;
+  std::vector<PipelineEdge> edges;
+  std::vector<int> start;
+  int max_steps = 0;
+  int answer = -1;
+  bool has_cycle = false;
+};
+
+struct RunSettings {
+  int iterations = 100;
+  int episodes_per_iteration = 32;
+  int group_size = 8;
+  int eval_episodes = 64;
+  double max_minutes = 0.0;
+  int checkpoint_every = 10;
+  int threads = 1;
+  bool correlated_team_sampling = false;
+  bool guided_choices = false;
+  int sft_episodes = 0;
+  int sft_steps = 0;
+  std::string sft_teacher;
+};
+
+struct WorkerPlacement {
+  int model = 0;
+  int replicas = 1;
+};
+
+struct RuntimeSettings {
+  std::string endpoint;                   // empty: private inproc://
+  std::vector<WorkerPlacement> external;  // models served by `troupe worker`
+  int heartbeat_ms = 200;
+  int worker_timeout_ms = 3000;
+  int request_timeout_ms = 600000;
+  int join_timeout_ms = 60000;
+  bool continue_on_loss = false;
+  std::string keys_dir;
+  std::string publish;
+  int detail_episodes = 2;
+};
+
+// Sizes of a hybrid message when the config leaves them out (trainer.hybrid and channels alike).
+constexpr int kDefaultLatentVectors = 6;
+constexpr int kDefaultTextWords = 1;
+
+// trainer.hybrid: latent-text messages trained by distillation (workflows/hybrid_run.cc).
+struct HybridRunSettings {
+  bool enabled = false;
+  config::ChannelMode mode = config::TEXT;  // of the workflow's channels
+  int latent_vectors = kDefaultLatentVectors;
+  int text_words = kDefaultTextWords;
+  int stage1_steps = 200;
+  int stage2_steps = 400;
+  int batch = 64;
+  bool differentiable = false;
+  double distill_weight = 20.0;
+  std::string teacher = "oracle";
+  int eval_every = 50;
+  int distill_warmup_steps = 100;
+};
+
+struct CompiledWorkflow {
+  std::string file;
+  config::Workflow proto;  // with defaults filled in: the resolved config
+  uint64_t seed = 0;
+
+  std::unique_ptr<Game> game;          // seat-driven workflows
+  std::unique_ptr<CompiledPipeline> pipeline;  // node-driven workflows
+  std::vector<std::string> seat_names;
+  std::vector<int> seat_role;          // seat -> role index
+
+  std::vector<RoleInfo> roles;
+  std::vector<ModelConfig> models;
+  std::vector<std::string> sharing;    // per model: "shared", "separate", "partial (LoRA r=4)"...
+  Vocab vocab;
+  std::vector<RewardTerm> rewards;
+  CreditConfig credit;
+  TrainerConfig trainer;
+  RunSettings run;
+  RuntimeSettings runtime;
+  HybridRunSettings hybrid;
+
+  int RoleIndex(const std::string& name) const;
+  // Some role sends LATENT or HYBRID messages through the reinforcement-learning runtime.
+  bool LatentMessages() const;
+  // Seat -> strategy for every scripted seat (for best-response search).
+  std::map<int, std::string> ScriptedSeats() const;
+};
+
+class LoadedWorkflow;
+
+// Validates the whole workflow and builds what the runtime needs.
+// Throws ConfigError with file:line:col (or the offending role/seat/model).
+CompiledWorkflow CompileWorkflow(const LoadedWorkflow& workflow);
+
+// A one-paragraph human summary: game, roles -> models, sharing modes, estimator.
+std::string DescribeWorkflow(const CompiledWorkflow& workflow);
+
+}  // namespace troupe

@@ -1,0 +1,87 @@
+// Evaluation runs and the best-achievable reference.
+#include "workflows/run/evaluate.h"
+
+#include "workflows/run/metrics_log.h"
+
+namespace troupe {
+
+std::map<std::string, double> MeanMetrics(const RolloutBatch& batch) {
+  std::map<std::string, double> mean;
+  size_t kept = 0;
+  for (const auto& e : batch.episodes) {
+    if (e.dropped) continue;
+    ++kept;
+    for (const auto& [k, v] : e.metrics) mean[k] += v;
+  }
+  for (auto& [k, v] : mean) v /= std::max<size_t>(1, kept);
+  return mean;
+}
+
+EvalResult Evaluate(const CompiledWorkflow& workflow, PolicyService& policy, int episodes, uint64_t seed, bool greedy,
+                    double temperature, int show) {
+  Rollout rollout(workflow, policy);
+  Rng rng(Rng::Mix(seed, 0xE7A1));
+  EvalResult result;
+  std::map<std::string, double> sum;
+  int64_t forward = 0, turns = 0;
+  int kept = 0;
+  const int chunk = 64;
+  for (int done = 0; done < episodes; done += chunk) {
+    RolloutOptions o;
+    o.episodes = std::min(chunk, episodes - done);
+    o.group_size = 1;
+    o.seed = Rng::Mix(seed, 0xE7A1, static_cast<uint64_t>(done + 1));
+    o.greedy = greedy;
+    o.temperature = temperature;
+    o.guided = workflow.run.guided_choices;
+    RolloutBatch b = rollout.Run(o, rng);
+    for (const auto& e : b.episodes) {
+      if (e.dropped) continue;
+      ++kept;
+      for (const auto& [k, v] : e.metrics) sum[k] += v;
+      if (static_cast<int>(result.shown.size()) < show) result.shown.push_back(e.final_state);
+    }
+    forward += b.forward_calls;
+    turns += b.turns;
+  }
+  result.episodes = episodes;
+  for (auto& [k, v] : sum) result.metrics[k] = v / std::max(1, kept);
+  result.forward_calls_per_turn = turns > 0 ? static_cast<double>(forward) / turns : 0.0;
+  return result;
+}
+
+std::optional<BestScore> BestAchievable(const CompiledWorkflow& workflow) {
+  if (!workflow.game) return std::nullopt;
+  const RoleInfo* trained = nullptr;
+  for (const auto& r : workflow.roles) {
+    if (r.trained()) { trained = &r; break; }
+  }
+  if (trained == nullptr || trained->seats.empty()) return std::nullopt;
+  for (const auto& term : workflow.rewards) {
+    // An episode signal, or a per-turn one summed to the end (return-to-go).
+    if (term.level != config::TRAJECTORY && !(term.level == config::TURN && term.to_go)) continue;
+    auto best = workflow.game->BestAchievable(term.signal, trained->seats.front(), workflow.ScriptedSeats());
+    if (!best) continue;
+    BestScore b;
+    b.signal = term.signal;
+    b.value = *best;
+    // Red-Black names its team metrics after the seat's team letter.
+    if (workflow.game->Name() == "red_black") {
+      const std::string team = workflow.seat_names[trained->seats.front()].substr(0, 1);
+      const bool own = term.signal == "team_score" || term.signal == "round_payoff";
+      b.metric = own ? "team_" + team + "_score" : "combined_score";
+    }
+    return b;
+  }
+  return std::nullopt;
+}
+
+std::string EvalJson(const EvalResult& result) {
+  JsonLine j;
+  j.Add("episodes", result.episodes);
+  for (const auto& [k, v] : result.metrics) j.Add(k, v);
+  j.Add("forward_calls_per_turn", result.forward_calls_per_turn);
+  return j.Str();
+}
+
+}  // namespace troupe

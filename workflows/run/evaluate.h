@@ -1,0 +1,40 @@
+// Evaluation: run episodes with the current models and average what the game
+// (or pipeline task) reports, plus the reward signal of every trained role.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "workflows/config/compiled_workflow.h"
+#include "workflows/run/rollout.h"
+
+namespace troupe {
+
+struct EvalResult {
+  int episodes = 0;
+  std::map<std::string, double> metrics;  // means over episodes
+  double forward_calls_per_turn = 0.0;
+  std::vector<std::string> shown;  // the first episodes' final states, when asked for
+};
+
+EvalResult Evaluate(const CompiledWorkflow& workflow, PolicyService& policy, int episodes, uint64_t seed, bool greedy,
+                    double temperature, int show = 0);
+
+// Means of every episode metric in a rollout batch.
+std::map<std::string, double> MeanMetrics(const RolloutBatch& batch);
+
+// The best value of the workflow's main trajectory signal for the first trained
+// role, when the game can compute it (e.g. Red-Black against a scripted team).
+struct BestScore {
+  std::string signal;
+  std::string metric;  // the episode metric that reports it, if known
+  double value = 0.0;
+};
+std::optional<BestScore> BestAchievable(const CompiledWorkflow& workflow);
+
+// One JSON object of an evaluation (for `troupe eval --json`).
+std::string EvalJson(const EvalResult& result);
+
+}  // namespace troupe

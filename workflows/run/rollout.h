@@ -1,0 +1,108 @@
+// The controller's rollout loop: runs many episodes at once and, per tick,
+// gathers every pending decision for the same physical model into one batched
+// Generate call (never one forward per agent per episode). Scripted seats
+// answer without a model. Produces one CallRecord per model call, with rewards.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/rng.h"
+#include "core/trajectory.h"
+#include "workflows/config/compiled_workflow.h"
+#include "workflows/runtime/policy_service.h"
+
+namespace troupe {
+
+struct EpisodeSummary {
+  std::map<std::string, double> metrics;
+  std::string final_state;  // the game's ToString of the last state
+  bool dropped = false;     // a worker serving it was lost: no records, not in the means
+};
+
+struct RolloutBatch {
+  std::vector<CallRecord> records;
+  std::vector<EpisodeSummary> episodes;
+  int64_t generate_calls = 0;  // batched Generate calls, all models
+  int64_t forward_calls = 0;   // model forward passes, all models
+  int64_t turns = 0;           // game rounds played by the longest episode
+  int64_t invalid = 0;         // unparseable model outputs
+  int64_t dropped = 0;         // episodes lost with a worker
+};
+
+// Sees what a rollout does (for session events); called on the controller thread.
+class RolloutObserver {
+ public:
+  virtual ~RolloutObserver() = default;
+  // Whether to report this episode's calls and states (they cost bandwidth).
+  virtual bool Detailed(int episode) const = 0;
+  virtual void EpisodeStarted(int episode, int group) = 0;
+  // A seat or node acted (scripted acts come without tokens); detailed episodes only.
+  virtual void Acted(int episode, const CallRecord& call, const std::vector<std::string>& words, bool scripted) = 0;
+  // The game state after a tick; detailed episodes only.
+  virtual void StateChanged(int episode, const State& state) = 0;
+  virtual void EpisodeEnded(int episode, const EpisodeSummary& summary) = 0;
+};
+
+struct RolloutOptions {
+  int episodes = 32;
+  int group_size = 8;          // episodes sharing a game seed form a GRPO group
+  uint64_t seed = 0;           // game seeds derive from it
+  double temperature = 1.0;
+  bool greedy = false;
+  bool correlated = false;     // agents of a role seeing the same observation share a sample
+  bool guided = false;         // restrict first tokens to the decision's options
+  bool scripted_for_trained = false;  // demonstrations: trained roles act as `teacher`
+  std::string teacher;
+  RolloutObserver* observer = nullptr;
+};
+
+// A LATENT or HYBRID message an agent sent in an episode; the game shows its
+// handle (MessageHandle) and each reader's prompt gets the vectors and text.
+struct LatentMessage {
+  int role = 0;
+  std::vector<float> latents;  // [K, width]
+  int width = 0;
+  std::vector<std::string> text;
+};
+
+// A prompt: tokens, with the vectors read at its Vocab::kSoft slots.
+struct PromptParts {
+  std::vector<int> tokens;
+  std::vector<float> soft;
+  int soft_width = 0;
+};
+
+class Rollout {
+ public:
+  Rollout(const CompiledWorkflow& workflow, PolicyService& policy);
+  RolloutBatch Run(const RolloutOptions& options, Rng& rng);
+
+ private:
+  RolloutBatch RunGame(const RolloutOptions& options, Rng& rng);
+  RolloutBatch RunPipeline(const RolloutOptions& options, Rng& rng);
+  // `sent`: the episode's latent messages, to expand the handles the game shows.
+  PromptParts Prompt(int role, const std::vector<std::string>& observation,
+                     const std::vector<LatentMessage>* sent = nullptr) const;
+  CallRecord NewRecord(int episode, int group_size, int role, int seat, int turn, const std::string& phase) const;
+  // One tick's model work: each model's queries as one batch, all sent together.
+  std::vector<std::vector<Generation>> GenerateTick(std::vector<std::vector<GenerateQuery>>& per_model,
+                                                    const RolloutOptions& options, Rng& rng, RolloutBatch* batch);
+  // Drops the records of lost episodes and reports every episode's end.
+  void Finish(const RolloutOptions& options, const std::vector<std::vector<size_t>>& episode_records, RolloutBatch* batch);
+
+  const CompiledWorkflow& workflow_;
+  PolicyService& policy_;
+  std::vector<std::unique_ptr<ScriptedStrategy>> strategies_;  // per role (null when trained)
+  bool latent_ = false;  // some role sends latent messages: prompts may hold handles
+  int bot_ = Vocab::kUnk, eot_ = Vocab::kUnk;  // the tokens around a message's vectors
+};
+
+// Sums the workflow's reward terms for one call record of a finished episode.
+// `role_part`, when given, receives the ROLE-level part of the sum.
+double CallReward(const CompiledWorkflow& workflow, const CallRecord& record, const State* state, double task_score,
+                  double* role_part = nullptr);
+
+}  // namespace troupe

@@ -1,0 +1,89 @@
+// ModelServer and LocalPolicy.
+#include "workflows/runtime/model_server.h"
+
+#include "core/base/errors.h"
+
+namespace troupe {
+
+ModelServer::ModelServer(const CompiledWorkflow& workflow, int model_index)
+    : model_index_(model_index),
+      pool_({workflow.models.at(model_index)}, workflow.seed),
+      trainer_(pool_, workflow.trainer, Rng::Mix(workflow.seed, 500 + static_cast<uint64_t>(model_index))) {}
+
+ModelServer::~ModelServer() = default;
+
+std::vector<Generation> ModelServer::Generate(const GenerateBatch& batch) {
+  Rng rng(batch.seed);
+  return pool_.Generate(0, batch.queries, rng, batch.temperature, batch.greedy, batch.share_identical);
+}
+
+std::vector<CallRecord> ModelServer::Mine(const std::vector<CallRecord>& records) const {
+  std::vector<CallRecord> mine;
+  for (const auto& r : records) {
+    if (r.model != model_index_) continue;
+    mine.push_back(r);
+    mine.back().model = 0;  // this server's pool holds one model
+  }
+  return mine;
+}
+
+ModelTrainStats ModelServer::Update(const std::vector<CallRecord>& records) {
+  return trainer_.Update(Mine(records)).at(0);
+}
+
+ModelTrainStats ModelServer::Supervised(const std::vector<CallRecord>& demos, int steps) {
+  return trainer_.Supervised(Mine(demos), steps).at(0);
+}
+
+void ModelServer::Save(const std::string& dir) const {
+  pool_.Save(dir);
+  trainer_.Save(dir);
+}
+
+void ModelServer::Load(const std::string& dir, bool with_optimizer) {
+  pool_.Load(dir);
+  if (with_optimizer) trainer_.Load(dir);
+}
+
+std::string ModelServer::SaveWeights() const { return pool_.SaveBytes(0); }
+void ModelServer::LoadWeights(const std::string& bytes) { pool_.LoadBytes(0, bytes); }
+
+LocalPolicy::LocalPolicy(const CompiledWorkflow& workflow) {
+  for (size_t m = 0; m < workflow.models.size(); ++m) {
+    servers_.push_back(std::make_unique<ModelServer>(workflow, static_cast<int>(m)));
+  }
+}
+
+std::vector<std::vector<Generation>> LocalPolicy::Generate(const std::vector<GenerateBatch>& batches) {
+  std::vector<std::vector<Generation>> out;
+  for (const auto& b : batches) out.push_back(servers_.at(b.model)->Generate(b));
+  return out;
+}
+
+std::vector<ModelTrainStats> LocalPolicy::Update(const std::vector<CallRecord>& records) {
+  std::vector<ModelTrainStats> out;
+  for (auto& s : servers_) out.push_back(s->Update(records));
+  return out;
+}
+
+std::vector<ModelTrainStats> LocalPolicy::Supervised(const std::vector<CallRecord>& demos, int steps) {
+  std::vector<ModelTrainStats> out;
+  for (auto& s : servers_) out.push_back(s->Supervised(demos, steps));
+  return out;
+}
+
+void LocalPolicy::Save(const std::string& dir) {
+  for (auto& s : servers_) s->Save(dir);
+}
+
+void LocalPolicy::Load(const std::string& dir, bool with_optimizer) {
+  for (auto& s : servers_) s->Load(dir, with_optimizer);
+}
+
+int64_t LocalPolicy::forward_calls() const {
+  int64_t n = 0;
+  for (const auto& s : servers_) n += s->forward_calls();
+  return n;
+}
+
+}  // namespace troupe

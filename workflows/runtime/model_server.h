@@ -1,0 +1,56 @@
+// ModelServer: one physical model with its trainer: what a model worker runs,
+// wherever it runs. LocalPolicy: a ModelServer per model, called directly.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "workflows/config/compiled_workflow.h"
+#include "workflows/runtime/policy_service.h"
+
+namespace troupe {
+
+class ModelServer {
+ public:
+  // Builds model `model_index` of the workflow (initialised from the workflow seed).
+  ModelServer(const CompiledWorkflow& workflow, int model_index);
+  ~ModelServer();
+
+  std::vector<Generation> Generate(const GenerateBatch& batch);
+  // Records of other models are ignored.
+  ModelTrainStats Update(const std::vector<CallRecord>& records);
+  ModelTrainStats Supervised(const std::vector<CallRecord>& demos, int steps);
+  void Save(const std::string& dir) const;
+  void Load(const std::string& dir, bool with_optimizer);
+  std::string SaveWeights() const;
+  void LoadWeights(const std::string& bytes);
+
+  int model_index() const { return model_index_; }
+  const ModelConfig& config() const { return pool_.config(0); }
+  int64_t forward_calls() const { return pool_.forward_calls(0); }
+
+ private:
+  std::vector<CallRecord> Mine(const std::vector<CallRecord>& records) const;
+  int model_index_;
+  ModelPool pool_;
+  Trainer trainer_;
+};
+
+class LocalPolicy : public PolicyService {
+ public:
+  explicit LocalPolicy(const CompiledWorkflow& workflow);
+  int size() const override { return static_cast<int>(servers_.size()); }
+  const ModelConfig& config(int model) const override { return servers_.at(model)->config(); }
+  std::vector<std::vector<Generation>> Generate(const std::vector<GenerateBatch>& batches) override;
+  std::vector<ModelTrainStats> Update(const std::vector<CallRecord>& records) override;
+  std::vector<ModelTrainStats> Supervised(const std::vector<CallRecord>& demos, int steps) override;
+  void Save(const std::string& dir) override;
+  void Load(const std::string& dir, bool with_optimizer) override;
+  int64_t forward_calls() const override;
+
+ private:
+  std::vector<std::unique_ptr<ModelServer>> servers_;
+};
+
+}  // namespace troupe

@@ -1,0 +1,45 @@
+// PolicyService: what the controller needs from the physical models of a
+// workflow: batched generation, training updates and checkpoints. Two
+// implementations: LocalPolicy (the models in this thread; tests, benches) and
+// WorkerHub (model workers over ZeroMQ, in-process or in other processes).
+// Both run the same ModelServer per model, so they give identical results.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/models/model_pool.h"
+#include "core/models/trainer.h"
+#include "core/trajectory.h"
+
+namespace troupe {
+
+// Every pending request for one physical model in one tick.
+struct GenerateBatch {
+  int model = 0;
+  std::vector<GenerateQuery> queries;
+  uint64_t seed = 0;  // sampling seed of this batch (workers keep no sampling state)
+  double temperature = 1.0;
+  bool greedy = false;
+  bool share_identical = false;
+};
+
+class PolicyService {
+ public:
+  virtual ~PolicyService() = default;
+  virtual int size() const = 0;
+  virtual const ModelConfig& config(int model) const = 0;
+  // One result per batch, rows in query order; the models may work in parallel.
+  virtual std::vector<std::vector<Generation>> Generate(const std::vector<GenerateBatch>& batches) = 0;
+  // One policy update per model from the records that name it.
+  virtual std::vector<ModelTrainStats> Update(const std::vector<CallRecord>& records) = 0;
+  virtual std::vector<ModelTrainStats> Supervised(const std::vector<CallRecord>& demos, int steps) = 0;
+  // Models and optimiser states of every model, into or from a checkpoint folder.
+  virtual void Save(const std::string& dir) = 0;
+  virtual void Load(const std::string& dir, bool with_optimizer) = 0;
+  // Model forward passes so far, all models.
+  virtual int64_t forward_calls() const = 0;
+};
+
+}  // namespace troupe

@@ -1,0 +1,377 @@
+// The controller's worker hub: joining, requests, heartbeats, losses.
+#include "workflows/runtime/worker_hub.h"
+
+#include <google/protobuf/text_format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <ostream>
+
+#include "comms/curve.h"
+#include "comms/endpoint.h"
+#include "workflows/runtime/model_worker.h"
+#include "workflows/runtime/wire_records.h"
+
+namespace troupe {
+
+namespace {
+
+double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+std::string Ms(double seconds) { return std::to_string(static_cast<int64_t>(seconds * 1000)) + " ms"; }
+
+}  // namespace
+
+WorkerHub::WorkerHub(const CompiledWorkflow& workflow, std::function<void(const WorkerNotice&)> notify, std::ostream* log)
+    : workflow_(workflow), notify_(std::move(notify)), log_(log) {
+  const RuntimeSettings& rt = workflow_.runtime;
+  endpoint_ = rt.endpoint.empty() ? UniqueInprocEndpoint("troupe-workers") : rt.endpoint;
+  google::protobuf::TextFormat::PrintToString(workflow_.proto, &workflow_text_);
+  SocketOptions so;
+  so.security.keys_dir = rt.keys_dir;
+  so.receive_hwm = 100000;
+  so.send_hwm = 100000;
+  if (so.security.enabled()) auth_ = std::make_unique<CurveAuthenticator>(so.security);
+  socket_ = FramedSocket::Bind(zmq::socket_type::router, endpoint_, so);
+  if (endpoint_.rfind("tcp://", 0) == 0) endpoint_ = socket_->endpoint();  // port 0 resolved
+
+  std::vector<int> replicas(workflow_.models.size(), 1);
+  std::vector<bool> external(workflow_.models.size(), false);
+  for (const auto& p : rt.external) {
+    replicas[p.model] = p.replicas;
+    external[p.model] = true;
+  }
+  for (size_t m = 0; m < workflow_.models.size(); ++m) {
+    for (int r = 0; r < replicas[m]; ++r) {
+      Worker w;
+      w.model = static_cast<int>(m);
+      w.replica = r;
+      w.identity = WorkerIdentity(workflow_.models[m].name, r);
+      workers_.push_back(w);
+    }
+  }
+  auto errors = std::make_shared<std::pair<std::mutex, std::vector<std::string>>>();
+  for (size_t m = 0; m < workflow_.models.size(); ++m) {
+    if (external[m]) continue;
+    WorkerOptions o;
+    o.endpoint = endpoint_;
+    o.model = workflow_.models[m].name;
+    o.security = so.security;
+    o.heartbeat_ms = rt.heartbeat_ms;
+    o.controller_timeout_ms = std::max(rt.request_timeout_ms, 60000);
+    threads_.emplace_back([o, this, errors] {
+      try {
+        ServeModel(o, &stop_, nullptr);
+      } catch (const std::exception& e) {
+        std::lock_guard<std::mutex> lock(errors->first);
+        errors->second.push_back("in-process worker " + o.model + ": " + e.what());
+      }
+    });
+  }
+  try {
+    const double deadline = Now() + rt.join_timeout_ms / 1000.0;
+    bool told = false;
+    while (true) {
+      std::vector<std::string> missing;
+      for (const auto& w : workers_) {
+        if (!w.joined) missing.push_back(w.identity);
+      }
+      if (missing.empty()) break;
+      {
+        std::lock_guard<std::mutex> lock(errors->first);
+        if (!errors->second.empty()) throw CommsError(errors->second.front());
+      }
+      if (!told && log_ && !rt.external.empty()) {
+        *log_ << "waiting for " << missing.size() << " model worker(s) at " << endpoint_ << ": start each with\n";
+        for (const auto& w : workers_) {
+          if (!w.joined && external[w.model]) {
+            *log_ << "  troupe worker --model " << workflow_.models[w.model].name << " --replica " << w.replica
+                  << " --connect " << endpoint_ << (rt.keys_dir.empty() ? "" : " --keys " + rt.keys_dir) << "\n";
+          }
+        }
+        *log_ << std::flush;
+        told = true;
+      }
+      if (Now() > deadline) {
+        std::string list;
+        for (const auto& id : missing) list += (list.empty() ? "" : ", ") + id;
+        throw TimeoutError("waited " + std::to_string(rt.join_timeout_ms / 1000) + " s at " + endpoint_ +
+                           " for model workers that never joined: " + list);
+      }
+      wire::Envelope env;
+      std::string identity;
+      if (socket_->Receive(&env, std::chrono::milliseconds(100), &identity, &attachment_)) Handle(identity, env);
+    }
+  } catch (...) {
+    stop_ = true;
+    for (auto& t : threads_) t.join();
+    throw;
+  }
+}
+
+WorkerHub::~WorkerHub() {
+  wire::Envelope bye;
+  bye.mutable_shutdown();
+  for (const auto& w : workers_) {
+    if (w.alive) socket_->Send(bye, w.identity, true);
+  }
+  // Give in-process workers a moment to read it; the stop flag ends them regardless.
+  stop_ = true;
+  for (auto& t : threads_) t.join();
+}
+
+void WorkerHub::Handle(const std::string& identity, const wire::Envelope& env) {
+  const bool heartbeat = identity.size() > 3 && identity.compare(identity.size() - 3, 3, "/hb") == 0;
+  const std::string base = heartbeat ? identity.substr(0, identity.size() - 3) : identity;
+  int index = -1;
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    if (workers_[i].identity == base) index = static_cast<int>(i);
+  }
+  if (env.has_hello()) {
+    wire::Envelope reply;
+    if (index < 0) {
+      std::string names;
+      for (const auto& m : workflow_.models) names += (names.empty() ? "" : ", ") + m.name;
+      reply.mutable_failure()->set_message("this run declares no worker " + base + " (models: " + names + ")");
+      socket_->Send(reply, identity, true);
+      return;
+    }
+    Worker& w = workers_[index];
+    if (w.joined) return;  // a repeated hello
+    w.joined = w.alive = true;
+    w.last_heard = Now();
+    auto* welcome = reply.mutable_welcome();
+    welcome->set_workflow_file(workflow_.file);
+    welcome->set_workflow_text(workflow_text_);
+    welcome->set_model_index(w.model);
+    welcome->set_threads(workflow_.run.threads);
+    socket_->Send(reply, identity);
+    if (notify_) notify_({workflow_.models[w.model].name, w.replica, false,
+                          "from " + env.hello().host() + " pid " + std::to_string(env.hello().pid()), endpoint_});
+    return;
+  }
+  if (index < 0 || !workers_[index].alive) return;  // unknown, or lost already: ignore
+  workers_[index].last_heard = Now();
+  if (heartbeat) {
+    wire::Envelope ack;
+    ack.mutable_heartbeat()->set_sent_at(Now());
+    socket_->Send(ack, identity, true);
+    return;
+  }
+  auto it = pending_.find(env.request_id());
+  if (it == pending_.end() || it->second.worker != index) return;
+  Pending p = std::move(it->second);
+  pending_.erase(it);
+  if (env.has_failure()) {
+    pending_.clear();
+    throw CommsError("model worker " + base + " failed: " + env.failure().message());
+  }
+  if (env.has_generated()) workers_[index].forward_calls = env.generated().forward_calls();
+  if (env.has_done()) workers_[index].forward_calls = env.done().forward_calls();
+  p.on_reply(env);
+}
+
+int WorkerHub::Send(int worker, wire::Envelope& request, std::function<void(const wire::Envelope&)> on_reply,
+                    std::function<void()> on_lost, std::string_view attachment) {
+  const uint64_t id = next_request_++;
+  request.set_request_id(id);
+  Pending p;
+  p.worker = worker;
+  p.sent_at = Now();
+  p.on_reply = std::move(on_reply);
+  p.on_lost = std::move(on_lost);
+  pending_[id] = std::move(p);
+  const bool sent = attachment.empty() ? socket_->Send(request, workers_[worker].identity)
+                                       : socket_->SendWithAttachment(request, attachment, workers_[worker].identity);
+  if (!sent) Lose(worker, "its connection is gone");
+  return static_cast<int>(id);
+}
+
+void WorkerHub::Lose(int worker, const std::string& why) {
+  Worker& w = workers_[worker];
+  if (!w.alive) return;
+  w.alive = false;
+  ++lost_;
+  const std::string name = workflow_.models[w.model].name;
+  const std::string message = "model worker " + w.identity + " at " + endpoint_ + " lost: " + why;
+  if (log_) *log_ << "troupe: " << message << "\n" << std::flush;
+  if (notify_) notify_({name, w.replica, true, why, endpoint_});
+  std::vector<std::function<void()>> lost_calls;
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    if (it->second.worker == worker) {
+      lost_calls.push_back(std::move(it->second.on_lost));
+      it = pending_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (!workflow_.runtime.continue_on_loss) {
+    pending_.clear();
+    throw WorkerLostError(message + " (runtime.on_worker_loss is FAIL)");
+  }
+  if (Alive(w.model).empty()) {
+    pending_.clear();
+    throw WorkerLostError(message + "; model " + name + " has no workers left");
+  }
+  for (auto& f : lost_calls) f();
+}
+
+void WorkerHub::AwaitAll() {
+  const RuntimeSettings& rt = workflow_.runtime;
+  while (!pending_.empty()) {
+    wire::Envelope env;
+    std::string identity;
+    if (socket_->Receive(&env, std::chrono::milliseconds(std::min(rt.heartbeat_ms, 50)), &identity, &attachment_)) {
+      Handle(identity, env);
+    }
+    const double now = Now();
+    std::vector<std::pair<int, std::string>> to_lose;
+    for (const auto& [id, p] : pending_) {
+      const Worker& w = workers_[p.worker];
+      if (now - w.last_heard > rt.worker_timeout_ms / 1000.0) {
+        to_lose.emplace_back(p.worker, "no heartbeat for " + Ms(now - w.last_heard) + " (worker_timeout_ms " +
+                                           std::to_string(rt.worker_timeout_ms) + ")");
+      } else if (now - p.sent_at > rt.request_timeout_ms / 1000.0) {
+        to_lose.emplace_back(p.worker, "no answer to a request in " + Ms(now - p.sent_at) + " (request_timeout_ms " +
+                                           std::to_string(rt.request_timeout_ms) + ")");
+      }
+    }
+    for (const auto& [worker, why] : to_lose) Lose(worker, why);
+  }
+}
+
+std::vector<int> WorkerHub::Alive(int model) const {
+  std::vector<int> out;
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    if (workers_[i].model == model && workers_[i].alive) out.push_back(static_cast<int>(i));
+  }
+  return out;
+}
+
+std::vector<std::vector<Generation>> WorkerHub::Generate(const std::vector<GenerateBatch>& batches) {
+  std::vector<std::vector<Generation>> out(batches.size());
+  for (size_t bi = 0; bi < batches.size(); ++bi) {
+    const GenerateBatch& b = batches[bi];
+    out[bi].resize(b.queries.size());
+    const std::vector<int> alive = Alive(b.model);
+    if (alive.empty()) throw WorkerLostError("no live worker serves model " + workflow_.models[b.model].name);
+    const size_t n = b.queries.size();
+    const size_t parts = std::min(alive.size(), n);
+    for (size_t c = 0; c < parts; ++c) {
+      const size_t begin = n * c / parts, end = n * (c + 1) / parts;
+      wire::Envelope req;
+      ToWire(b, begin, end, parts == 1 ? b.seed : Rng::Mix(b.seed, c), req.mutable_generate());
+      std::vector<Generation>* rows = &out[bi];
+      const std::string who = workers_[alive[c]].identity;
+      Send(
+          alive[c], req,
+          [rows, begin, end, who](const wire::Envelope& reply) {
+            if (!reply.has_generated() || reply.generated().rows_size() != static_cast<int>(end - begin)) {
+              throw CommsError("model worker " + who + " answered a generate request with the wrong rows");
+            }
+            for (size_t i = begin; i < end; ++i) (*rows)[i] = FromWire(reply.generated().rows(static_cast<int>(i - begin)));
+          },
+          [rows, begin, end] {
+            for (size_t i = begin; i < end; ++i) (*rows)[i].lost = true;
+          });
+    }
+  }
+  AwaitAll();
+  return out;
+}
+
+std::vector<ModelTrainStats> WorkerHub::Train(const std::vector<CallRecord>& records, bool supervised, int steps) {
+  std::vector<ModelTrainStats> stats(workflow_.models.size());
+  std::vector<wire::Envelope> requests(workflow_.models.size());
+  for (auto& r : requests) {
+    r.mutable_update()->set_supervised(supervised);
+    r.mutable_update()->set_steps(steps);
+  }
+  for (const auto& rec : records) ToWire(rec, requests.at(rec.model).mutable_update()->add_records());
+  OnPrimaries([&](int m) { return requests[m]; },
+              [&](int m, const wire::Envelope& reply) { stats[m] = FromWire(reply.updated().stats()); });
+  for (int m = 0; m < size(); ++m) SyncReplicas(m);
+  return stats;
+}
+
+void WorkerHub::OnPrimaries(const std::function<wire::Envelope(int)>& request,
+                            const std::function<void(int, const wire::Envelope&)>& on_reply) {
+  std::vector<int> todo;
+  for (int m = 0; m < size(); ++m) todo.push_back(m);
+  while (!todo.empty()) {
+    std::vector<int> retry;
+    for (int m : todo) {
+      wire::Envelope req = request(m);
+      Send(
+          Alive(m).at(0), req, [&on_reply, m](const wire::Envelope& reply) { on_reply(m, reply); },
+          [&retry, m] { retry.push_back(m); });
+    }
+    AwaitAll();
+    todo = retry;
+  }
+}
+
+void WorkerHub::SyncReplicas(int model) {
+  const std::vector<int> alive = Alive(model);
+  if (alive.size() < 2) return;
+  // The parameters travel as attachments: copied once out of the primary's
+  // reply, written once into each replica's frame.
+  std::string weights;
+  bool answered = false;
+  wire::Envelope get;
+  get.mutable_weights()->set_get(true);
+  Send(alive[0], get, [this, &weights, &answered](const wire::Envelope&) {
+    answered = true;
+    weights.assign(attachment_.view());
+  }, [] {});
+  AwaitAll();
+  if (!answered) return;  // the primary was lost meanwhile: the next update syncs
+  if (weights.empty()) {
+    throw CommsError("model worker " + workers_[alive[0]].identity + " answered without its parameters attached");
+  }
+  wire::Envelope set;
+  set.mutable_weights();
+  for (size_t i = 1; i < alive.size(); ++i) {
+    if (workers_[alive[i]].alive) Send(alive[i], set, [](const wire::Envelope&) {}, [] {}, weights);
+  }
+  AwaitAll();
+}
+
+std::vector<ModelTrainStats> WorkerHub::Update(const std::vector<CallRecord>& records) {
+  return Train(records, false, 0);
+}
+
+std::vector<ModelTrainStats> WorkerHub::Supervised(const std::vector<CallRecord>& demos, int steps) {
+  return Train(demos, true, steps);
+}
+
+void WorkerHub::Save(const std::string& dir) {
+  OnPrimaries(
+      [&](int) {
+        wire::Envelope req;
+        req.mutable_checkpoint()->set_dir(dir);
+        return req;
+      },
+      [](int, const wire::Envelope&) {});
+}
+
+void WorkerHub::Load(const std::string& dir, bool with_optimizer) {
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    if (!workers_[i].alive) continue;
+    wire::Envelope req;
+    req.mutable_checkpoint()->set_dir(dir);
+    req.mutable_checkpoint()->set_load(true);
+    req.mutable_checkpoint()->set_with_optimizer(with_optimizer);
+    Send(static_cast<int>(i), req, [](const wire::Envelope&) {}, [] {});
+  }
+  AwaitAll();
+}
+
+int64_t WorkerHub::forward_calls() const {
+  int64_t n = 0;
+  for (const auto& w : workers_) n += w.forward_calls;
+  return n;
+}
+
+}  // namespace troupe
