@@ -1,0 +1,361 @@
+// ModelPool: building models on their devices, batched KV-cached generation,
+// saving and loading parameters.
+#include "core/models/model_pool.h"
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <tuple>
+
+#include "core/base/errors.h"
+#include "core/models/model_pool_impl.h"
+#include "core/vocab.h"
+
+namespace troupe {
+
+void SetTorchThreads(int threads) { at::set_num_threads(threads < 1 ? 1 : threads); }
+
+torch::Device ParseDevice(const std::string& text) {
+  if (text.empty() || text == "cpu") return torch::Device(torch::kCPU);
+  if (text.rfind("cuda:", 0) == 0) {
+    int index = -1;
+    try {
+      index = std::stoi(text.substr(5));
+    } catch (const std::exception&) {
+      throw ModelError("device '" + text + "': expected cuda:N");
+    }
+    if (!torch::cuda::is_available()) {
+      throw ModelError("device '" + text + "' requested, but no CUDA device is available to this LibTorch build");
+    }
+    if (index < 0 || index >= static_cast<int>(torch::cuda::device_count())) {
+      throw ModelError("device '" + text + "': only " + std::to_string(torch::cuda::device_count()) +
+                       " CUDA device(s) present");
+    }
+    return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
+  }
+  throw ModelError("device '" + text + "': expected cpu or cuda:N");
+}
+
+ModelPool::ModelPool(std::vector<ModelConfig> configs, uint64_t seed) : impl_(std::make_unique<Impl>()) {
+  impl_->configs = std::move(configs);
+  for (size_t m = 0; m < impl_->configs.size(); ++m) {
+    const ModelConfig& c = impl_->configs[m];
+    // LibTorch's default generator is global: model workers build their models
+    // in parallel threads, so seeding and initialising must not interleave.
+    static std::mutex init_mutex;
+    std::unique_lock<std::mutex> init_lock(init_mutex);
+    torch::manual_seed(static_cast<uint64_t>(Rng::Mix(seed, 1000 + (c.index >= 0 ? c.index : m))));
+    TransformerLM model(TransformerLMOptions(c.vocab_size)
+                            .d_model(c.d_model)
+                            .layers(c.layers)
+                            .heads(c.heads)
+                            .max_len(c.max_len)
+                            .ff_mult(c.ff_mult)
+                            .num_roles(c.num_roles)
+                            .lora_rank(c.lora_rank)
+                            .latent(c.latent)
+                            .latent_in_width(c.latent_in_width)
+                            .role_heads(c.role_heads));
+    init_lock.unlock();
+    torch::Device device = ParseDevice(c.device);
+    model->to(device);
+    impl_->models.push_back(model);
+    impl_->devices.push_back(device);
+    impl_->forward_calls.push_back(0);
+  }
+}
+
+ModelPool::~ModelPool() = default;
+
+int ModelPool::size() const { return static_cast<int>(impl_->configs.size()); }
+const ModelConfig& ModelPool::config(int model) const { return impl_->configs.at(model); }
+int ModelPool::Find(const std::string& name) const {
+  for (int m = 0; m < size(); ++m) {
+    if (impl_->configs[m].name == name) return m;
+  }
+  return -1;
+}
+int64_t ModelPool::forward_calls(int model) const { return impl_->forward_calls.at(model); }
+int64_t ModelPool::total_forward_calls() const {
+  int64_t n = 0;
+  for (int64_t c : impl_->forward_calls) n += c;
+  return n;
+}
+
+int64_t ModelPool::ParameterCount(int model) const {
+  int64_t n = 0;
+  for (const auto& p : impl_->models.at(model)->parameters()) n += p.numel();
+  return n;
+}
+
+namespace {
+
+// Samples one token per row from log-probabilities [B,V] (CPU float).
+void SampleRows(const torch::Tensor& logp, Rng& rng, bool greedy, const std::vector<bool>& done,
+                std::vector<int>* tokens, std::vector<float>* chosen_logp) {
+  const int64_t B = logp.size(0), V = logp.size(1);
+  const float* data = logp.data_ptr<float>();
+  for (int64_t b = 0; b < B; ++b) {
+    const float* row = data + b * V;
+    int pick = 0;
+    if (done[b]) {
+      pick = Vocab::kPad;
+    } else if (greedy) {
+      for (int64_t v = 1; v < V; ++v) {
+        if (row[v] > row[pick]) pick = static_cast<int>(v);
+      }
+    } else {
+      double u = rng.Uniform(), acc = 0.0;
+      pick = static_cast<int>(V - 1);
+      for (int64_t v = 0; v < V; ++v) {
+        acc += std::exp(static_cast<double>(row[v]));
+        if (u < acc) { pick = static_cast<int>(v); break; }
+      }
+    }
+    (*tokens)[b] = pick;
+    (*chosen_logp)[b] = row[pick];
+  }
+}
+
+// Additive logits mask [B,V]: -inf outside each guided query's first-token options.
+torch::Tensor FirstTokenMask(const std::vector<GenerateQuery>& queries, int64_t V) {
+  const int64_t B = static_cast<int64_t>(queries.size());
+  torch::Tensor mask = torch::zeros({B, V});
+  for (int64_t b = 0; b < B; ++b) {
+    if (queries[b].first_options == nullptr || queries[b].first_options->empty()) continue;
+    mask[b].fill_(-1e9);
+    for (int t : *queries[b].first_options) mask[b][t] = 0.0;
+  }
+  return mask;
+}
+
+// One KV-cached decoding of a batch: left-padded prompts (other agents' vectors
+// at their soft slots), then one step per position for every row at once. A row
+// that sends vectors (hybrid messages) feeds K of them back before its closing
+// token and samples only after that; the others sample from the first step.
+std::vector<Generation> GenerateBatch(TransformerLM& model, torch::Device device,
+                                            const std::vector<GenerateQuery>& queries, Rng& rng, double temperature,
+                                            bool greedy, int64_t* forward_calls, const std::string& name) {
+  const int64_t B = static_cast<int64_t>(queries.size());
+  const int64_t d = model->options().d_model();
+  int64_t Tp = 0, longest = 0;
+  for (const auto& q : queries) {
+    const int64_t p = static_cast<int64_t>(q.prompt->size());
+    Tp = std::max(Tp, p);
+    longest = std::max<int64_t>(longest, p + (q.latent_steps > 0 ? q.latent_steps + 1 : 0) + q.max_new_tokens);
+  }
+  if (longest > model->options().max_len()) {
+    throw ModelError("model '" + name + "': a prompt of " + std::to_string(Tp) + " tokens with its vectors and answer needs " +
+                     std::to_string(longest) + " positions, over max_len " + std::to_string(model->options().max_len()));
+  }
+  // Agents of one role with the same prompt and vectors (teammates reading the
+  // same deliberation) are encoded once; their rows are copied before the first step.
+  std::map<std::tuple<int, std::vector<int>, std::vector<float>>, int64_t> unique_of;
+  std::vector<int64_t> row_of(B), firsts, next_pos(B);
+  for (int64_t b = 0; b < B; ++b) {
+    const GenerateQuery& q = queries[b];
+    auto [it, fresh] = unique_of.emplace(
+        std::make_tuple(q.role_slot, *q.prompt, q.soft_inputs ? *q.soft_inputs : std::vector<float>{}),
+        static_cast<int64_t>(firsts.size()));
+    if (fresh) firsts.push_back(b);
+    row_of[b] = it->second;
+    next_pos[b] = static_cast<int64_t>(q.prompt->size());
+  }
+  const int64_t U = static_cast<int64_t>(firsts.size());
+  std::vector<int64_t> tok(U * Tp, Vocab::kPad), pos(U * Tp, 0), roles(U);
+  std::vector<uint8_t> valid(U * Tp, 0);
+  std::map<int, std::pair<std::vector<int64_t>, std::vector<float>>> soft;  // width -> (flat positions, rows)
+  for (int64_t u = 0; u < U; ++u) {
+    const GenerateQuery& q = queries[firsts[u]];
+    const auto& p = *q.prompt;
+    const int64_t off = Tp - static_cast<int64_t>(p.size());
+    int64_t slot = 0;
+    const int64_t slots = q.soft_inputs && q.soft_width > 0 ? static_cast<int64_t>(q.soft_inputs->size()) / q.soft_width : 0;
+    for (size_t t = 0; t < p.size(); ++t) {
+      tok[u * Tp + off + t] = p[t];
+      pos[u * Tp + off + t] = static_cast<int64_t>(t);
+      valid[u * Tp + off + t] = 1;
+      if (p[t] != Vocab::kSoft) continue;
+      if (slot >= slots) throw ModelError("model '" + name + "': a prompt has more soft slots than vectors (" +
+                                          std::to_string(slots) + ")");
+      auto& [where, rows] = soft[q.soft_width];
+      where.push_back(u * Tp + off + static_cast<int64_t>(t));
+      rows.insert(rows.end(), q.soft_inputs->begin() + slot * q.soft_width,
+                  q.soft_inputs->begin() + (slot + 1) * q.soft_width);
+      ++slot;
+    }
+    if (slot != slots) throw ModelError("model '" + name + "': " + std::to_string(slots) + " vectors for " +
+                                        std::to_string(slot) + " soft slots");
+    roles[u] = q.role_slot;
+  }
+  auto long_opts = torch::TensorOptions().dtype(torch::kLong);
+  torch::Tensor tokens = torch::from_blob(tok.data(), {U, Tp}, long_opts).clone().to(device);
+  torch::Tensor positions = torch::from_blob(pos.data(), {U, Tp}, long_opts).clone().to(device);
+  torch::Tensor key_valid = torch::from_blob(valid.data(), {U, Tp}, torch::kUInt8).clone().to(torch::kBool).to(device);
+  torch::Tensor role = torch::from_blob(roles.data(), {U}, long_opts).clone().to(device);
+  torch::Tensor embeds = model->embed(tokens).view({U * Tp, d});
+  for (auto& [width, where_rows] : soft) {
+    auto& [where, rows] = where_rows;
+    const int64_t n = static_cast<int64_t>(where.size());
+    torch::Tensor vectors = torch::from_blob(rows.data(), {n, width}, torch::kFloat).clone().to(device);
+    torch::Tensor index = torch::from_blob(where.data(), {n}, long_opts).clone().to(device);
+    embeds = embeds.index_copy(0, index, model->adapt_latent(vectors));
+  }
+  embeds = embeds.view({U, Tp, d});
+
+  std::vector<Generation> out(B);
+  std::vector<int> latents_left(B), sampled(B, 0);
+  std::vector<bool> end_due(B), done(B, false);
+  for (int64_t b = 0; b < B; ++b) {
+    latents_left[b] = std::max(0, queries[b].latent_steps);
+    end_due[b] = latents_left[b] > 0;
+  }
+  const torch::Tensor first_mask = FirstTokenMask(queries, model->options().vocab_size()).to(device);
+  KvCache cache;
+  std::vector<int> picked(B);
+  std::vector<float> picked_logp(B);
+  LMOutput o = model->forward_embeds(embeds, positions, key_valid, role, &cache);
+  ++*forward_calls;
+  if (U < B) {  // one row per query from here on
+    torch::Tensor expand = torch::from_blob(row_of.data(), {B}, long_opts).clone().to(device);
+    o.hidden = o.hidden.narrow(1, Tp - 1, 1).index_select(0, expand);
+    o.logits = o.logits.narrow(1, Tp - 1, 1).index_select(0, expand);
+    for (auto& k : cache.keys) k = k.index_select(0, expand);
+    for (auto& v : cache.values) v = v.index_select(0, expand);
+    key_valid = key_valid.index_select(0, expand);
+    role = role.index_select(0, expand);
+  }
+  while (true) {
+    torch::Tensor hidden = o.hidden.select(1, o.hidden.size(1) - 1);  // [B,d]
+    torch::Tensor logits = o.logits.select(1, o.logits.size(1) - 1);  // [B,V]
+    // Who does what at this position: send a vector, read <eot>, or sample.
+    std::vector<int64_t> next(B, Vocab::kPad);
+    std::vector<float> use_vector(B, 0.f), first_now(B, 0.f);
+    std::vector<bool> skip(B);
+    bool any_vector = false;
+    for (int64_t b = 0; b < B; ++b) {
+      skip[b] = done[b] || latents_left[b] > 0 || end_due[b];
+      if (!skip[b] && sampled[b] == 0) first_now[b] = 1.f;
+    }
+    torch::Tensor z;
+    for (int64_t b = 0; b < B; ++b) any_vector = any_vector || latents_left[b] > 0;
+    if (any_vector) z = model->project_latent(hidden);  // [B,d]
+    // Guided first tokens: only for rows that sample their first token now.
+    torch::Tensor scaled = logits / temperature;
+    if (std::find(first_now.begin(), first_now.end(), 1.f) != first_now.end()) {
+      scaled = scaled + first_mask * torch::from_blob(first_now.data(), {B, 1}, torch::kFloat).clone().to(device);
+    }
+    torch::Tensor logp = torch::log_softmax(scaled, -1).to(torch::kCPU, torch::kFloat).contiguous();
+    SampleRows(logp, rng, greedy, skip, &picked, &picked_logp);
+    torch::Tensor z_cpu = any_vector ? z.to(torch::kCPU, torch::kFloat).contiguous() : torch::Tensor();
+    bool all_done = true;
+    for (int64_t b = 0; b < B; ++b) {
+      if (done[b]) continue;
+      if (latents_left[b] > 0) {
+        const float* row = z_cpu.data_ptr<float>() + b * d;
+        out[b].latents.insert(out[b].latents.end(), row, row + d);
+        use_vector[b] = 1.f;
+        --latents_left[b];
+      } else if (end_due[b]) {
+        next[b] = queries[b].latent_end;
+        end_due[b] = false;
+      } else {
+        out[b].tokens.push_back(picked[b]);
+        out[b].logprobs.push_back(picked_logp[b]);
+        ++sampled[b];
+        next[b] = picked[b];
+        if (picked[b] == Vocab::kEos || sampled[b] >= queries[b].max_new_tokens) done[b] = true;
+      }
+      all_done = all_done && done[b];
+    }
+    if (all_done) break;
+    std::vector<int64_t> npos(B);
+    for (int64_t b = 0; b < B; ++b) npos[b] = std::min<int64_t>(next_pos[b]++, model->options().max_len() - 1);
+    torch::Tensor step_tokens = torch::from_blob(next.data(), {B, 1}, long_opts).clone().to(device);
+    torch::Tensor step = model->embed(step_tokens);  // [B,1,d]
+    if (any_vector) {
+      torch::Tensor pick = torch::from_blob(use_vector.data(), {B, 1, 1}, torch::kFloat).clone().to(device);
+      step = torch::where(pick > 0.5f, z.unsqueeze(1), step);
+    }
+    positions = torch::from_blob(npos.data(), {B, 1}, long_opts).clone().to(device);
+    key_valid = torch::cat({key_valid, torch::ones({B, 1}, torch::TensorOptions().dtype(torch::kBool).device(device))}, 1);
+    o = model->forward_embeds(step, positions, key_valid, role, &cache);
+    ++*forward_calls;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<Generation> ModelPool::Generate(int model_index, const std::vector<GenerateQuery>& queries, Rng& rng,
+                                            double temperature, bool greedy, bool share_identical) {
+  if (share_identical) {
+    // Decode the distinct queries only and hand each duplicate its twin's answer.
+    std::map<std::tuple<int64_t, int, int, std::vector<int>, std::vector<float>>, size_t> first;
+    std::vector<GenerateQuery> distinct;
+    std::vector<size_t> source(queries.size());
+    for (size_t i = 0; i < queries.size(); ++i) {
+      // A negative key never matches another query: make it unique.
+      const int64_t share = queries[i].share_key >= 0 ? queries[i].share_key : -1 - static_cast<int64_t>(i);
+      const auto key = std::make_tuple(share, queries[i].role_slot, queries[i].max_new_tokens, *queries[i].prompt,
+                                       queries[i].soft_inputs ? *queries[i].soft_inputs : std::vector<float>{});
+      auto [it, fresh] = first.emplace(key, distinct.size());
+      if (fresh) distinct.push_back(queries[i]);
+      source[i] = it->second;
+    }
+    if (distinct.size() < queries.size()) {
+      std::vector<Generation> once = Generate(model_index, distinct, rng, temperature, greedy, false);
+      std::vector<Generation> out(queries.size());
+      for (size_t i = 0; i < queries.size(); ++i) out[i] = once[source[i]];
+      return out;
+    }
+  }
+  if (queries.empty()) return {};
+  torch::NoGradGuard no_grad;
+  TransformerLM& model = impl_->models.at(model_index);
+  for (const auto& q : queries) {
+    if (q.latent_steps > 0) model->set_latent_dropout(false);  // the trainer recomputes these vectors: no random masks
+  }
+  return GenerateBatch(model, impl_->devices.at(model_index), queries, rng, temperature, greedy,
+                       &impl_->forward_calls[model_index], impl_->configs[model_index].name);
+}
+
+void ModelPool::Save(const std::string& dir) const {
+  for (int m = 0; m < size(); ++m) {
+    torch::save(impl_->models[m], dir + "/model-" + impl_->configs[m].name + ".pt");
+  }
+}
+
+std::string ModelPool::SaveBytes(int model) const {
+  std::ostringstream out;
+  torch::save(impl_->models.at(model), out);
+  return out.str();
+}
+
+void ModelPool::LoadBytes(int model, const std::string& bytes) {
+  std::istringstream in(bytes);
+  try {
+    torch::load(impl_->models.at(model), in, impl_->devices.at(model));
+  } catch (const c10::Error& e) {
+    throw ModelError("cannot load parameters of model '" + impl_->configs.at(model).name + "': " + e.what_without_backtrace());
+  }
+}
+
+void ModelPool::Load(const std::string& dir) {
+  for (int m = 0; m < size(); ++m) {
+    const std::string path = dir + "/model-" + impl_->configs[m].name + ".pt";
+    if (!std::filesystem::exists(path)) throw CheckpointError("checkpoint lacks model file " + path);
+    try {
+      torch::load(impl_->models[m], path, impl_->devices[m]);
+    } catch (const c10::Error& e) {
+      throw CheckpointError("cannot load " + path + ": " + e.what_without_backtrace());
+    }
+  }
+}
+
+}  // namespace troupe
