@@ -5,6 +5,8 @@
 #include <map>
 #include <sstream>
 
+#include "core/base/errors.h"
+
 namespace troupe {
 
 namespace {
@@ -35,6 +37,12 @@ SessionContents ReadSessionFile(const std::string& path) {
     c.events.push_back(std::move(e));
   }
   if (c.error.empty()) c.error = reader.error();
+  // A session cut short still has its first complete event; a file without one
+  // (empty, random bytes, another format) is not a session at all.
+  if (c.events.empty()) {
+    throw CommsError(path + " is not a troupe session file (" +
+                     (c.error.empty() ? std::string("it holds no record") : c.error) + ")");
+  }
   return c;
 }
 

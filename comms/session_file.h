@@ -31,7 +31,9 @@ struct SessionContents {
   std::string error;  // why reading stopped early (torn or corrupt record), empty when clean
 };
 
-// Reads every complete event of a session file; throws CommsError when it cannot be opened.
+// Reads every complete event of a session file; a file cut short reads up to
+// its last complete event (`error` says where it stopped). Throws CommsError
+// when the file cannot be opened or holds no complete session event.
 SessionContents ReadSessionFile(const std::string& path);
 
 // A few lines saying what a session holds (`troupe replay FILE --summary`).

@@ -75,6 +75,16 @@ class Game {
   // Phases whose answers are messages to other seats (and honour SeatOutput::shown).
   // LATENT and HYBRID channels need one outside trainer.hybrid.
   virtual std::vector<std::string> MessagePhases() const { return {}; }
+  // The longest decision any seat can face in each phase: a worst case the game
+  // builds with its own observation code, so that validation can check every
+  // prompt fits a model's max_len before anything runs. Messages (of
+  // MessagePhases) take at least `message_words` words each in a reader's view
+  // (the runtime's expansion of a latent message); 0: their own text. Empty:
+  // the game cannot say, and prompt lengths are checked only while running.
+  virtual std::vector<Decision> LongestDecisions(int message_words) const {
+    (void)message_words;
+    return {};
+  }
   virtual std::unique_ptr<State> NewInitialState(uint64_t seed) const = 0;
   virtual std::unique_ptr<State> Deserialize(const std::string& text) const = 0;
   // The best value of `signal` that `seat` can reach when the other seats

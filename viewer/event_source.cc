@@ -19,6 +19,7 @@ FileSource::FileSource(const std::string& path) : path_(path) {
     error_ = c.error;
   } catch (const std::exception& e) {
     error_ = e.what();
+    opened_ = false;
   }
 }
 

@@ -36,9 +36,12 @@ class FileSource : public EventSource {
   std::string error() const override { return error_; }
   bool live() const override { return false; }
   size_t total() const { return events_.size(); }
+  // False when the file could not be read as a session at all (missing, not a session).
+  bool opened() const { return opened_; }
 
  private:
   std::string path_, error_;
+  bool opened_ = true;
   std::vector<session::Event> events_;
   size_t next_ = 0;
 };

@@ -159,8 +159,12 @@ int main(int argc, char** argv) {
   }
   ViewState state;
   state.keys_dir = o.keys;
-  if (!o.file.empty()) state.OpenFile(o.file);
-  else if (!o.connect.empty()) state.Connect(o.connect);
+  if (!o.file.empty()) {
+    if (!state.OpenFile(o.file)) {
+      std::fprintf(stderr, "troupe-view: %s\n", state.source_error.c_str());
+      return 1;
+    }
+  } else if (!o.connect.empty()) state.Connect(o.connect);
   for (const auto& path : o.compare) {
     FileSource src(path);
     ComparedRun run;

@@ -5,15 +5,17 @@
 
 namespace troupe::view {
 
-void ViewState::OpenFile(const std::string& path) {
+bool ViewState::OpenFile(const std::string& path) {
   model.Clear();
   auto file = std::make_unique<FileSource>(path);
   source_error = file->error();
+  const bool opened = file->opened();
   source = std::move(file);
   std::snprintf(file_input, sizeof file_input, "%s", path.c_str());
   selected_iteration = -1;
   message_cursor = SIZE_MAX;
   follow = true;
+  return opened;
 }
 
 void ViewState::Connect(const std::string& endpoint) {

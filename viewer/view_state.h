@@ -39,7 +39,8 @@ struct ViewState {
   char endpoint_input[256] = "tcp://127.0.0.1:5556";
   std::string keys_dir;  // CurveZMQ client keys for live runs that use them
 
-  void OpenFile(const std::string& path);
+  // False when the file cannot be read as a session (source_error says why).
+  bool OpenFile(const std::string& path);
   void Connect(const std::string& endpoint);
   // Takes new events from the source into the model (bounded work per frame).
   void Pump(size_t max_events);

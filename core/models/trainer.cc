@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "core/base/errors.h"
+#include "core/models/gae.h"
 #include "core/models/model_pool_impl.h"
 #include "core/vocab.h"
 
@@ -192,22 +193,7 @@ Scored Score(TransformerLM& model, const PackedBatch& p, double temperature) {
 
 // Token-level GAE with the reward on each call's last response token.
 torch::Tensor Gae(const torch::Tensor& values, const PackedBatch& p, double gamma, double lambda) {
-  const int64_t T1 = values.size(1);
-  torch::Tensor rewards = p.last_mask * p.reward.unsqueeze(1);
-  torch::Tensor adv = torch::zeros_like(values);
-  torch::Tensor next_adv = torch::zeros({values.size(0)}, values.options());
-  torch::Tensor next_value = torch::zeros({values.size(0)}, values.options());
-  for (int64_t t = T1 - 1; t >= 0; --t) {
-    torch::Tensor m = p.target_mask.select(1, t);
-    torch::Tensor v = values.select(1, t);
-    torch::Tensor delta = rewards.select(1, t) + gamma * next_value - v;
-    torch::Tensor a = delta + gamma * lambda * next_adv;
-    adv.select(1, t).copy_(a * m);
-    // Only response positions carry the recursion; the prompt resets it.
-    next_adv = a * m;
-    next_value = v * m;
-  }
-  return adv;
+  return TokenGae(values, p.last_mask * p.reward.unsqueeze(1), p.target_mask, gamma, lambda);
 }
 
 }  // namespace

@@ -211,6 +211,10 @@ std::optional<double> RedBlackGame::BestAchievable(const std::string& signal, in
   return best;
 }
 
+std::vector<Decision> RedBlackGame::LongestDecisions(int message_words) const {
+  return RedBlackState::Longest(*this, message_words);
+}
+
 namespace {
 TROUPE_REGISTER_GAME("red_black", RedBlackParamSpecs(), RedBlackGame);
 }  // namespace

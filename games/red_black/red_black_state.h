@@ -41,6 +41,11 @@ class RedBlackState : public State {
   std::string Serialize() const override;
   std::string ToString() const override;
 
+  // The longest decision of each phase (RedBlackGame::LongestDecisions): the
+  // last round with every earlier round played, the longest scores, and every
+  // message of the round (all discussion cycles) at its longest.
+  static std::vector<Decision> Longest(const RedBlackGame& game, int message_words);
+
   // Read access for scripted strategies, renderers and tests.
   const std::vector<RoundRecord>& history() const { return history_; }
   RoundView ViewFor(int team) const;

@@ -1,6 +1,7 @@
 // Torch-free core pieces: typed params, vocabulary, credit assignment, record files.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -143,4 +144,40 @@ TEST_CASE("inert calls get their group's mean outcome but keep their own format 
   kept[2].inert = true;
   CreditAssigner(keep).Assign(kept);
   CHECK(kept[2].reward == Approx(10.0));
+}
+
+TEST_CASE("GRPO, RLOO and REINFORCE give their exact advantages on a hand-made batch", "[credit][estimators]") {
+  // Group 0 (role 0, turn 0): rewards 1 2 3 6 (mean 3, sample std sqrt(14/3)); group 1: one call.
+  const std::vector<CallRecord> batch = {Rec(0, 0, 0, 1.0), Rec(0, 0, 0, 2.0), Rec(0, 0, 0, 3.0), Rec(0, 0, 0, 6.0),
+                                         Rec(1, 0, 0, 4.0)};
+  const double sd = std::sqrt(14.0 / 3.0);
+  auto assign = [&](CreditConfig config) {
+    std::vector<CallRecord> recs = batch;
+    CreditAssigner(config).Assign(recs);
+    std::vector<double> a;
+    for (const auto& r : recs) a.push_back(r.advantage);
+    return a;
+  };
+  const auto grpo = assign({Estimator::kGrpo});
+  const std::vector<double> grpo_expected = {-2 / sd, -1 / sd, 0.0, 3 / sd, 0.0};  // a lone call carries no signal
+  const auto rloo = assign({Estimator::kRloo});
+  const std::vector<double> rloo_expected = {1 - 11.0 / 3, 2 - 10.0 / 3, 3 - 9.0 / 3, 6 - 6.0 / 3, 0.0};
+  for (size_t i = 0; i < batch.size(); ++i) {
+    INFO("record " << i);
+    CHECK(grpo[i] == Approx(grpo_expected[i]).margin(1e-6));
+    CHECK(rloo[i] == Approx(rloo_expected[i]).margin(1e-12));
+  }
+  // REINFORCE pools episode groups: one key (role 0, turn 0), first baseline = the batch mean 16/5;
+  // then baseline <- 0.9 baseline + 0.1 mean.
+  CreditAssigner reinforce({Estimator::kReinforce});
+  std::vector<CallRecord> first = batch;
+  reinforce.Assign(first);
+  for (size_t i = 0; i < batch.size(); ++i) CHECK(first[i].advantage == Approx(batch[i].reward - 3.2).margin(1e-12));
+  std::vector<CallRecord> second = {Rec(0, 0, 0, 5.0), Rec(2, 0, 0, 7.0)};
+  reinforce.Assign(second);
+  CHECK(second[0].advantage == Approx(5.0 - 3.2).margin(1e-12));
+  CHECK(second[1].advantage == Approx(7.0 - 3.2).margin(1e-12));
+  std::vector<CallRecord> third = {Rec(0, 0, 0, 0.0)};
+  reinforce.Assign(third);
+  CHECK(third[0].advantage == Approx(-(0.9 * 3.2 + 0.1 * 6.0)).margin(1e-12));
 }

@@ -200,8 +200,14 @@ TEST_CASE("troupe-view shows what it could read of a truncated or corrupted sess
     CHECK(Colours(Load(png)) > 20);
   }
   Result missing = Run(View(Temp("no-such.session") + " --screenshot " + Temp("none.png")));
-  CHECK(missing.status == 0);
+  CHECK(missing.status == 1);
   CHECK_THAT(missing.output, Catch::Contains("cannot open"));
+  CHECK_FALSE(fs::exists(Temp("none.png")));
+  const std::string junk = Temp("junk.session");
+  std::ofstream(junk) << "these bytes are not a session file at all, whatever their length";
+  Result not_session = Run(View(junk + " --screenshot " + Temp("none.png")));
+  CHECK(not_session.status == 1);
+  CHECK_THAT(not_session.output, Catch::Contains("is not a troupe session file"));
 }
 
 TEST_CASE("troupe-view follows a live run over tcp and sees it end", "[viewer][live]") {

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "comms/session_file.h"
 #include "tests/test_support.h"
 
 namespace fs = std::filesystem;
@@ -77,4 +78,34 @@ TEST_CASE("train then eval --json reports the game's figures", "[cli]") {
     CHECK_THAT(eval.output, Catch::Contains(key));
   }
   CHECK(eval.output.front() == '{');
+}
+
+TEST_CASE("replay refuses a file that is not a session and reads a session cut short to its last event", "[cli][session]") {
+  const fs::path dir = fs::temp_directory_path() / "troupe-cli-replay";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "empty.session");
+  std::ofstream(dir / "junk.session") << "random bytes that no session file starts with, long enough for a header";
+  for (const char* name : {"empty.session", "junk.session", "missing.session"}) {
+    Result r = Troupe("replay " + (dir / name).string() + " --summary");
+    INFO(name << ": " << r.output);
+    CHECK(r.status == 3);
+    CHECK_THAT(r.output, Catch::Contains((dir / name).string()));
+    CHECK_THAT(r.output, Catch::Contains(std::string(name) == "missing.session" ? "cannot open" : "is not a troupe session file"));
+  }
+  const fs::path cut = dir / "cut.session";
+  {
+    troupe::SessionWriter writer(cut.string());
+    for (int i = 1; i <= 3; ++i) {
+      troupe::session::Event e;
+      e.mutable_metrics()->set_iteration(i);
+      writer.Write(e, true);
+    }
+  }
+  fs::resize_file(cut, fs::file_size(cut) - 3);  // the third event loses its last bytes, as in a crash
+  Result r = Troupe("replay " + cut.string() + " --summary");
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK_THAT(r.output, Catch::Contains("events: 2") && Catch::Contains("iterations: 1..2") &&
+                           Catch::Contains("stopped reading"));
 }

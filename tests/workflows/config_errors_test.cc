@@ -242,3 +242,60 @@ TEST_CASE("a command-line override of an unknown field names the override", "[co
   ApplyOverride(w, "model[0].transformer.d_model=32");
   CHECK(w.proto.model(0).transformer().d_model() == 32);
 }
+
+namespace {
+
+// The shipped main job with one game parameter and max_len changed.
+std::string MainJob(const std::string& param, int max_len) {
+  std::string text = R"(name: "t"
+game {
+  name: "red_black"
+  param { name: "team_size" int: 5 }
+  param { name: "multipliers" text: "5:3,8:5,10:10" }
+  param { name: "reason_words" int: 3 }
+  )" + param + R"(
+}
+model { name: "m" transformer { d_model: 32 layers: 2 heads: 4 ff_mult: 2 max_len: )" +
+                     std::to_string(max_len) + R"( } }
+role { name: "team_a" seats: "a*" model: "m" }
+role { name: "team_b" seats: "b*" scripted: "tit_for_tat" }
+reward { level: TRAJECTORY signal: "team_score" }
+)";
+  return text;
+}
+
+// The max_len the validator asks for ("set max_len to at least N"), or 0 when it is valid.
+int NeededMaxLen(const std::string& text) {
+  const std::string e = ErrorOf(text);
+  const auto at = e.find("at least ");
+  return at == std::string::npos ? 0 : std::stoi(e.substr(at + 9));
+}
+
+}  // namespace
+
+TEST_CASE("a max_len too short for the longest prompt is refused at max_len, naming the prompt", "[config][max_len]") {
+  // The shipped main job fits 96; ten and fifteen agents a side, or a discussion round, do not.
+  CHECK(ErrorOf(MainJob("", 96)) == "");
+  for (const char* param : {"param { name: \"team_size\" int: 10 }", "param { name: \"team_size\" int: 15 }",
+                            "param { name: \"discussion_rounds\" int: 1 }"}) {
+    INFO(param);
+    const std::string text = MainJob(param, 96);
+    const std::string e = ErrorOf(text);
+    CHECK_THAT(e, Catch::StartsWith(At(text, 9, "max_len")) &&
+                      Catch::Contains("model 'm': max_len 96 is too short for role 'team_a': the longest '") &&
+                      Catch::Contains("' prompt red_black can give it is"));
+    // The figure it asks for is exact: one less is refused, that much is valid.
+    const int needed = NeededMaxLen(text);
+    REQUIRE(needed > 96);
+    CHECK(NeededMaxLen(MainJob(param, needed - 1)) == needed);
+    CHECK(ErrorOf(MainJob(param, needed)) == "");
+  }
+  // Fifteen agents need more than ten; a discussion round more than none.
+  CHECK(NeededMaxLen(MainJob("param { name: \"team_size\" int: 15 }", 96)) >
+        NeededMaxLen(MainJob("param { name: \"team_size\" int: 10 }", 96)));
+  // A model whose max_len is the default is reported at the model.
+  std::string defaulted =
+      MainJob("param { name: \"team_size\" int: 15 } param { name: \"discussion_rounds\" int: 2 }", 96);
+  defaulted.replace(defaulted.find(" max_len: 96"), 12, "");
+  CHECK_THAT(ErrorOf(defaulted), Catch::StartsWith(At(defaulted, 9, "model")) && Catch::Contains("(the default)"));
+}

@@ -246,7 +246,8 @@ TEST_CASE("a sender emits K latent vectors of its width plus its text, and a rec
 TEST_CASE("hybrid messages trained from config beat the no-communication baseline", "[hybrid][learning]") {
   const std::string file = std::string(TROUPE_SOURCE_DIR) + "/workflows/shipped/split_facts_hybrid.textproto";
   LoadedWorkflow loaded = LoadWorkflowFile(file);
-  for (const char* s : {"channel[0].mode=TEXT", "channel[1].mode=TEXT", "trainer.hybrid.stage1_steps=40",
+  // The shipped channels stay HYBRID: K vectors and one word each way.
+  for (const char* s : {"trainer.hybrid.latent_vectors=2", "trainer.hybrid.stage1_steps=40",
                         "trainer.hybrid.stage2_steps=120", "trainer.hybrid.eval_every=1000", "trainer.eval_episodes=128",
                         "game.param[0].int=4", "game.param[2].int=1", "game.param[1].int=4"}) {
     ApplyOverride(loaded, s);
@@ -264,6 +265,6 @@ TEST_CASE("hybrid messages trained from config beat the no-communication baselin
   CHECK(r.before.metrics.at("accuracy") < 0.4);       // 4 values: guessing gives 0.25
   CHECK(r.after.metrics.at("accuracy") > 0.45);
   CHECK(r.after.metrics.at("text_tokens") == 2.0);    // one word each way
-  CHECK(r.after.metrics.at("latent_vectors") == 0.0);
+  CHECK(r.after.metrics.at("latent_vectors") == 4.0); // and two vectors each way
   CHECK(fs::exists(dir / "metrics.jsonl"));
 }

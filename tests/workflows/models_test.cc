@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/models/model_pool_impl.h"
+#include "core/models/gae.h"
 #include "core/models/trainer.h"
 #include "workflows/config/compiled_workflow.h"
 #include "workflows/config/config_loader.h"
@@ -134,9 +135,11 @@ TEST_CASE("batched KV-cached generation agrees with teacher-forced scoring", "[m
 }
 
 TEST_CASE("a prompt longer than max_len is a clear model error", "[models][generate]") {
-  auto w = Compile("model { name: \"m\" transformer { d_model: 16 heads: 2 max_len: 8 } }\n",
-                   "role { name: \"a\" seats: \"a*\" model: \"m\" }\n");
-  ModelPool pool(w.models, 3);
+  // Validation refuses a max_len that a workflow's prompts cannot fit; a model built with one anyway refuses at run time.
+  auto w = Compile(kOneModel, "role { name: \"a\" seats: \"a*\" model: \"m\" }\n");
+  std::vector<ModelConfig> models = w.models;
+  models[0].max_len = 8;
+  ModelPool pool(models, 3);
   const std::vector<int> p(8, 5);
   Rng rng(1);
   CHECK_THROWS_WITH(pool.Generate(0, {{0, &p, 2}}, rng, 1.0, false), Catch::Contains("over max_len 8"));
@@ -201,17 +204,37 @@ TEST_CASE("supervised training teaches the model to answer with a token from its
   CHECK(right >= 56);
 }
 
-TEST_CASE("correlated sampling never shares an answer across share keys", "[models][generate]") {
+TEST_CASE("correlated sampling shares one answer within a share key and samples each key on its own", "[models][generate]") {
   auto w = Compile(kOneModel, "role { name: \"a\" seats: \"a*\" model: \"m\" }\n");
   ModelPool pool(w.models, 3);
   const std::vector<int> p = {1, 4, 9, 10};
-  std::vector<GenerateQuery> q;
-  for (int64_t episode = 0; episode < 8; ++episode) q.push_back({0, &p, 3, nullptr, episode});
-  Rng rng(4);
-  auto gens = pool.Generate(0, q, rng, 3.0, false, true);
+  // Eight queries with the same prompt, two per share key (0,0,1,1,2,2,3,3).
+  std::vector<GenerateQuery> pairs;
+  for (int64_t i = 0; i < 8; ++i) pairs.push_back({0, &p, 3, nullptr, i / 2});
+  Rng shared_rng(4);
+  auto shared = pool.Generate(0, pairs, shared_rng, 3.0, false, true);
+  // The four keys decoded once each, without sharing, from the same sampling stream.
+  std::vector<GenerateQuery> once;
+  for (int64_t k = 0; k < 4; ++k) once.push_back({0, &p, 3, nullptr, k});
+  Rng once_rng(4);
+  auto alone = pool.Generate(0, once, once_rng, 3.0, false, false);
+  REQUIRE(shared.size() == 8);
+  for (size_t i = 0; i < 8; ++i) {
+    INFO("query " << i);
+    CHECK(shared[i].tokens == alone[i / 2].tokens);
+    CHECK(shared[i].logprobs == alone[i / 2].logprobs);
+  }
+  // At temperature 3 the four independent samples are not all one answer.
   std::set<std::vector<int>> distinct;
-  for (const auto& g : gens) distinct.insert(g.tokens);
+  for (const auto& g : alone) distinct.insert(g.tokens);
   CHECK(distinct.size() > 1);
+  // Every query with a key of its own: exactly what decoding without sharing gives.
+  std::vector<GenerateQuery> own;
+  for (int64_t i = 0; i < 8; ++i) own.push_back({0, &p, 3, nullptr, i});
+  Rng own_rng(5), plain_rng(5);
+  auto own_shared = pool.Generate(0, own, own_rng, 3.0, false, true);
+  auto plain = pool.Generate(0, own, plain_rng, 3.0, false, false);
+  for (size_t i = 0; i < 8; ++i) CHECK(own_shared[i].tokens == plain[i].tokens);
 }
 
 TEST_CASE("guided decoding samples the first token among the options and scores it consistently", "[models][generate]") {
@@ -227,4 +250,25 @@ TEST_CASE("guided decoding samples the first token among the options and scores 
     mass += std::exp(g.logprobs[0]);
   }
   CHECK(mass / gens.size() > 0.3);  // renormalised over two options, not over the vocabulary
+}
+
+TEST_CASE("PPO's token-level GAE gives its exact advantages with gamma and lambda below 1", "[models][estimators]") {
+  // Two calls packed in rows of 4 positions. Call 0: prompt at 0, response at 1..3, reward 1 on
+  // position 3. Call 1: prompt at 0..1, response at 2, reward -1, padding at 3.
+  const double g = 0.9, l = 0.8;
+  torch::Tensor values = torch::tensor({0.9, 0.5, 0.2, -0.1, 0.7, 0.4, 0.3, 5.0}, torch::kDouble).view({2, 4});
+  torch::Tensor rewards = torch::tensor({0.0, 0.0, 0.0, 1.0, 0.0, 0.0, -1.0, 0.0}, torch::kDouble).view({2, 4});
+  torch::Tensor mask = torch::tensor({0.0, 1.0, 1.0, 1.0, 0.0, 0.0, 1.0, 0.0}, torch::kDouble).view({2, 4});
+  torch::Tensor adv = TokenGae(values, rewards, mask, g, l);
+  // By hand, backwards: delta_t = r_t + g V_{t+1} - V_t, A_t = delta_t + g l A_{t+1}, V and A after the call 0.
+  const double a3 = 1.0 - (-0.1);                        // 1.1
+  const double a2 = (g * -0.1 - 0.2) + g * l * a3;        // -0.29 + 0.792 = 0.502
+  const double a1 = (g * 0.2 - 0.5) + g * l * a2;         // -0.32 + 0.36144 = 0.04144
+  const std::vector<double> expected = {0.0, a1, a2, a3, 0.0, 0.0, -1.0 - 0.3, 0.0};
+  auto got = adv.contiguous();
+  for (int i = 0; i < 8; ++i) {
+    INFO("position " << i);
+    CHECK(got.view({-1})[i].item<double>() == Approx(expected[i]).margin(1e-12));
+  }
+  CHECK(a1 == Approx(0.04144).margin(1e-12));
 }

@@ -3,9 +3,12 @@
 // and the TensorBoard event file.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "comms/proto/tensorboard_event.pb.h"
 #include "core/base/record_file.h"
@@ -61,6 +64,25 @@ std::vector<std::string> Metrics(const std::string& dir) {
     lines.push_back(kept);
   }
   return lines;
+}
+
+// metrics.jsonl as JSON objects, one per iteration.
+std::vector<nlohmann::json> MetricsJson(const std::string& dir) {
+  std::ifstream in(dir + "/metrics.jsonl");
+  std::vector<nlohmann::json> lines;
+  std::string line;
+  while (std::getline(in, line)) lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
+// A metric that must be there and be a finite number.
+double Number(const nlohmann::json& line, const std::string& key) {
+  INFO("metric " << key);
+  REQUIRE(line.contains(key));
+  REQUIRE(line.at(key).is_number());
+  const double v = line.at(key).get<double>();
+  REQUIRE(std::isfinite(v));
+  return v;
 }
 
 std::string SlurpFile(const fs::path& p) {
@@ -131,24 +153,44 @@ TEST_CASE("training removes unparseable outputs (format reward)", "[training][le
   CHECK(invalid.back() < 0.5 * invalid.front());
 }
 
-TEST_CASE("every credit estimator trains from config", "[training][estimators]") {
+TEST_CASE("every credit estimator trains from config and reports its losses", "[training][estimators]") {
   for (const char* est : {"GRPO", "PPO", "RLOO", "REINFORCE"}) {
     INFO(est);
     const auto dir = Temp(std::string("est-") + est);
     Run(Tiny({std::string("credit.estimator=") + est, "trainer.iterations=2", "trainer.epochs=2"}), dir);
-    const auto lines = Metrics(dir);
+    const auto lines = MetricsJson(dir);
     REQUIRE(lines.size() == 2);
-    CHECK(lines[1].find("\"loss/m\":null") == std::string::npos);
-    if (std::string(est) == "PPO") CHECK(lines[1].find("value_loss/m") != std::string::npos);
+    const bool ppo = std::string(est) == "PPO";
+    for (const auto& line : lines) {
+      CHECK(Number(line, "grad_norm/m") > 0);            // the update moved the model
+      CHECK(Number(line, "entropy/m") > 0);
+      const double clipped = Number(line, "clip_fraction/m");
+      CHECK(clipped >= 0);
+      CHECK(clipped <= 1);
+      const double policy = Number(line, "policy_loss/m"), loss = Number(line, "loss/m");
+      if (ppo) {
+        const double value = Number(line, "value_loss/m");
+        CHECK(value > 0);
+        // loss = policy + value_coef (0.5) * value - entropy_coef (0) * entropy
+        CHECK(loss == Approx(policy + 0.5 * value).margin(1e-4));
+      } else {
+        CHECK_FALSE(line.contains("value_loss/m"));
+        CHECK(loss == Approx(policy).margin(1e-5));
+      }
+    }
   }
 }
 
 TEST_CASE("the KL term to a frozen reference is reported when enabled", "[training]") {
   const auto dir = Temp("kl");
   Run(Tiny({"trainer.kl_coef=0.1", "trainer.iterations=3", "trainer.epochs=2"}), dir);
-  const auto lines = Metrics(dir);
+  const auto lines = MetricsJson(dir);
   REQUIRE(lines.size() == 3);
-  CHECK(lines[0].find("\"kl/m\":0,") == std::string::npos);  // second epoch moves away from the reference
+  // The first epoch starts at the reference; the second has moved away from it.
+  for (const auto& line : lines) CHECK(Number(line, "kl/m") > 0);
+  const auto off = Temp("kl-off");
+  Run(Tiny({"trainer.iterations=1"}), off);
+  CHECK(Number(MetricsJson(off).at(0), "kl/m") == 0);
 }
 
 TEST_CASE("a run folder holds the resolved config, metrics, checkpoints and TensorBoard events", "[training][outputs]") {
@@ -187,15 +229,31 @@ role { name: "a1" seats: "a1" seats: "a2" model: "m" }
   std::string partial = base;
   partial.replace(partial.find("seats: \"a0\" model: \"m\""), 22, "seats: \"a0\" model: \"m\" adapter: LORA");
   partial.replace(partial.find("seats: \"a2\" model: \"m\""), 22, "seats: \"a2\" model: \"m\" adapter: LORA");
-  int n = 0;
-  for (const auto& text : {base, separate, partial}) {
-    const auto dir = Temp("mode-" + std::to_string(n++));
+  const std::vector<std::pair<std::string, std::vector<std::string>>> modes = {
+      {base, {"m"}}, {separate, {"m", "m2"}}, {partial, {"m"}}};
+  const std::vector<std::string> sharing = {"shared (2 roles, told apart by role tokens)", "separate",
+                                            "partial (shared trunk, per-role LoRA r=4)"};
+  for (size_t n = 0; n < modes.size(); ++n) {
+    const auto& [text, models] = modes[n];
+    const auto dir = Temp("mode-" + std::to_string(n));
     CompiledWorkflow w = Tiny({"trainer.iterations=2"}, text);
+    REQUIRE(w.models.size() == models.size());
+    INFO(sharing[n]);
+    for (const auto& mode : w.sharing) CHECK(mode == sharing[n]);
     Run(w, dir);
-    const auto lines = Metrics(dir);
+    const auto lines = MetricsJson(dir);
     REQUIRE(lines.size() == 2);
-    CHECK(lines[1].find("reward/a0") != std::string::npos);
-    CHECK(lines[1].find("reward/a1") != std::string::npos);
+    for (const auto& line : lines) {
+      // Each role's reward: 0.1 x team score to go (a round pays at most 3 x 3 x 3 here) + format (0 or -1).
+      for (const char* role : {"reward/a0", "reward/a1"}) {
+        const double r = Number(line, role);
+        CHECK(r >= -1 - 0.1 * 27);
+        CHECK(r <= 0.1 * 27);
+      }
+      // One update per physical model, and each moved its parameters.
+      for (const auto& m : models) CHECK(Number(line, "grad_norm/" + m) > 0);
+      CHECK_FALSE(line.contains("grad_norm/m3"));
+    }
   }
 }
 
@@ -219,12 +277,21 @@ TEST_CASE("the node-driven proposer -> critic pipeline validates and runs", "[tr
   CHECK(c.pipeline->has_cycle);
   const auto dir = Temp("pipeline");
   Run(c, dir);
-  const auto lines = Metrics(dir);
+  const auto lines = MetricsJson(dir);
   REQUIRE(lines.size() == 2);
-  CHECK(lines[1].find("\"reward/proposer\":") != std::string::npos);
-  CHECK(lines[1].find("\"reward/critic\":") != std::string::npos);
-  // Every episode stops by the step bound at the latest.
-  const auto steps = lines[1].find("\"game/steps\":");
-  REQUIRE(steps != std::string::npos);
-  CHECK(std::stod(lines[1].substr(steps + 13)) <= c.pipeline->max_steps);
+  for (const auto& line : lines) {
+    // score in [0, 1] plus 0.5 x format (0 or -1).
+    for (const char* role : {"reward/proposer", "reward/critic"}) {
+      const double r = Number(line, role);
+      CHECK(r >= -0.5);
+      CHECK(r <= 1.0);
+    }
+    const double score = Number(line, "game/score");
+    CHECK(score >= 0);
+    CHECK(score <= 1);
+    // Every episode stops by the step bound at the latest, after one step at least.
+    const double steps = Number(line, "game/steps");
+    CHECK(steps >= 1);
+    CHECK(steps <= c.pipeline->max_steps);
+  }
 }

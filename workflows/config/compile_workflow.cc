@@ -290,6 +290,39 @@ void CompileRewards(const LoadedWorkflow& w, CompiledWorkflow& c) {
   }
 }
 
+// Proto enums and their C++ counterparts map by name, never by position.
+Estimator ToEstimator(const LoadedWorkflow& w, config::Estimator e) {
+  switch (e) {
+    case config::GRPO: return Estimator::kGrpo;
+    case config::PPO: return Estimator::kPpo;
+    case config::RLOO: return Estimator::kRloo;
+    case config::REINFORCE: return Estimator::kReinforce;
+    default: break;
+  }
+  w.Fail({{"credit"}, {"estimator"}}, "unknown estimator " + std::to_string(static_cast<int>(e)));
+}
+
+GroupKey ToGroupKey(const LoadedWorkflow& w, int key, int index) {
+  switch (key) {
+    case config::BY_EPISODE_GROUP: return GroupKey::kEpisodeGroup;
+    case config::BY_ROLE: return GroupKey::kRole;
+    case config::BY_TURN: return GroupKey::kTurn;
+    case config::BY_PHASE: return GroupKey::kPhase;
+    default: break;
+  }
+  w.Fail({{"credit"}, {"group_by", index}}, "unknown group key " + std::to_string(key));
+}
+
+config::GroupKey ToProto(GroupKey key) {
+  switch (key) {
+    case GroupKey::kEpisodeGroup: return config::BY_EPISODE_GROUP;
+    case GroupKey::kRole: return config::BY_ROLE;
+    case GroupKey::kTurn: return config::BY_TURN;
+    case GroupKey::kPhase: return config::BY_PHASE;
+  }
+  return config::BY_EPISODE_GROUP;  // unreachable: every GroupKey is listed above
+}
+
 void CompileTraining(const LoadedWorkflow& w, CompiledWorkflow& c) {
   const config::TrainerSpec& t = w.proto.trainer();
   const config::CreditSpec& k = w.proto.credit();
@@ -317,10 +350,10 @@ void CompileTraining(const LoadedWorkflow& w, CompiledWorkflow& c) {
   }
   if (t.temperature() < 0) w.Fail({{"trainer"}, {"temperature"}}, "temperature must be positive");
 
-  c.credit.estimator = static_cast<Estimator>(k.estimator());
+  c.credit.estimator = ToEstimator(w, k.estimator());
   if (k.group_by_size() > 0) {
     c.credit.group_by.clear();
-    for (int g : k.group_by()) c.credit.group_by.push_back(static_cast<GroupKey>(g));
+    for (int i = 0; i < k.group_by_size(); ++i) c.credit.group_by.push_back(ToGroupKey(w, k.group_by(i), i));
   }
   c.credit.baseline_decay = k.baseline_decay() > 0 ? k.baseline_decay() : 0.9;
   c.credit.baseline_inert = !k.keep_inert_outcome();
@@ -372,7 +405,44 @@ void FillResolved(CompiledWorkflow& c) {
   k->set_lambda(c.trainer.lambda);
   k->set_baseline_decay(c.credit.baseline_decay);
   k->clear_group_by();
-  for (GroupKey g : c.credit.group_by) k->add_group_by(static_cast<config::GroupKey>(g));
+  for (GroupKey g : c.credit.group_by) k->add_group_by(ToProto(g));
+}
+
+// Every prompt the game can produce must fit the model that reads it: the
+// longest decision of each phase (Game::LongestDecisions) as the rollout
+// encodes it (<bos>, role token, observation, a latent speaker's <bot> K <eot>)
+// plus its answer. Refused at the model's max_len, naming the prompt.
+void ValidatePromptLengths(const LoadedWorkflow& w, const CompiledWorkflow& c) {
+  if (!c.game || c.hybrid.enabled) return;  // trainer.hybrid builds its own prompts (workflows/run/hybrid_run.cc)
+  int message_words = 0;  // a latent message in a reader's view: <bot> K vectors <eot> and its words
+  for (const auto& r : c.roles) {
+    if (r.message_mode != config::TEXT) message_words = std::max(message_words, 2 + r.latent_vectors + r.text_words);
+  }
+  const std::vector<Decision> longest = c.game->LongestDecisions(message_words);
+  for (size_t mi = 0; mi < c.models.size(); ++mi) {
+    // The longest prompt and answer of any role on this model: the figure that fixes the config.
+    const RoleInfo* role = nullptr;
+    const Decision* worst = nullptr;
+    int prompt = 0, answer = 0;
+    for (const auto& r : c.roles) {
+      if (r.model != static_cast<int>(mi)) continue;
+      for (const Decision& d : longest) {
+        const bool latent = d.message && r.message_mode != config::TEXT;
+        const int p = 2 + static_cast<int>(d.observation.size()) + (latent ? 1 : 0);
+        const int a = latent ? r.latent_vectors + 1 + std::min(d.max_words, std::max(1, r.text_words)) : d.max_words;
+        if (worst == nullptr || p + a > prompt + answer) role = &r, worst = &d, prompt = p, answer = a;
+      }
+    }
+    const ModelConfig& m = c.models[mi];
+    if (worst == nullptr || prompt + answer <= m.max_len) continue;
+    const int i = static_cast<int>(mi);
+    const bool written = w.proto.model(i).transformer().max_len() != 0;
+    w.Fail(written ? std::vector<PathStep>{{"model", i}, {"transformer"}, {"max_len"}} : std::vector<PathStep>{{"model", i}},
+           "model '" + m.name + "': max_len " + std::to_string(m.max_len) + (written ? "" : " (the default)") +
+               " is too short for role '" + role->name + "': the longest '" + worst->phase + "' prompt " +
+               c.game->Name() + " can give it is " + std::to_string(prompt) + " tokens, and its answer " +
+               std::to_string(answer) + "; set max_len to at least " + std::to_string(prompt + answer));
+  }
 }
 
 }  // namespace
@@ -396,6 +466,7 @@ CompiledWorkflow CompileWorkflow(const LoadedWorkflow& w) {
   CompileRewards(w, c);
   CompileTraining(w, c);
   CompileRuntime(w, c);
+  ValidatePromptLengths(w, c);
 
   std::vector<std::string> words = c.game ? c.game->Vocabulary() : c.pipeline->task->Vocabulary();
   if (c.pipeline) words.push_back("|");  // separates a node's inputs in its prompt
