@@ -88,9 +88,11 @@ std::vector<std::string> RedBlackState::Observation(int seat, const std::string&
   std::vector<std::string> o = {"history"};
   auto append = [&o](const std::vector<std::string>& w) { o.insert(o.end(), w.begin(), w.end()); };
   for (const auto& r : history_) {
+    // Both teams' choices and points, own team first (the spec's history).
     o.push_back(ChoiceWord(r.choice[team]));
     o.push_back(ChoiceWord(r.choice[1 - team]));
     o.push_back(PointsWord(r.points[team]));
+    o.push_back(PointsWord(r.points[1 - team]));
   }
   o.push_back("now");
   static const std::vector<Message> kNone;  // the silent control: no seat sees a message
@@ -113,6 +115,28 @@ std::vector<std::string> RedBlackState::Observation(int seat, const std::string&
           CountWord(game_->rounds() - round_ - 1), "x", CountWord(game_->Multiplier(round_))});
   o.push_back(phase);
   return o;
+}
+
+std::vector<Decision> RedBlackState::Longest(const RedBlackGame& game, int message_words) {
+  RedBlackState s(game, 0);
+  const int n = game.team_size();
+  int most_points = 0;
+  for (int r = 0; r < game.rounds(); ++r) most_points += 6 * game.Multiplier(r);
+  s.round_ = game.rounds() - 1;
+  s.history_.assign(game.rounds() - 1, RoundRecord{});
+  s.score_ = {-most_points, -most_points};  // the most words: a sign and the most digits
+  Message longest;
+  longest.reasoning.assign(game.reason_words(), "black");
+  if (message_words > 1 + game.reason_words()) longest.shown.assign(message_words, "black");
+  std::vector<Decision> d;
+  const int speakers = n * (1 + game.discussion_rounds());
+  // The last speaker of the round reads every message but its own; voters read them all.
+  s.teams_[0].messages.assign(speakers - 1, longest);
+  d.push_back({0, "will", s.Observation(0, "will"), 1, {"0", "1", "2", "3"}});
+  d.push_back({0, "speak", s.Observation(0, "speak"), 1 + game.reason_words(), {"red", "black"}, true});
+  s.teams_[0].messages.assign(speakers, longest);
+  d.push_back({0, "vote", s.Observation(0, "vote"), 1, {"red", "black"}});
+  return d;
 }
 
 std::vector<Decision> RedBlackState::PendingDecisions() const { return Pending(true); }

@@ -175,11 +175,15 @@ TEST_CASE("observations show round, rounds left, multiplier, scores and both tea
   const auto us = std::find(d.observation.begin(), d.observation.end(), "us");
   REQUIRE(us != d.observation.end());
   CHECK(std::vector<std::string>(us, us + 5) == std::vector<std::string>{"us", "1", "5", "them", "3"});
-  // Round 2 from team A's side: A red, B black, +6.
+  // Round 2 from team A's side: A red, B black, A +6, B -6 (both teams' points, as the spec says).
   REQUIRE(d.observation.front() == "history");
-  CHECK(d.observation[4] == "red");
-  CHECK(d.observation[5] == "black");
-  CHECK(d.observation[6] == "+6");
+  CHECK(std::vector<std::string>(d.observation.begin() + 5, d.observation.begin() + 9) ==
+        std::vector<std::string>{"red", "black", "+6", "-6"});
+  // Team B sees the same round from its side.
+  const auto b = s->PendingDecisions().back();
+  REQUIRE(b.seat >= 5);
+  CHECK(std::vector<std::string>(b.observation.begin() + 5, b.observation.begin() + 9) ==
+        std::vector<std::string>{"black", "red", "-6", "+6"});
 }
 
 TEST_CASE("scripted strategies choose as the spec says", "[red_black][strategies]") {
@@ -297,4 +301,34 @@ TEST_CASE("the silent control hides every message from every seat", "[red_black]
     s->Apply(Answer(*s, "1", "red", "black", "black"));
   }
   CHECK(spoke);  // votes came after speeches, and saw none of them
+}
+
+TEST_CASE("no decision of a played game is longer than the game's longest decision of its phase", "[red_black][max_len]") {
+  // Team A always red against team B always black, then the reverse: scores of three digits with a sign.
+  for (int discussion : {0, 1}) {
+    auto game = Make({{"team_size", int64_t{4}}, {"discussion_rounds", int64_t{discussion}}, {"reason_words", int64_t{2}}});
+    std::map<std::string, size_t> longest;
+    for (const auto& d : game->LongestDecisions(0)) longest[d.phase] = d.observation.size();
+    REQUIRE(longest.size() == 3);
+    std::map<std::string, size_t> seen;
+    for (const char* a : {"red", "black"}) {
+      auto s = game->NewInitialState(11);
+      while (!s->IsTerminal()) {
+        for (const auto& d : s->PendingDecisions()) {
+          INFO(d.phase << " in round " << s->Turn() + 1);
+          CHECK(d.observation.size() <= longest.at(d.phase));
+          seen[d.phase] = std::max(seen[d.phase], d.observation.size());
+        }
+        s->Apply(Answer(*s, "1", "black", a, std::string(a) == "red" ? "black" : "red", 4));
+      }
+    }
+    // Played games reach the worst case but for the digits of the scores (at most a sign and 3 digits each).
+    for (const auto& [phase, n] : longest) {
+      INFO(phase << " discussion " << discussion);
+      CHECK(seen[phase] + 8 >= n);
+    }
+  }
+  // A latent message in a reader's view (<bot> K vectors <eot> and a word) is longer than a text one.
+  auto game = Make();
+  CHECK(game->LongestDecisions(8).back().observation.size() > game->LongestDecisions(0).back().observation.size());
 }
