@@ -27,7 +27,9 @@ std::string Source(const std::string& rel) { return std::string(TROUPE_SOURCE_DI
 TEST_CASE("troupe --help lists the commands and each command has help", "[cli]") {
   Result r = Troupe("--help");
   CHECK(r.status == 0);
-  CHECK_THAT(r.output, Catch::Contains("train FILE") && Catch::Contains("eval FILE") && Catch::Contains("validate FILE"));
+  for (const char* command : {"train", "eval", "validate", "worker", "record", "replay", "keys", "view", "help"}) {
+    CHECK_THAT(r.output, Catch::Contains(std::string("\n  ") + command + " "));
+  }
   CHECK_THAT(Troupe("train --help").output, Catch::Contains("--resume"));
   CHECK_THAT(Troupe("eval --help").output, Catch::Contains("--json"));
   Result bad = Troupe("frobnicate");
@@ -108,4 +110,37 @@ TEST_CASE("replay refuses a file that is not a session and reads a session cut s
   CHECK(r.status == 0);
   CHECK_THAT(r.output, Catch::Contains("events: 2") && Catch::Contains("iterations: 1..2") &&
                            Catch::Contains("stopped reading"));
+}
+
+TEST_CASE("an option that does not apply to a command is an error naming the command", "[cli]") {
+  const std::string wf = Source("workflows/shipped/red_black.textproto");
+  Result r = Troupe("validate " + wf + " --greedy --resume --summary");
+  CHECK(r.status == 2);
+  CHECK_THAT(r.output, Catch::Contains("troupe validate: --greedy --resume --summary: not options of validate"));
+  Result missing = Troupe("eval " + wf);
+  CHECK(missing.status == 2);
+  CHECK_THAT(missing.output, Catch::Contains("troupe eval: --checkpoint is required"));
+  // --set repeats, each taking one value, before or after the file.
+  Result ok = Troupe("validate --set trainer.iterations=3 " + wf + " --set model[0].transformer.d_model=64");
+  CHECK(ok.status == 0);
+  CHECK_THAT(ok.output, Catch::EndsWith("valid\n"));
+  // Every option a command takes is in its help.
+  const std::string train = Troupe("help train").output;
+  for (const char* option : {"--out", "--seed", "--set", "--resume", "--quiet", "--no-eval", "--publish",
+                             "--await-subscriber", "--record"}) {
+    CHECK_THAT(train, Catch::Contains(option));
+  }
+  const std::string eval = Troupe("eval --help").output;
+  for (const char* option : {"--checkpoint", "--episodes", "--json", "--greedy", "--show", "--seed", "--set"}) {
+    CHECK_THAT(eval, Catch::Contains(option));
+  }
+}
+
+TEST_CASE("troupe view runs troupe-view with its arguments", "[cli][viewer]") {
+  Result r = Troupe("view --help");
+  CHECK(r.status == 0);
+  CHECK_THAT(r.output, Catch::Contains("usage: troupe-view"));
+  Result missing = Troupe("view /no/such.session --screenshot /tmp/troupe-cli-none.png");
+  CHECK(missing.status == 1);
+  CHECK_THAT(missing.output, Catch::Contains("cannot open /no/such.session"));
 }

@@ -1,5 +1,5 @@
-// The `troupe` command line: train, eval, validate, worker, record, replay,
-// keys. Only this file catches troupe's errors, prints them and chooses the
+// The `troupe` command line (CLI11, options per command): train, eval,
+// validate, worker, record, replay, keys, view. Only this file catches troupe's errors, prints them and chooses the
 // exit status.
 #include <malloc.h>
 #include <signal.h>
@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
@@ -14,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <google/protobuf/text_format.h>
 
 #include "comms/curve.h"
@@ -36,21 +39,8 @@ using troupe::CompiledWorkflow;
 volatile sig_atomic_t g_interrupted = 0;    // troupe record: stop recording
 std::atomic<bool> g_stop_training{false};  // troupe train: stop after this iteration
 
-const char* kUsage = R"(troupe: define multi-agent workflows in config, co-train agent teams, evaluate them.
-
-usage: troupe <command> [options]
-
-commands:
-  train FILE      train the workflow's models; writes a run folder
-  eval FILE       evaluate trained models from a checkpoint
-  validate FILE   check a workflow file and describe it (exit 0 valid, 1 invalid)
-  worker          serve one model of a running `troupe train` from this process
-  record          write the session events of a running training to a file
-  replay FILE     say what a recorded session holds
-  keys            make CurveZMQ key files for tcp endpoints off this host
-  help [COMMAND]  this text, or a command's options
-
-`troupe help train` lists train's options, and so on.
+const char* kUsage = R"(`troupe help train` (or `troupe train --help`) lists train's options, and so on;
+an option that does not apply to a command is an error.
 Exit status: 0 done, 1 config error, 2 usage, 3 troupe error, 4 internal error,
 5 a model worker was lost.
 )";
@@ -91,7 +81,7 @@ client key are refused.
 )";
 
 const char* kTrainUsage = R"(usage: troupe train FILE [--out DIR] [--seed N] [--set field.path=value ...] [--resume] [--quiet]
-                    [--publish ENDPOINT [--await-subscriber S]] [--record FILE]
+                    [--no-eval] [--publish ENDPOINT [--await-subscriber S]] [--record FILE]
 
   --out DIR      run folder (default runs/<workflow name>-<date>-<time>)
   --seed N       overrides the workflow's seed
@@ -115,7 +105,8 @@ per iteration), TensorBoard event files, eval_untrained.json, eval_trained.json
 and checkpoints/.
 )";
 
-const char* kEvalUsage = R"(usage: troupe eval FILE --checkpoint DIR [--episodes N] [--json] [--greedy] [--seed N] [--set P=V ...]
+const char* kEvalUsage = R"(usage: troupe eval FILE --checkpoint DIR [--episodes N] [--json] [--greedy] [--show N] [--seed N]
+                   [--set P=V ...]
 
   --checkpoint DIR  a run folder or one of its checkpoints/iter-* folders
   --episodes N      episodes to play (default: the workflow's trainer.eval_episodes)
@@ -124,7 +115,7 @@ const char* kEvalUsage = R"(usage: troupe eval FILE --checkpoint DIR [--episodes
   --show N          also print the first N episodes as the game draws them
 )";
 
-const char* kValidateUsage = R"(usage: troupe validate FILE [--set P=V ...]
+const char* kValidateUsage = R"(usage: troupe validate FILE [--seed N] [--set P=V ...]
 
 Parses and validates the whole workflow (schema, roles, seats, models, sharing,
 channels, rewards, graph) and prints a summary. Errors read file:line:col: message.
@@ -144,7 +135,7 @@ struct Args {
   int events = 0;
   double seconds = 0;
   double await_subscriber = 0;
-  bool json = false, greedy = false, resume = false, quiet = false, no_eval = false, help = false, summary = false;
+  bool json = false, greedy = false, resume = false, quiet = false, no_eval = false, summary = false;
 };
 
 class UsageError : public std::runtime_error {
@@ -152,51 +143,7 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-Args Parse(int argc, char** argv) {
-  Args a;
-  std::vector<std::string> v(argv + 1, argv + argc);
-  auto value = [&](size_t& i) -> std::string {
-    if (i + 1 >= v.size()) throw UsageError(v[i] + " needs a value");
-    return v[++i];
-  };
-  for (size_t i = 0; i < v.size(); ++i) {
-    const std::string& s = v[i];
-    try {
-      if (s == "-h" || s == "--help") a.help = true;
-      else if (s == "--out") a.out = value(i);
-      else if (s == "--checkpoint") a.checkpoint = value(i);
-      else if (s == "--set") a.sets.push_back(value(i));
-      else if (s == "--seed") a.seed = std::stoll(value(i));
-      else if (s == "--episodes") a.episodes = std::stoi(value(i));
-      else if (s == "--json") a.json = true;
-      else if (s == "--show") a.show = std::stoi(value(i));
-      else if (s == "--greedy") a.greedy = true;
-      else if (s == "--resume") a.resume = true;
-      else if (s == "--quiet") a.quiet = true;
-      else if (s == "--no-eval") a.no_eval = true;
-      else if (s == "--connect") a.connect = value(i);
-      else if (s == "--model") a.model = value(i);
-      else if (s == "--replica") a.replica = std::stoi(value(i));
-      else if (s == "--keys") a.keys = value(i);
-      else if (s == "--publish") a.publish = value(i);
-      else if (s == "--record") a.record = value(i);
-      else if (s == "--summary") a.summary = true;
-      else if (s == "--events") a.events = std::stoi(value(i));
-      else if (s == "--seconds") a.seconds = std::stod(value(i));
-      else if (s == "--await-subscriber") a.await_subscriber = std::stod(value(i));
-      else if (!s.empty() && s[0] == '-') throw UsageError("unknown option " + s);
-      else if (a.command.empty()) a.command = s;
-      else if (a.file.empty()) a.file = s;
-      else throw UsageError("unexpected argument " + s);
-    } catch (const std::invalid_argument&) {
-      throw UsageError(s + " needs a number");
-    }
-  }
-  return a;
-}
-
 CompiledWorkflow Load(const Args& a) {
-  if (a.file.empty()) throw UsageError(a.command + " needs a workflow FILE");
   troupe::LoadedWorkflow loaded = troupe::LoadWorkflowFile(a.file);
   for (const auto& s : a.sets) troupe::ApplyOverride(loaded, s);
   if (a.seed >= 0) loaded.proto.set_seed(static_cast<uint64_t>(a.seed));
@@ -254,7 +201,6 @@ int Train(const Args& a) {
 }
 
 int Eval(const Args& a) {
-  if (a.checkpoint.empty()) throw UsageError("eval needs --checkpoint DIR");
   CompiledWorkflow w = Load(a);
   troupe::SetTorchThreads(w.run.threads);
   auto ckpt = troupe::FindCheckpoint(a.checkpoint);
@@ -281,7 +227,6 @@ int Eval(const Args& a) {
 
 
 int Worker(const Args& a) {
-  if (a.model.empty() || a.connect.empty()) throw UsageError("worker needs --model NAME and --connect ENDPOINT");
   troupe::WorkerOptions o;
   o.endpoint = a.connect;
   o.model = a.model;
@@ -293,7 +238,6 @@ int Worker(const Args& a) {
 }
 
 int Record(const Args& a) {
-  if (a.connect.empty() || a.out.empty()) throw UsageError("record needs --connect ENDPOINT and --out FILE");
   troupe::SocketOptions so;
   so.security.keys_dir = a.keys;
   so.receive_hwm = 100000;
@@ -318,7 +262,6 @@ int Record(const Args& a) {
 }
 
 int Replay(const Args& a) {
-  if (a.file.empty()) throw UsageError("replay needs a session FILE");
   troupe::SessionContents c = troupe::ReadSessionFile(a.file);
   std::cout << troupe::SummarizeSession(c);
   for (int i = 0; i < a.events && i < static_cast<int>(c.events.size()); ++i) {
@@ -330,7 +273,6 @@ int Replay(const Args& a) {
 }
 
 int Keys(const Args& a) {
-  if (a.out.empty()) throw UsageError("keys needs --out DIR");
   std::cout << "wrote " << troupe::WriteCurveKeys(a.out) << "\n";
   return 0;
 }
@@ -341,16 +283,149 @@ int Validate(const Args& a) {
   return 0;
 }
 
-const char* UsageOf(const std::string& command) {
-  if (command == "train") return kTrainUsage;
-  if (command == "eval") return kEvalUsage;
-  if (command == "validate") return kValidateUsage;
-  if (command == "worker") return kWorkerUsage;
-  if (command == "record") return kRecordUsage;
-  if (command == "replay") return kReplayUsage;
-  if (command == "keys") return kKeysUsage;
-  return kUsage;
+// `troupe view ARGS...`: runs troupe-view from beside this binary (build tree or
+// install), or from PATH, with the same arguments.
+int View(const std::vector<std::string>& args) {
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  std::string viewer = "troupe-view";
+  for (const char* rel : {"troupe-view", "../viewer/troupe-view"}) {
+    const std::filesystem::path candidate = self.parent_path() / rel;
+    if (!ec && std::filesystem::exists(candidate)) {
+      viewer = candidate.string();
+      break;
+    }
+  }
+  std::vector<char*> argv = {viewer.data()};
+  std::vector<std::string> copy = args;
+  for (auto& a : copy) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  if (viewer.find('/') != std::string::npos) execv(viewer.c_str(), argv.data());
+  else execvp(viewer.c_str(), argv.data());
+  throw troupe::Error("cannot run " + viewer + ": " + std::strerror(errno));
 }
+
+// One subcommand with the options that apply to it, its usage text as the footer.
+struct Cli {
+  CLI::App app{"troupe: define multi-agent workflows in config, co-train agent teams, evaluate them.", "troupe"};
+  Args a;
+  std::vector<std::string> view_args;
+  std::string help_topic;
+
+  CLI::App* Command(const std::string& name, const std::string& what, const char* usage) {
+    CLI::App* c = app.add_subcommand(name, what);
+    if (usage != nullptr) c->footer(usage);
+    return c;
+  }
+  void File(CLI::App* c, const std::string& what) { c->add_option("FILE", a.file, what)->required(); }
+  void Overrides(CLI::App* c) {
+    c->add_option("--set", a.sets, "override one field, e.g. trainer.iterations=20 (repeatable)")
+        ->allow_extra_args(false);
+    c->add_option("--seed", a.seed, "override the workflow's seed");
+  }
+
+  Cli() {
+    app.footer(kUsage);
+    app.require_subcommand(1);
+    CLI::App* train = Command("train", "train the workflow's models; writes a run folder", kTrainUsage);
+    File(train, "workflow file");
+    Overrides(train);
+    train->add_option("--out", a.out, "run folder (default runs/<workflow>-<date>-<time>)");
+    train->add_flag("--resume", a.resume, "continue the run in --out from its latest checkpoint");
+    train->add_flag("--quiet", a.quiet, "no progress line");
+    train->add_flag("--no-eval", a.no_eval, "skip the before/after evaluation");
+    train->add_option("--publish", a.publish, "publish session events on this endpoint");
+    train->add_option("--await-subscriber", a.await_subscriber, "with --publish: wait up to S seconds for a subscriber");
+    train->add_option("--record", a.record, "write the session events to this file");
+    CLI::App* eval = Command("eval", "evaluate trained models from a checkpoint", kEvalUsage);
+    File(eval, "workflow file");
+    Overrides(eval);
+    eval->add_option("--checkpoint", a.checkpoint, "a run folder or one of its checkpoints/iter-* folders")->required();
+    eval->add_option("--episodes", a.episodes, "episodes to play (default: trainer.eval_episodes)");
+    eval->add_flag("--json", a.json, "print one JSON object");
+    eval->add_flag("--greedy", a.greedy, "pick the most likely token instead of sampling");
+    eval->add_option("--show", a.show, "also print the first N episodes");
+    CLI::App* validate = Command("validate", "check a workflow file and describe it (exit 0 valid, 1 invalid)",
+                                 kValidateUsage);
+    File(validate, "workflow file");
+    Overrides(validate);
+    CLI::App* worker = Command("worker", "serve one model of a running `troupe train` from this process", kWorkerUsage);
+    worker->add_option("--model", a.model, "the model to serve")->required();
+    worker->add_option("--connect", a.connect, "the controller's worker endpoint")->required();
+    worker->add_option("--replica", a.replica, "which replica of the model this is (default 0)");
+    worker->add_option("--keys", a.keys, "CurveZMQ keys folder");
+    CLI::App* record = Command("record", "write the session events of a running training to a file", kRecordUsage);
+    record->add_option("--connect", a.connect, "the run's publish endpoint")->required();
+    record->add_option("--out", a.out, "session file to write")->required();
+    record->add_option("--seconds", a.seconds, "stop after S seconds");
+    record->add_option("--keys", a.keys, "CurveZMQ keys folder");
+    CLI::App* replay = Command("replay", "say what a recorded session holds", kReplayUsage);
+    File(replay, "session file");
+    replay->add_flag("--summary", a.summary, "what the session holds (default)");
+    replay->add_option("--events", a.events, "also print the first N events");
+    CLI::App* keys = Command("keys", "make CurveZMQ key files for tcp endpoints off this host", kKeysUsage);
+    keys->add_option("--out", a.out, "folder for the key files")->required();
+    CLI::App* view = Command("view", "run troupe-view (a live or recorded session); `troupe view --help` for its options",
+                             nullptr);
+    view->prefix_command();
+    view->allow_extras();
+    view->set_help_flag();  // --help goes to troupe-view
+    CLI::App* help = Command("help", "this text, or a command's options", nullptr);
+    help->add_option("COMMAND", help_topic, "a command");
+  }
+
+  // The help of a command, or of troupe.
+  std::string Help(const std::string& command) {
+    if (command.empty()) return app.help();
+    for (CLI::App* c : app.get_subcommands({})) {
+      if (c->get_name() == command) return c->help();
+    }
+    throw UsageError("unknown command '" + command + "'");
+  }
+
+  int Run(int argc, char** argv) {
+    if (argc >= 2 && argv[1][0] != '-') {
+      bool known = false;
+      for (CLI::App* c : app.get_subcommands({})) known = known || c->get_name() == argv[1];
+      if (!known) throw UsageError(std::string("unknown command '") + argv[1] + "'");
+    }
+    if (argc < 2) {
+      std::cout << app.help();
+      return 2;
+    }
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::CallForHelp&) {
+      CLI::App* sub = app.get_subcommands().empty() ? nullptr : app.get_subcommands().front();
+      std::cout << (sub != nullptr ? sub->help() : app.help());
+      return 0;
+    } catch (const CLI::ParseError& e) {
+      CLI::App* sub = app.get_subcommands().empty() ? nullptr : app.get_subcommands().front();
+      const std::string who = sub != nullptr ? "troupe " + sub->get_name() : "troupe";
+      std::string what = e.what();
+      if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr && sub != nullptr) {
+        std::string extras;
+        for (const auto& x : sub->remaining()) extras += (extras.empty() ? "" : " ") + x;
+        what = extras + ": not " + (sub->remaining().size() > 1 ? "options" : "an option") + " of " + sub->get_name();
+      }
+      throw UsageError(who + ": " + what + "\n(see " + who + " --help)");
+    }
+    const std::string command = app.get_subcommands().front()->get_name();
+    a.command = command;
+    if (command == "help") {
+      std::cout << Help(help_topic);
+      return 0;
+    }
+    if (command == "view") return View(app.get_subcommands().front()->remaining());
+    if (command == "train") return Train(a);
+    if (command == "eval") return Eval(a);
+    if (command == "validate") return Validate(a);
+    if (command == "worker") return Worker(a);
+    if (command == "record") return Record(a);
+    if (command == "replay") return Replay(a);
+    return Keys(a);
+  }
+};
 
 }  // namespace
 
@@ -359,27 +434,11 @@ int main(int argc, char** argv) {
   // keeping them on the heap (no mmap/munmap per tensor) avoids a page fault storm.
   mallopt(M_MMAP_MAX, 0);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
-  Args a;
   try {
-    a = Parse(argc, argv);
-    if (a.command.empty() || a.command == "help") {
-      std::cout << UsageOf(a.file);
-      return a.command.empty() && !a.help ? 2 : 0;
-    }
-    if (a.help) {
-      std::cout << UsageOf(a.command);
-      return 0;
-    }
-    if (a.command == "train") return Train(a);
-    if (a.command == "eval") return Eval(a);
-    if (a.command == "validate") return Validate(a);
-    if (a.command == "worker") return Worker(a);
-    if (a.command == "record") return Record(a);
-    if (a.command == "replay") return Replay(a);
-    if (a.command == "keys") return Keys(a);
-    throw UsageError("unknown command '" + a.command + "'");
+    Cli cli;
+    return cli.Run(argc, argv);
   } catch (const UsageError& e) {
-    std::cerr << "troupe: " << e.what() << "\n(see troupe --help)\n";
+    std::cerr << (std::string(e.what()).rfind("troupe", 0) == 0 ? "" : "troupe: ") << e.what() << "\n";
     return 2;
   } catch (const troupe::ConfigError& e) {
     std::cerr << e.what() << "\n";
