@@ -94,7 +94,17 @@ std::string SummarizeSession(const SessionContents& c) {
   }
   if (dropped_episodes > 0) out << "dropped episodes: " << dropped_episodes << "\n";
   for (const auto& l : worker_lines) out << l << "\n";
-  for (const char* key : {"reward/mean", "score/team_a", "accuracy"}) {
+  // The run's headline metrics (training rollouts report them as game/*, hybrid evaluations as eval/*)
+  // and each role's reward, as of the last iteration.
+  std::vector<std::string> keys;
+  if (start != nullptr) {
+    for (const auto& h : start->headline_metric()) {
+      keys.push_back("game/" + h);
+      keys.push_back("eval/" + h);
+    }
+    for (const auto& role : start->role()) keys.push_back("reward/" + role);
+  }
+  for (const auto& key : keys) {
     auto it = last_metrics.find(key);
     if (it != last_metrics.end()) out << "last " << key << ": " << it->second << "\n";
   }

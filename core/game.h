@@ -94,6 +94,20 @@ class Game {
     (void)signal; (void)seat; (void)scripted;
     return std::nullopt;
   }
+  // The episode metric (a State::Metrics key) that reports episode signal
+  // `signal` for `seat`, so that its best achievable value can stand beside
+  // it; empty when no metric does.
+  virtual std::string MetricOfSignal(const std::string& signal, int seat) const {
+    (void)signal; (void)seat;
+    return "";
+  }
+  // The figures the game is judged by, seen from `seat`'s side (State::Metrics
+  // keys): the progress line, the end-of-run table, session summaries and
+  // troupe-view show these. Empty: every metric is shown.
+  virtual std::vector<std::string> HeadlineMetrics(int seat) const {
+    (void)seat;
+    return {};
+  }
 };
 
 // Games are made by name with their typed parameters.

@@ -26,6 +26,9 @@ class PipelineTask {
   virtual PipelineQuery MakeQuery(uint64_t seed) const = 0;
   // Quality of a final answer in [0, 1] (exact match, F1, pass rate...).
   virtual double Score(const PipelineQuery& query, const std::vector<std::string>& answer) const = 0;
+  // The episode metrics the task is judged by (see Game::HeadlineMetrics);
+  // the pipeline rollout reports the answer's Score as "score".
+  virtual std::vector<std::string> HeadlineMetrics() const { return {"score"}; }
 };
 using PipelineTaskFactory = Registry<PipelineTask, const Params&>;
 

@@ -12,24 +12,27 @@
 
 namespace troupe {
 
+// A physical model's architecture and optimiser. No defaults here: a
+// workflow's are in one table (workflows/config/defaults.cc), and compilation
+// sets every field.
 struct ModelConfig {
   std::string name;
   int index = -1;         // position among the workflow's models (seeds its initialisation); -1: its place here
   int vocab_size = 0;
-  int d_model = 64;
-  int layers = 2;
-  int heads = 4;
-  int max_len = 160;
-  int ff_mult = 4;
+  int d_model = 0;
+  int layers = 0;
+  int heads = 0;
+  int max_len = 0;
+  int ff_mult = 0;
   int num_roles = 1;      // roles mapped onto this model (role embeddings)
   int lora_rank = 0;      // > 0: per-role LoRA adapters (partial sharing)
   bool role_heads = false;  // per-role heads (partial sharing)
   bool latent = false;      // latent projection for LATENT/HYBRID channels
   int latent_in_width = 0;  // > 0 and != d_model: an adapter for latent vectors of that width (another model's)
-  std::string device = "cpu";
-  double lr = 1e-3;
+  std::string device;  // "cpu" or "cuda:N"
+  double lr = 0.0;
   double weight_decay = 0.0;
-  double grad_clip = 1.0;
+  double grad_clip = 0.0;  // global norm; 0: off
 };
 
 struct GenerateQuery {

@@ -15,18 +15,20 @@
 
 namespace troupe {
 
+// The update's settings. No defaults here: a workflow's are in one table
+// (workflows/config/defaults.cc), and compilation sets every field.
 struct TrainerConfig {
   Estimator estimator = Estimator::kGrpo;
-  int epochs = 1;
-  int minibatch = 1024;  // records per optimiser step
+  int epochs = 0;
+  int minibatch = 0;       // records per optimiser step
   int update_records = 0;  // records sampled per model for each update; 0 = all
-  double clip = 0.2;
+  double clip = 0.0;
   double entropy_coef = 0.0;
   double kl_coef = 0.0;
-  double value_coef = 0.5;
-  double temperature = 1.0;
-  double gamma = 1.0;
-  double lambda = 1.0;
+  double value_coef = 0.0;
+  double temperature = 0.0;
+  double gamma = 0.0;
+  double lambda = 0.0;
 };
 
 struct ModelTrainStats {

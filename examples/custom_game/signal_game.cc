@@ -104,6 +104,7 @@ class SignalGame : public troupe::Game {
   }
   std::vector<std::string> SignalNames() const override { return {"success"}; }
   std::vector<std::string> TurnSignalNames() const override { return {"success"}; }
+  std::vector<std::string> HeadlineMetrics(int) const override { return {"success"}; }
   std::unique_ptr<troupe::State> NewInitialState(uint64_t seed) const override {
     return std::make_unique<SignalState>(colours_, seed);
   }

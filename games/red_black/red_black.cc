@@ -211,6 +211,20 @@ std::optional<double> RedBlackGame::BestAchievable(const std::string& signal, in
   return best;
 }
 
+std::string RedBlackGame::MetricOfSignal(const std::string& signal, int seat) const {
+  const std::string own = TeamOf(seat) == 0 ? "a" : "b", other = TeamOf(seat) == 0 ? "b" : "a";
+  if (signal == "team_score" || signal == "round_payoff") return "team_" + own + "_score";
+  if (signal == "opponent_score") return "team_" + other + "_score";
+  if (signal == "combined_score" || signal == "round_combined") return "combined_score";
+  if (signal == "team_cooperation") return "team_" + own + "_cooperation";
+  return "";
+}
+
+std::vector<std::string> RedBlackGame::HeadlineMetrics(int seat) const {
+  const std::string own = TeamOf(seat) == 0 ? "a" : "b";
+  return {"team_" + own + "_score", "team_" + own + "_cooperation", "combined_score", "efficiency"};
+}
+
 std::vector<Decision> RedBlackGame::LongestDecisions(int message_words) const {
   return RedBlackState::Longest(*this, message_words);
 }

@@ -32,6 +32,8 @@ class RedBlackGame : public Game {
   std::vector<std::string> TurnSignalNames() const override;
   std::vector<std::string> MessagePhases() const override { return {"speak"}; }
   std::vector<Decision> LongestDecisions(int message_words) const override;
+  std::string MetricOfSignal(const std::string& signal, int seat) const override;
+  std::vector<std::string> HeadlineMetrics(int seat) const override;
   std::unique_ptr<State> NewInitialState(uint64_t seed) const override;
   std::unique_ptr<State> Deserialize(const std::string& text) const override;
   std::optional<double> BestAchievable(const std::string& signal, int seat,

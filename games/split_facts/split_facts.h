@@ -31,6 +31,7 @@ class SplitFactsGame : public Game {
   std::vector<std::string> Vocabulary() const override;
   std::vector<std::string> SignalNames() const override { return {"correct", "team_correct"}; }
   std::vector<std::string> TurnSignalNames() const override { return {"correct", "team_correct"}; }
+  std::vector<std::string> HeadlineMetrics(int) const override { return {"accuracy"}; }
   std::unique_ptr<State> NewInitialState(uint64_t seed) const override;
   std::unique_ptr<State> Deserialize(const std::string& text) const override;
 

@@ -332,3 +332,18 @@ TEST_CASE("no decision of a played game is longer than the game's longest decisi
   auto game = Make();
   CHECK(game->LongestDecisions(8).back().observation.size() > game->LongestDecisions(0).back().observation.size());
 }
+
+TEST_CASE("Red-Black names its headline metrics and the metric of each signal from a seat's side", "[red_black]") {
+  auto game = Make();
+  CHECK(game->HeadlineMetrics(0) == std::vector<std::string>{"team_a_score", "team_a_cooperation", "combined_score", "efficiency"});
+  CHECK(game->HeadlineMetrics(7) == std::vector<std::string>{"team_b_score", "team_b_cooperation", "combined_score", "efficiency"});
+  CHECK(game->MetricOfSignal("team_score", 0) == "team_a_score");
+  CHECK(game->MetricOfSignal("round_payoff", 9) == "team_b_score");
+  CHECK(game->MetricOfSignal("opponent_score", 0) == "team_b_score");
+  CHECK(game->MetricOfSignal("combined_score", 3) == "combined_score");
+  CHECK(game->MetricOfSignal("nonsense", 3).empty());
+  // Every headline metric is one the game reports.
+  auto s = game->NewInitialState(1);
+  while (!s->IsTerminal()) s->Apply(Answer(*s, "1", "black", "black", "red"));
+  for (const auto& h : game->HeadlineMetrics(0)) CHECK(s->Metrics().count(h) == 1);
+}

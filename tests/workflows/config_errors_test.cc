@@ -7,6 +7,7 @@
 #include "core/base/errors.h"
 #include "workflows/config/compiled_workflow.h"
 #include "workflows/config/config_loader.h"
+#include "workflows/config/defaults.h"
 
 using namespace troupe;
 
@@ -298,4 +299,28 @@ TEST_CASE("a max_len too short for the longest prompt is refused at max_len, nam
       MainJob("param { name: \"team_size\" int: 15 } param { name: \"discussion_rounds\" int: 2 }", 96);
   defaulted.replace(defaulted.find(" max_len: 96"), 12, "");
   CHECK_THAT(ErrorOf(defaulted), Catch::StartsWith(At(defaulted, 9, "model")) && Catch::Contains("(the default)"));
+}
+
+TEST_CASE("defaults come from one table and the resolved workflow states every value that runs", "[config][defaults]") {
+  CompiledWorkflow c = CompileWorkflow(ParseWorkflowText(kBase, "t.textproto"));
+  const config::Workflow& table = WorkflowDefaults();
+  // Unset fields take the table's values, in the compiled settings and in the resolved workflow.
+  CHECK(c.proto.trainer().has_iterations());
+  CHECK(c.proto.trainer().iterations() == table.trainer().iterations());
+  CHECK(c.run.iterations == table.trainer().iterations());
+  CHECK(c.trainer.clip == table.trainer().clip());
+  CHECK(c.proto.model(0).transformer().max_len() == table.model(0).transformer().max_len());
+  CHECK(c.models[0].max_len == table.model(0).transformer().max_len());
+  CHECK(c.models[0].d_model == 16);  // written in the file: kept
+  CHECK(c.proto.model(0).optimizer().grad_clip() == table.model(0).optimizer().grad_clip());
+  CHECK(c.proto.runtime().heartbeat_ms() == table.runtime().heartbeat_ms());
+  CHECK(c.proto.credit().group_by_size() == 3);
+  CHECK_FALSE(c.proto.trainer().has_hybrid());  // a section whose presence means something stays absent
+  // Zero is a value, not "the default": grad_clip 0 turns clipping off; a zero minibatch is refused where written.
+  CompiledWorkflow off = CompileWorkflow(
+      ParseWorkflowText(WithLine(7, "model { name: \"m\" transformer { d_model: 16 heads: 2 } optimizer { grad_clip: 0 } }"),
+                        "t.textproto"));
+  CHECK(off.models[0].grad_clip == 0.0);
+  const std::string zero = std::string(kBase) + "trainer { minibatch: 0 }\n";
+  CHECK_THAT(ErrorOf(zero), Catch::StartsWith(At(zero, 11, "minibatch")) && Catch::Contains("minibatch must be positive"));
 }

@@ -31,7 +31,9 @@ ModelConfig Config(const std::string& name, int d) {
   c.max_len = 32;
   c.ff_mult = 2;
   c.latent = true;
+  c.device = "cpu";
   c.lr = 0.01;
+  c.grad_clip = 1.0;
   return c;
 }
 

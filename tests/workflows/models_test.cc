@@ -174,10 +174,17 @@ TEST_CASE("supervised training teaches the model to answer with a token from its
   c.layers = 2;
   c.ff_mult = 2;
   c.max_len = 32;
+  c.device = "cpu";
   c.lr = 3e-3;
+  c.grad_clip = 1.0;
   ModelPool pool({c}, 1);
   TrainerConfig tc;
+  tc.epochs = 1;
   tc.minibatch = 256;
+  tc.clip = 0.2;
+  tc.temperature = 1.0;
+  tc.gamma = 1.0;
+  tc.lambda = 1.0;
   Trainer trainer(pool, tc, 1);
   Rng rng(2);
   auto make = [&](int n) {

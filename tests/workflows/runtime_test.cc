@@ -23,6 +23,7 @@
 #include "comms/endpoint.h"
 #include "comms/framed_socket.h"
 #include "workflows/config/config_loader.h"
+#include "workflows/config/model_spec.h"
 #include "workflows/runtime/model_server.h"
 #include "workflows/runtime/model_worker.h"
 #include "workflows/run/rollout.h"
@@ -311,16 +312,16 @@ TEST_CASE("a worker hands out its parameters as an attachment and loads paramete
   };
   REQUIRE(reply());
   REQUIRE(got.has_hello());
+  // The worker is sent its model's spec, not the workflow.
+  const CompiledWorkflow tiny = CompileWorkflow(ParseWorkflowText(kTiny, "t"));
   wire::Envelope welcome;
-  welcome.mutable_welcome()->set_workflow_text(kTiny);
-  welcome.mutable_welcome()->set_workflow_file("tiny.textproto");
-  welcome.mutable_welcome()->set_threads(1);
+  *welcome.mutable_welcome()->mutable_spec() = MakeServeSpec(tiny, 0);
   router->Send(welcome, "m#0");
 
   auto other = ParseWorkflowText(kTiny, "tiny.textproto");
   other.proto.set_seed(99);
-  const std::string own = ModelServer(CompileWorkflow(ParseWorkflowText(kTiny, "t")), 0).SaveWeights();
-  const std::string theirs = ModelServer(CompileWorkflow(other), 0).SaveWeights();
+  const std::string own = ModelServer(MakeServeSpec(tiny, 0)).SaveWeights();
+  const std::string theirs = ModelServer(MakeServeSpec(CompileWorkflow(other), 0)).SaveWeights();
   REQUIRE(own != theirs);
 
   wire::Envelope get;

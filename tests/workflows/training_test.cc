@@ -295,3 +295,38 @@ TEST_CASE("the node-driven proposer -> critic pipeline validates and runs", "[tr
     CHECK(steps <= c.pipeline->max_steps);
   }
 }
+
+TEST_CASE("the progress line and the end table show the headline metrics the game declares for the trained side",
+          "[training][outputs]") {
+  // Team B trained against a scripted team A: the game names team B's figures.
+  std::string text = kTiny;
+  auto swap = [&text](const std::string& from, const std::string& to) {
+    const auto at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    text.replace(at, from.size(), to);
+  };
+  swap("role { name: \"a\" seats: \"a*\" model: \"m\" }", "role { name: \"a\" seats: \"a*\" scripted: \"tit_for_tat\" }");
+  swap("role { name: \"b\" seats: \"b*\" scripted: \"tit_for_tat\" }", "role { name: \"b\" seats: \"b*\" model: \"m\" }");
+  CompiledWorkflow w = Tiny({"trainer.iterations=1"}, text);
+  CHECK(w.headline_metrics ==
+        std::vector<std::string>{"team_b_score", "team_b_cooperation", "combined_score", "efficiency"});
+  TrainOptions o;
+  o.out_dir = Temp("headline");
+  std::ostringstream out;
+  TrainResult r = Train(w, o, out);
+  INFO(out.str());
+  CHECK_THAT(out.str(), Catch::Contains("team_b_score=") && Catch::Contains("team_b_cooperation="));
+  CHECK_THAT(out.str(), !Catch::Contains("team_a_score="));
+  const std::string table = ResultTable(r);
+  std::vector<std::string> rows;
+  std::istringstream lines(table);
+  std::string line;
+  std::getline(lines, line);  // header
+  while (std::getline(lines, line)) rows.push_back(line.substr(0, line.find(' ')));
+  CHECK(rows == std::vector<std::string>{"team_b_score", "team_b_cooperation", "combined_score", "efficiency",
+                                         "invalid_outputs"});
+  // The best reply to tit-for-tat stands beside the trained side's own score.
+  CHECK_THAT(table, Catch::Contains("% of best"));
+  REQUIRE(r.best.has_value());
+  CHECK(r.best->metric == "team_b_score");
+}

@@ -59,20 +59,20 @@ void DrawTrainingPanel(ViewState& state) {
     place();
     Plot((std::string("per role: ") + curve).c_str(), lines, ImVec2(w, h), limit);
   }
-  const std::pair<const char*, const char*> run_plots[] = {
-      {"loss/", "loss"},
-      {"entropy/", "entropy"},
-      {"kl/", "KL to reference"},
-      {"game/team_a_cooperation", "team A cooperation"},
-      {"game/team_a_score", "team A score"},
-      {"eval/accuracy", "accuracy (evaluation)"},
-      {"eval/wire_bytes", "bytes per episode"},
-      {"time/episodes_per_s", "episodes/s"}};
+  // The run's own curves, then the game's headline metrics as the run declared them.
+  std::vector<std::pair<std::string, std::string>> run_plots = {
+      {"loss/", "loss"}, {"entropy/", "entropy"}, {"kl/", "KL to reference"}};
+  for (const auto& h : state.model.run().headline_metric()) {
+    run_plots.push_back({"game/" + h, h});
+    run_plots.push_back({"eval/" + h, h + " (evaluation)"});
+  }
+  run_plots.push_back({"eval/wire_bytes", "bytes per episode"});
+  run_plots.push_back({"time/episodes_per_s", "episodes/s"});
   for (const auto& [prefix, title] : run_plots) {
     std::vector<PlotLine> lines = MetricLines(state, prefix);
     if (lines.empty()) continue;
     place();
-    Plot(title, lines, ImVec2(w, h), limit);
+    Plot(title.c_str(), lines, ImVec2(w, h), limit);
   }
 }
 

@@ -11,15 +11,15 @@ namespace troupe {
 
 namespace {
 
-int PositiveOr(const LoadedWorkflow& w, int value, int fallback, const char* field) {
-  if (value < 0) w.Fail({{"runtime"}, {field}}, std::string(field) + " must be positive");
-  return value > 0 ? value : fallback;
+int Positive(const LoadedWorkflow& w, int value, const char* field) {
+  if (value <= 0) w.Fail({{"runtime"}, {field}}, std::string(field) + " must be positive");
+  return value;
 }
 
 }  // namespace
 
 void CompileRuntime(const LoadedWorkflow& w, CompiledWorkflow& c) {
-  const config::RuntimeSpec& r = w.proto.runtime();
+  const config::RuntimeSpec& r = c.proto.runtime();  // with its defaults
   RuntimeSettings& s = c.runtime;
   s.endpoint = r.endpoint();
   s.publish = r.publish();
@@ -42,18 +42,19 @@ void CompileRuntime(const LoadedWorkflow& w, CompiledWorkflow& c) {
     for (const auto& other : s.external) {
       if (other.model == p.model) w.Fail({{"runtime"}, {"worker", i}, {"model"}}, "model '" + spec.model() + "' has two worker entries");
     }
-    if (spec.replicas() < 0) w.Fail({{"runtime"}, {"worker", i}, {"replicas"}}, "replicas must be positive");
-    p.replicas = spec.replicas() > 0 ? spec.replicas() : 1;
+    if (spec.replicas() <= 0) w.Fail({{"runtime"}, {"worker", i}, {"replicas"}}, "replicas must be positive");
+    p.replicas = spec.replicas();
     s.external.push_back(p);
   }
   if (!s.external.empty() && (s.endpoint.empty() || s.endpoint.rfind("inproc://", 0) == 0)) {
     w.Fail({{"runtime"}, {"endpoint"}}, "external workers need a tcp:// or ipc:// endpoint to connect to");
   }
-  s.heartbeat_ms = PositiveOr(w, r.heartbeat_ms(), 200, "heartbeat_ms");
-  s.worker_timeout_ms = PositiveOr(w, r.worker_timeout_ms(), 3000, "worker_timeout_ms");
-  s.request_timeout_ms = PositiveOr(w, r.request_timeout_ms(), 600000, "request_timeout_ms");
-  s.join_timeout_ms = PositiveOr(w, r.join_timeout_ms(), 60000, "join_timeout_ms");
-  s.detail_episodes = r.detail_episodes() > 0 ? r.detail_episodes() : (r.detail_episodes() < 0 ? 0 : 2);
+  s.heartbeat_ms = Positive(w, r.heartbeat_ms(), "heartbeat_ms");
+  s.worker_timeout_ms = Positive(w, r.worker_timeout_ms(), "worker_timeout_ms");
+  s.request_timeout_ms = Positive(w, r.request_timeout_ms(), "request_timeout_ms");
+  s.join_timeout_ms = Positive(w, r.join_timeout_ms(), "join_timeout_ms");
+  if (r.detail_episodes() < 0) w.Fail({{"runtime"}, {"detail_episodes"}}, "detail_episodes must be 0 (none) or more");
+  s.detail_episodes = r.detail_episodes();
   if (s.worker_timeout_ms <= s.heartbeat_ms) {
     w.Fail({{"runtime"}, {"worker_timeout_ms"}}, "worker_timeout_ms must exceed heartbeat_ms (" +
                                                      std::to_string(s.heartbeat_ms) + ")");
@@ -61,8 +62,8 @@ void CompileRuntime(const LoadedWorkflow& w, CompiledWorkflow& c) {
   s.continue_on_loss = r.on_worker_loss() == config::CONTINUE;
   s.keys_dir = r.keys_dir();
 
-  if (!w.proto.trainer().has_hybrid()) return;
-  const config::HybridSpec& h = w.proto.trainer().hybrid();
+  if (!c.proto.trainer().has_hybrid()) return;
+  config::HybridSpec& h = *c.proto.mutable_trainer()->mutable_hybrid();  // with its defaults
   HybridRunSettings& hs = c.hybrid;
   hs.enabled = true;
   if (!c.game) w.Fail({{"trainer"}, {"hybrid"}}, "trainer.hybrid trains the messages of a game; this workflow has none");
@@ -76,16 +77,25 @@ void CompileRuntime(const LoadedWorkflow& w, CompiledWorkflow& c) {
                                              config::ChannelMode_Name(hs.mode) + ")");
     }
   }
-  hs.latent_vectors = h.latent_vectors() > 0 ? h.latent_vectors() : kDefaultLatentVectors;
-  hs.text_words = h.text_words() > 0 ? h.text_words() : kDefaultTextWords;
-  hs.stage1_steps = h.stage1_steps() > 0 ? h.stage1_steps() : 200;
-  hs.stage2_steps = h.stage2_steps() > 0 ? h.stage2_steps() : 400;
-  hs.batch = h.batch() > 0 ? h.batch() : 64;
+  // The warm-up's default depends on stage 1's length: half of it.
+  if (!h.has_distill_warmup_steps()) h.set_distill_warmup_steps(h.stage1_steps() / 2);
+  for (const auto& [value, field] : {std::make_pair(h.latent_vectors(), "latent_vectors"),
+                                     std::make_pair(h.text_words(), "text_words"),
+                                     std::make_pair(h.stage1_steps() + 1, "stage1_steps"),
+                                     std::make_pair(h.stage2_steps() + 1, "stage2_steps"),
+                                     std::make_pair(h.batch(), "batch"), std::make_pair(h.eval_every(), "eval_every")}) {
+    if (value <= 0) w.Fail({{"trainer"}, {"hybrid"}, {field}}, std::string(field) + " must be positive");
+  }
+  hs.latent_vectors = h.latent_vectors();
+  hs.text_words = h.text_words();
+  hs.stage1_steps = h.stage1_steps();
+  hs.stage2_steps = h.stage2_steps();
+  hs.batch = h.batch();
   hs.differentiable = h.differentiable();
-  hs.distill_weight = h.distill_weight() > 0 ? h.distill_weight() : 20.0;
-  hs.teacher = h.teacher().empty() ? "oracle" : h.teacher();
-  hs.eval_every = h.eval_every() > 0 ? h.eval_every() : 50;
-  hs.distill_warmup_steps = h.distill_warmup_steps() > 0 ? h.distill_warmup_steps() : hs.stage1_steps / 2;
+  hs.distill_weight = h.distill_weight();
+  hs.teacher = h.teacher();
+  hs.eval_every = h.eval_every();
+  hs.distill_warmup_steps = h.distill_warmup_steps();
   if (!StrategyFactory::Get().Has(hs.teacher)) {
     w.Fail({{"trainer"}, {"hybrid"}, {"teacher"}}, "teacher '" + hs.teacher + "' is not a scripted strategy");
   }

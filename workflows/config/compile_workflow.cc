@@ -7,6 +7,9 @@
 
 #include "core/base/errors.h"
 #include "workflows/config/compiled_workflow.h"
+#include "workflows/config/defaults.h"
+#include "workflows/config/enums.h"
+#include "workflows/config/model_spec.h"
 #include "workflows/config/config_loader.h"
 #include "workflows/config/validate_graph.h"
 
@@ -116,16 +119,9 @@ void CompileModels(const LoadedWorkflow& w, CompiledWorkflow& c) {
     if (!ValidDeviceSyntax(m.device())) {
       w.Fail({{"model", i}, {"device"}}, "model '" + m.name() + "': device '" + m.device() + "' is not cpu or cuda:N");
     }
-    ModelConfig mc;
-    mc.name = m.name();
+    ModelConfig mc = ArchitectureOf(c.proto.model(i));  // with its defaults
     mc.index = static_cast<int>(c.models.size());
-    const auto& t = m.transformer();
-    mc.d_model = t.d_model() ? t.d_model() : 64;
-    mc.layers = t.layers() ? t.layers() : 2;
-    mc.heads = t.heads() ? t.heads() : 4;
-    mc.max_len = t.max_len() ? t.max_len() : 160;
-    mc.ff_mult = t.ff_mult() ? t.ff_mult() : 4;
-    if (mc.d_model < 0 || mc.layers < 0 || mc.heads < 0 || mc.max_len < 0 || mc.ff_mult < 0) {
+    if (mc.d_model <= 0 || mc.layers <= 0 || mc.heads <= 0 || mc.max_len <= 0 || mc.ff_mult <= 0) {
       w.Fail({{"model", i}, {"transformer"}}, "model '" + m.name() + "': sizes must be positive");
     }
     if (mc.d_model % mc.heads != 0) {
@@ -133,12 +129,8 @@ void CompileModels(const LoadedWorkflow& w, CompiledWorkflow& c) {
              "model '" + m.name() + "': d_model " + std::to_string(mc.d_model) + " is not divisible by heads " +
                  std::to_string(mc.heads));
     }
-    mc.device = m.device().empty() ? "cpu" : m.device();
-    mc.lr = m.optimizer().lr() > 0 ? m.optimizer().lr() : 1e-3;
-    if (m.optimizer().lr() < 0) w.Fail({{"model", i}, {"optimizer"}, {"lr"}}, "learning rate must be positive");
-    mc.weight_decay = m.optimizer().weight_decay();
-    mc.grad_clip = m.optimizer().grad_clip() > 0 ? m.optimizer().grad_clip() : 1.0;
-    mc.lora_rank = 0;
+    if (mc.lr <= 0) w.Fail({{"model", i}, {"optimizer"}, {"lr"}}, "learning rate must be positive");
+    if (mc.grad_clip < 0) w.Fail({{"model", i}, {"optimizer"}, {"grad_clip"}}, "grad_clip must be 0 (off) or positive");
     c.models.push_back(mc);
   }
 }
@@ -235,7 +227,8 @@ void CompileRoles(const LoadedWorkflow& w, CompiledWorkflow& c) {
     }
     ModelConfig& mc = c.models[m];
     mc.num_roles = static_cast<int>(members.size());
-    const int rank = w.proto.model(mi).lora_rank() > 0 ? w.proto.model(mi).lora_rank() : 4;
+    const int rank = c.proto.model(mi).lora_rank();
+    if (rank <= 0) w.Fail({{"model", mi}, {"lora_rank"}}, "lora_rank must be positive");
     if (adapter == config::LORA) mc.lora_rank = rank;
     if (adapter == config::HEAD) mc.role_heads = true;
     std::string mode;
@@ -266,7 +259,7 @@ void CompileRewards(const LoadedWorkflow& w, CompiledWorkflow& c) {
     RewardTerm term;
     term.level = r.level();
     term.signal = r.signal();
-    term.weight = r.weight() != 0 ? r.weight() : 1.0;
+    term.weight = c.proto.reward(i).weight();
     term.to_go = r.to_go();
     if (r.to_go() && r.level() != config::TURN) {
       w.Fail({{"reward", i}, {"to_go"}}, "to_go applies to TURN rewards only");
@@ -290,56 +283,46 @@ void CompileRewards(const LoadedWorkflow& w, CompiledWorkflow& c) {
   }
 }
 
-// Proto enums and their C++ counterparts map by name, never by position.
 Estimator ToEstimator(const LoadedWorkflow& w, config::Estimator e) {
-  switch (e) {
-    case config::GRPO: return Estimator::kGrpo;
-    case config::PPO: return Estimator::kPpo;
-    case config::RLOO: return Estimator::kRloo;
-    case config::REINFORCE: return Estimator::kReinforce;
-    default: break;
-  }
+  if (auto known = EstimatorOf(e)) return *known;
   w.Fail({{"credit"}, {"estimator"}}, "unknown estimator " + std::to_string(static_cast<int>(e)));
 }
 
 GroupKey ToGroupKey(const LoadedWorkflow& w, int key, int index) {
-  switch (key) {
-    case config::BY_EPISODE_GROUP: return GroupKey::kEpisodeGroup;
-    case config::BY_ROLE: return GroupKey::kRole;
-    case config::BY_TURN: return GroupKey::kTurn;
-    case config::BY_PHASE: return GroupKey::kPhase;
-    default: break;
-  }
+  if (auto known = GroupKeyOf(key)) return *known;
   w.Fail({{"credit"}, {"group_by", index}}, "unknown group key " + std::to_string(key));
 }
 
-config::GroupKey ToProto(GroupKey key) {
-  switch (key) {
-    case GroupKey::kEpisodeGroup: return config::BY_EPISODE_GROUP;
-    case GroupKey::kRole: return config::BY_ROLE;
-    case GroupKey::kTurn: return config::BY_TURN;
-    case GroupKey::kPhase: return config::BY_PHASE;
-  }
-  return config::BY_EPISODE_GROUP;  // unreachable: every GroupKey is listed above
-}
-
 void CompileTraining(const LoadedWorkflow& w, CompiledWorkflow& c) {
-  const config::TrainerSpec& t = w.proto.trainer();
-  const config::CreditSpec& k = w.proto.credit();
+  const config::TrainerSpec& t = c.proto.trainer();  // with its defaults
+  const config::CreditSpec& k = c.proto.credit();
+  const std::pair<const char*, double> trainer_positive[] = {
+      {"iterations", t.iterations()}, {"episodes_per_iteration", t.episodes_per_iteration()},
+      {"epochs", t.epochs()},         {"minibatch", t.minibatch()},
+      {"clip", t.clip()},             {"temperature", t.temperature()},
+      {"checkpoint_every", t.checkpoint_every()}, {"eval_episodes", t.eval_episodes()},
+      {"threads", t.threads()}};
+  const std::pair<const char*, double> credit_positive[] = {
+      {"group_size", k.group_size()}, {"gamma", k.gamma()}, {"lambda", k.lambda()}, {"baseline_decay", k.baseline_decay()}};
+  for (const auto& [field, value] : trainer_positive) {
+    if (value <= 0) w.Fail({{"trainer"}, {field}}, std::string(field) + " must be positive");
+  }
+  for (const auto& [field, value] : credit_positive) {
+    if (value <= 0) w.Fail({{"credit"}, {field}}, std::string(field) + " must be positive");
+  }
   RunSettings& run = c.run;
-  run.iterations = t.iterations() > 0 ? t.iterations() : 100;
-  run.episodes_per_iteration = t.episodes_per_iteration() > 0 ? t.episodes_per_iteration() : 32;
-  run.group_size = k.group_size() > 0 ? k.group_size() : 8;
-  run.eval_episodes = t.eval_episodes() > 0 ? t.eval_episodes() : 64;
+  run.iterations = t.iterations();
+  run.episodes_per_iteration = t.episodes_per_iteration();
+  run.group_size = k.group_size();
+  run.eval_episodes = t.eval_episodes();
   run.max_minutes = t.max_minutes();
-  run.checkpoint_every = t.checkpoint_every() > 0 ? t.checkpoint_every() : 10;
-  run.threads = t.threads() > 0 ? t.threads() : 1;
+  run.checkpoint_every = t.checkpoint_every();
+  run.threads = t.threads();
   run.correlated_team_sampling = t.correlated_team_sampling();
   run.guided_choices = t.guided_choices();
   run.sft_episodes = t.sft().episodes();
-  run.sft_steps = t.sft().steps() > 0 ? t.sft().steps() : 50;
+  run.sft_steps = t.has_sft() ? t.sft().steps() : 0;
   run.sft_teacher = t.sft().teacher();
-  if (t.iterations() < 0) w.Fail({{"trainer"}, {"iterations"}}, "iterations must be positive");
   if (run.episodes_per_iteration % run.group_size != 0) {
     w.Fail({{"trainer"}, {"episodes_per_iteration"}},
            "episodes_per_iteration " + std::to_string(run.episodes_per_iteration) +
@@ -348,64 +331,21 @@ void CompileTraining(const LoadedWorkflow& w, CompiledWorkflow& c) {
   if (run.sft_episodes > 0 && !StrategyFactory::Get().Has(run.sft_teacher)) {
     w.Fail({{"trainer"}, {"sft"}, {"teacher"}}, "sft teacher '" + run.sft_teacher + "' is not a scripted strategy");
   }
-  if (t.temperature() < 0) w.Fail({{"trainer"}, {"temperature"}}, "temperature must be positive");
 
   c.credit.estimator = ToEstimator(w, k.estimator());
   if (k.group_by_size() > 0) {
     c.credit.group_by.clear();
     for (int i = 0; i < k.group_by_size(); ++i) c.credit.group_by.push_back(ToGroupKey(w, k.group_by(i), i));
   }
-  c.credit.baseline_decay = k.baseline_decay() > 0 ? k.baseline_decay() : 0.9;
+  // The default grouping is CreditConfig's (core/credit.h); the resolved workflow states it.
+  auto* resolved_credit = c.proto.mutable_credit();
+  resolved_credit->clear_group_by();
+  for (GroupKey g : c.credit.group_by) resolved_credit->add_group_by(ToProto(g));
+  c.credit.baseline_decay = k.baseline_decay();
   c.credit.baseline_inert = !k.keep_inert_outcome();
 
-  TrainerConfig& tc = c.trainer;
-  tc.estimator = c.credit.estimator;
-  tc.epochs = t.epochs() > 0 ? t.epochs() : 1;
-  tc.minibatch = t.minibatch() > 0 ? t.minibatch() : 1024;
-  tc.update_records = t.update_records();
   if (t.update_records() < 0) w.Fail({{"trainer"}, {"update_records"}}, "update_records must be 0 (all) or positive");
-  tc.clip = t.clip() > 0 ? t.clip() : 0.2;
-  tc.entropy_coef = t.entropy_coef();
-  tc.kl_coef = t.kl_coef();
-  tc.value_coef = t.value_coef() > 0 ? t.value_coef() : 0.5;
-  tc.temperature = t.temperature() > 0 ? t.temperature() : 1.0;
-  tc.gamma = k.gamma() > 0 ? k.gamma() : 1.0;
-  tc.lambda = k.lambda() > 0 ? k.lambda() : 1.0;
-}
-
-// Writes the defaults back so the resolved config says what actually ran.
-void FillResolved(CompiledWorkflow& c) {
-  config::Workflow& p = c.proto;
-  for (size_t m = 0; m < c.models.size(); ++m) {
-    auto* spec = p.mutable_model(static_cast<int>(m));
-    const ModelConfig& mc = c.models[m];
-    spec->mutable_transformer()->set_d_model(mc.d_model);
-    spec->mutable_transformer()->set_layers(mc.layers);
-    spec->mutable_transformer()->set_heads(mc.heads);
-    spec->mutable_transformer()->set_max_len(mc.max_len);
-    spec->mutable_transformer()->set_ff_mult(mc.ff_mult);
-    spec->set_device(mc.device);
-    spec->mutable_optimizer()->set_lr(mc.lr);
-    spec->mutable_optimizer()->set_grad_clip(mc.grad_clip);
-  }
-  auto* t = p.mutable_trainer();
-  t->set_iterations(c.run.iterations);
-  t->set_episodes_per_iteration(c.run.episodes_per_iteration);
-  t->set_eval_episodes(c.run.eval_episodes);
-  t->set_checkpoint_every(c.run.checkpoint_every);
-  t->set_threads(c.run.threads);
-  t->set_epochs(c.trainer.epochs);
-  t->set_minibatch(c.trainer.minibatch);
-  t->set_clip(c.trainer.clip);
-  t->set_value_coef(c.trainer.value_coef);
-  t->set_temperature(c.trainer.temperature);
-  auto* k = p.mutable_credit();
-  k->set_group_size(c.run.group_size);
-  k->set_gamma(c.trainer.gamma);
-  k->set_lambda(c.trainer.lambda);
-  k->set_baseline_decay(c.credit.baseline_decay);
-  k->clear_group_by();
-  for (GroupKey g : c.credit.group_by) k->add_group_by(ToProto(g));
+  c.trainer = TrainerConfigOf(t, k);  // the same settings a model worker gets
 }
 
 // Every prompt the game can produce must fit the model that reads it: the
@@ -451,6 +391,7 @@ CompiledWorkflow CompileWorkflow(const LoadedWorkflow& w) {
   CompiledWorkflow c;
   c.file = w.file;
   c.proto = w.proto;
+  ApplyDefaults(&c.proto);  // compilation reads values from c.proto, positions from w
   c.seed = w.proto.seed();
   const bool has_game = w.proto.has_game();
   const bool has_pipeline = w.proto.has_pipeline();
@@ -463,10 +404,21 @@ CompiledWorkflow CompileWorkflow(const LoadedWorkflow& w) {
   CompileRoles(w, c);
   if (has_pipeline) ValidatePipelineGraph(w, c);
   ValidateChannels(w, c);
+  CompileChannels(w, c);
   CompileRewards(w, c);
   CompileTraining(w, c);
   CompileRuntime(w, c);
   ValidatePromptLengths(w, c);
+  if (c.pipeline) {
+    c.headline_metrics = c.pipeline->task->HeadlineMetrics();
+  } else {
+    for (const auto& r : c.roles) {
+      if (r.trained() && !r.seats.empty()) {
+        c.headline_metrics = c.game->HeadlineMetrics(r.seats.front());
+        break;
+      }
+    }
+  }
 
   std::vector<std::string> words = c.game ? c.game->Vocabulary() : c.pipeline->task->Vocabulary();
   if (c.pipeline) words.push_back("|");  // separates a node's inputs in its prompt
@@ -478,7 +430,6 @@ CompiledWorkflow CompileWorkflow(const LoadedWorkflow& w) {
   for (const auto& r : c.roles) role_names.push_back(r.name);
   c.vocab = Vocab(words, role_names);
   for (auto& m : c.models) m.vocab_size = c.vocab.size();
-  FillResolved(c);
   return c;
 }
 

@@ -1,4 +1,6 @@
-// A workflow after validation: names resolved to indices, defaults applied,
+// A workflow after validation: names resolved to indices, defaults applied
+// (from the one table in workflows/config/defaults.cc: the structs below hold
+// no defaults of their own),
 // the game (or pipeline task) built, the vocabulary and model configs fixed.
 // Everything the runtime needs; nothing in it can still be wrong.
 #pragma once
@@ -37,7 +39,7 @@ struct RoleInfo {
 struct RewardTerm {
   config::RewardLevel level = config::TRAJECTORY;
   std::string signal;
-  double weight = 1.0;
+  double weight = 0.0;
   bool to_go = false;      // TURN: return-to-go from the call's turn
   std::vector<int> roles;  // empty: every trained role
 };
@@ -48,7 +50,7 @@ struct PipelineNode {
   int role = -1;
   std::string tool;
   std::vector<int> inputs;
-  int max_tokens = 4;
+  int max_tokens = 0;
 };
 
 struct PipelineEdge {
@@ -72,13 +74,13 @@ struct CompiledPipeline {
 };
 
 struct RunSettings {
-  int iterations = 100;
-  int episodes_per_iteration = 32;
-  int group_size = 8;
-  int eval_episodes = 64;
+  int iterations = 0;
+  int episodes_per_iteration = 0;
+  int group_size = 0;
+  int eval_episodes = 0;
   double max_minutes = 0.0;
-  int checkpoint_every = 10;
-  int threads = 1;
+  int checkpoint_every = 0;
+  int threads = 0;
   bool correlated_team_sampling = false;
   bool guided_choices = false;
   int sft_episodes = 0;
@@ -88,40 +90,36 @@ struct RunSettings {
 
 struct WorkerPlacement {
   int model = 0;
-  int replicas = 1;
+  int replicas = 0;
 };
 
 struct RuntimeSettings {
   std::string endpoint;                   // empty: private inproc://
   std::vector<WorkerPlacement> external;  // models served by `troupe worker`
-  int heartbeat_ms = 200;
-  int worker_timeout_ms = 3000;
-  int request_timeout_ms = 600000;
-  int join_timeout_ms = 60000;
+  int heartbeat_ms = 0;
+  int worker_timeout_ms = 0;
+  int request_timeout_ms = 0;
+  int join_timeout_ms = 0;
   bool continue_on_loss = false;
   std::string keys_dir;
   std::string publish;
-  int detail_episodes = 2;
+  int detail_episodes = 0;
 };
-
-// Sizes of a hybrid message when the config leaves them out (trainer.hybrid and channels alike).
-constexpr int kDefaultLatentVectors = 6;
-constexpr int kDefaultTextWords = 1;
 
 // trainer.hybrid: latent-text messages trained by distillation (workflows/hybrid_run.cc).
 struct HybridRunSettings {
   bool enabled = false;
   config::ChannelMode mode = config::TEXT;  // of the workflow's channels
-  int latent_vectors = kDefaultLatentVectors;
-  int text_words = kDefaultTextWords;
-  int stage1_steps = 200;
-  int stage2_steps = 400;
-  int batch = 64;
+  int latent_vectors = 0;
+  int text_words = 0;
+  int stage1_steps = 0;
+  int stage2_steps = 0;
+  int batch = 0;
   bool differentiable = false;
-  double distill_weight = 20.0;
-  std::string teacher = "oracle";
-  int eval_every = 50;
-  int distill_warmup_steps = 100;
+  double distill_weight = 0.0;
+  std::string teacher;
+  int eval_every = 0;
+  int distill_warmup_steps = 0;
 };
 
 struct CompiledWorkflow {
@@ -144,6 +142,10 @@ struct CompiledWorkflow {
   RunSettings run;
   RuntimeSettings runtime;
   HybridRunSettings hybrid;
+
+  // The episode metrics the run is judged by (Game::HeadlineMetrics from the
+  // first trained seat's side, or the pipeline task's); empty: show them all.
+  std::vector<std::string> headline_metrics;
 
   int RoleIndex(const std::string& name) const;
   // Some role sends LATENT or HYBRID messages through the reinforcement-learning runtime.

@@ -11,6 +11,7 @@
 #include "core/base/errors.h"
 #include "workflows/config/compiled_workflow.h"
 #include "workflows/config/config_loader.h"
+#include "workflows/config/defaults.h"
 
 namespace troupe {
 
@@ -18,50 +19,41 @@ using Digraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS
 
 namespace {
 
-// A LATENT/HYBRID channel of a reinforcement-learning run: the sender's message
-// mode and sizes, and the reader's adapter when the widths differ.
-void CompileLatentChannel(const LoadedWorkflow& w, int i, CompiledWorkflow& c) {
-  const config::ChannelSpec& ch = w.proto.channel(i);
-  RoleInfo& from = c.roles[c.RoleIndex(ch.from())];
-  const int k = ch.latent_vectors() > 0 ? ch.latent_vectors() : kDefaultLatentVectors;
-  const int words = ch.mode() != config::HYBRID ? 0 : ch.text_words() > 0 ? ch.text_words() : kDefaultTextWords;
-  if (ch.latent_vectors() < 0 || k > 64) {
-    w.Fail({{"channel", i}, {"latent_vectors"}}, "latent_vectors must be 1..64 (default " + std::to_string(kDefaultLatentVectors) + ")");
-  }
-  if (ch.text_words() < 0 || (ch.mode() == config::LATENT && ch.text_words() > 0)) {
-    w.Fail({{"channel", i}, {"text_words"}}, "text_words is for HYBRID channels, at least 1 (default 1)");
-  }
-  if (from.message_mode != config::TEXT &&
-      (from.message_mode != ch.mode() || from.latent_vectors != k || from.text_words != words)) {
-    w.Fail({{"channel", i}}, "role '" + from.name + "' already sends " + config::ChannelMode_Name(from.message_mode) +
-                                 " messages of " + std::to_string(from.latent_vectors) +
-                                 " vectors on another channel: a message is made once, so every channel from a "
-                                 "role has one mode and size");
-  }
-  from.message_mode = ch.mode();
-  from.latent_vectors = k;
-  from.text_words = words;
-  // A reader's prompts carry vectors of one width (its own, or one adapter's).
-  ModelConfig& reader = c.models[c.roles[c.RoleIndex(ch.to())].model];
-  const int width = c.models[from.model].d_model;
-  if (reader.latent_in_width != 0 && reader.latent_in_width != width) {
-    w.Fail({{"channel", i}}, "model '" + reader.name + "' would read latent vectors of widths " +
-                                 std::to_string(reader.latent_in_width) + " and " + std::to_string(width) +
-                                 ": give the models that send to it one width");
-  }
-  reader.latent_in_width = width;  // equal to its own width: no adapter
+// What a LATENT/HYBRID channel of a reinforcement-learning run sends: its
+// mode, vectors per message and words of text (sizes default to
+// trainer.hybrid's, from the one table).
+struct MessageShape {
+  config::ChannelMode mode = config::TEXT;
+  int vectors = 0;
+  int words = 0;
+  bool operator!=(const MessageShape& o) const { return mode != o.mode || vectors != o.vectors || words != o.words; }
+};
+
+MessageShape ShapeOf(const config::ChannelSpec& ch) {
+  const config::HybridSpec& sizes = WorkflowDefaults().trainer().hybrid();
+  MessageShape m;
+  m.mode = ch.mode();
+  m.vectors = ch.has_latent_vectors() ? ch.latent_vectors() : sizes.latent_vectors();
+  m.words = ch.mode() != config::HYBRID ? 0 : ch.has_text_words() ? ch.text_words() : sizes.text_words();
+  return m;
+}
+
+// Latent channels trained by reinforcement learning (not trainer.hybrid).
+bool ReinforcementLatent(const LoadedWorkflow& w, const config::ChannelSpec& ch) {
+  return ch.mode() != config::TEXT && !w.proto.trainer().has_hybrid();
 }
 
 }  // namespace
 
-void ValidateChannels(const LoadedWorkflow& w, CompiledWorkflow& c) {
-  std::map<std::string, int> names;
+void ValidateChannels(const LoadedWorkflow& w, const CompiledWorkflow& c) {
+  std::set<std::string> names;
   if (c.pipeline) {
-    for (size_t i = 0; i < c.pipeline->nodes.size(); ++i) names[c.pipeline->nodes[i].name] = static_cast<int>(i);
+    for (const auto& n : c.pipeline->nodes) names.insert(n.name);
   }
-  const size_t offset = c.pipeline ? c.pipeline->nodes.size() : 0;
-  for (size_t i = 0; i < c.roles.size(); ++i) names[c.roles[i].name] = static_cast<int>(offset + i);
-  Digraph g(offset + c.roles.size());
+  for (const auto& r : c.roles) names.insert(r.name);
+  const config::HybridSpec& sizes = WorkflowDefaults().trainer().hybrid();
+  std::map<int, MessageShape> sends;  // role -> what its first latent channel sends
+  std::map<int, int> read_width;      // reader model -> width of the vectors it reads
   for (int i = 0; i < w.proto.channel_size(); ++i) {
     const config::ChannelSpec& ch = w.proto.channel(i);
     for (const auto* end : {&ch.from(), &ch.to()}) {
@@ -70,40 +62,84 @@ void ValidateChannels(const LoadedWorkflow& w, CompiledWorkflow& c) {
                "channel endpoint '" + *end + "' is not a role" + (c.pipeline ? " or node" : ""));
       }
     }
-    if (ch.mode() != config::TEXT) {
-      const bool rl = !w.proto.trainer().has_hybrid();
-      if (rl && (!c.game || c.game->MessagePhases().empty())) {
-        w.Fail({{"channel", i}, {"mode"}},
-               "channel mode " + config::ChannelMode_Name(ch.mode()) + " needs a game whose seats send messages " +
-                   "(red_black's speak phase) or trainer.hybrid { }" +
-                   (c.game ? "; game '" + c.game->Name() + "' has no message phase" : ""));
-      }
-      for (const auto* end : {&ch.from(), &ch.to()}) {
-        const int r = c.RoleIndex(*end);
-        if (r < 0 || !c.roles[r].trained()) {
-          w.Fail({{"channel", i}, {end == &ch.from() ? "from" : "to"}},
-                 "a " + config::ChannelMode_Name(ch.mode()) + " channel joins roles that run on models; '" + *end +
-                     "' does not");
-        }
-        c.models[c.roles[r].model].latent = true;
-      }
-      if (rl) {
-        CompileLatentChannel(w, i, c);
-      } else if (ch.latent_vectors() != 0 || ch.text_words() != 0) {
-        w.Fail({{"channel", i}, {ch.latent_vectors() != 0 ? "latent_vectors" : "text_words"}},
-               "with trainer.hybrid the message sizes are trainer.hybrid.latent_vectors and text_words");
+    if (ch.mode() == config::TEXT) continue;
+    const bool rl = ReinforcementLatent(w, ch);
+    if (rl && (!c.game || c.game->MessagePhases().empty())) {
+      w.Fail({{"channel", i}, {"mode"}},
+             "channel mode " + config::ChannelMode_Name(ch.mode()) + " needs a game whose seats send messages " +
+                 "(red_black's speak phase) or trainer.hybrid { }" +
+                 (c.game ? "; game '" + c.game->Name() + "' has no message phase" : ""));
+    }
+    for (const auto* end : {&ch.from(), &ch.to()}) {
+      const int r = c.RoleIndex(*end);
+      if (r < 0 || !c.roles[r].trained()) {
+        w.Fail({{"channel", i}, {end == &ch.from() ? "from" : "to"}},
+               "a " + config::ChannelMode_Name(ch.mode()) + " channel joins roles that run on models; '" + *end +
+                   "' does not");
       }
     }
-    boost::add_edge(names[ch.from()], names[ch.to()], g);
+    if (!rl) {
+      if (ch.has_latent_vectors() || ch.has_text_words()) {
+        w.Fail({{"channel", i}, {ch.has_latent_vectors() ? "latent_vectors" : "text_words"}},
+               "with trainer.hybrid the message sizes are trainer.hybrid.latent_vectors and text_words");
+      }
+      continue;
+    }
+    const MessageShape shape = ShapeOf(ch);
+    if (shape.vectors < 1 || shape.vectors > 64) {
+      w.Fail({{"channel", i}, {"latent_vectors"}},
+             "latent_vectors must be 1..64 (default " + std::to_string(sizes.latent_vectors()) + ")");
+    }
+    if (ch.text_words() < 0 || (ch.mode() == config::LATENT && ch.text_words() > 0) ||
+        (ch.mode() == config::HYBRID && shape.words < 1)) {
+      w.Fail({{"channel", i}, {"text_words"}},
+             "text_words is for HYBRID channels, at least 1 (default " + std::to_string(sizes.text_words()) + ")");
+    }
+    const int from = c.RoleIndex(ch.from());
+    auto [sent, first] = sends.emplace(from, shape);
+    if (!first && sent->second != shape) {
+      w.Fail({{"channel", i}}, "role '" + ch.from() + "' already sends " + config::ChannelMode_Name(sent->second.mode) +
+                                   " messages of " + std::to_string(sent->second.vectors) +
+                                   " vectors on another channel: a message is made once, so every channel from a "
+                                   "role has one mode and size");
+    }
+    // A reader's prompts carry vectors of one width (its own, or one adapter's).
+    const int reader = c.roles[c.RoleIndex(ch.to())].model;
+    const int width = c.models[c.roles[from].model].d_model;
+    auto [read, fresh] = read_width.emplace(reader, width);
+    if (!fresh && read->second != width) {
+      w.Fail({{"channel", i}}, "model '" + c.models[reader].name + "' would read latent vectors of widths " +
+                                   std::to_string(read->second) + " and " + std::to_string(width) +
+                                   ": give the models that send to it one width");
+    }
   }
   for (int i = 0; i < w.proto.channel_size(); ++i) {
     const config::ChannelSpec& ch = w.proto.channel(i);
-    const int r = c.RoleIndex(ch.from());
-    if (ch.mode() == config::TEXT && r >= 0 && c.roles[r].message_mode != config::TEXT) {
-      w.Fail({{"channel", i}, {"mode"}}, "role '" + ch.from() + "' sends " +
-                                             config::ChannelMode_Name(c.roles[r].message_mode) +
+    auto sent = sends.find(c.RoleIndex(ch.from()));
+    if (ch.mode() == config::TEXT && sent != sends.end()) {
+      w.Fail({{"channel", i}, {"mode"}}, "role '" + ch.from() + "' sends " + config::ChannelMode_Name(sent->second.mode) +
                                              " messages on another channel: a message is made once, in one mode");
     }
+  }
+}
+
+void CompileChannels(const LoadedWorkflow& w, CompiledWorkflow& c) {
+  for (int i = 0; i < w.proto.channel_size(); ++i) {
+    const config::ChannelSpec& ch = w.proto.channel(i);
+    if (ch.mode() == config::TEXT) continue;
+    RoleInfo& from = c.roles[c.RoleIndex(ch.from())];
+    ModelConfig& reader = c.models[c.roles[c.RoleIndex(ch.to())].model];
+    c.models[from.model].latent = true;
+    reader.latent = true;
+    if (!ReinforcementLatent(w, ch)) continue;
+    const MessageShape shape = ShapeOf(ch);
+    from.message_mode = shape.mode;
+    from.latent_vectors = shape.vectors;
+    from.text_words = shape.words;
+    reader.latent_in_width = c.models[from.model].d_model;  // equal to its own width: no adapter
+    // The resolved workflow states the sizes that ran.
+    c.proto.mutable_channel(i)->set_latent_vectors(shape.vectors);
+    if (shape.mode == config::HYBRID) c.proto.mutable_channel(i)->set_text_words(shape.words);
   }
 }
 
@@ -125,7 +161,8 @@ void ValidatePipelineGraph(const LoadedWorkflow& w, CompiledWorkflow& c) {
     PipelineNode node;
     node.name = n.name();
     node.kind = n.kind();
-    node.max_tokens = n.max_tokens() > 0 ? n.max_tokens() : 4;
+    node.max_tokens = c.proto.pipeline().node(i).max_tokens();  // with its default
+    if (node.max_tokens <= 0) w.Fail({{"pipeline"}, {"node", i}, {"max_tokens"}}, "max_tokens must be positive");
     std::unique_ptr<PipelineTool> tool;
     if (n.kind() == config::ROLE_NODE) {
       node.role = c.RoleIndex(n.role());
@@ -216,10 +253,13 @@ void ValidatePipelineGraph(const LoadedWorkflow& w, CompiledWorkflow& c) {
                                                                                   boost::get(boost::vertex_index, g)));
   p.has_cycle = count < static_cast<int>(p.nodes.size());
   for (const auto& e : p.edges) p.has_cycle = p.has_cycle || e.from == e.to;
-  if (p.has_cycle && spec.max_steps() <= 0) {
+  if (p.has_cycle && !spec.has_max_steps()) {
     w.Fail({{"pipeline"}}, "pipeline graph has a cycle but no max_steps bound");
   }
-  p.max_steps = spec.max_steps() > 0 ? spec.max_steps() : static_cast<int>(p.nodes.size());
+  if (spec.has_max_steps() && spec.max_steps() <= 0) w.Fail({{"pipeline"}, {"max_steps"}}, "max_steps must be positive");
+  // Without a cycle every node runs at most once: the default bound is the node count.
+  p.max_steps = spec.has_max_steps() ? spec.max_steps() : static_cast<int>(p.nodes.size());
+  c.proto.mutable_pipeline()->set_max_steps(p.max_steps);
 
   auto it = index.find(spec.answer());
   if (it == index.end() || p.nodes[it->second].kind != config::ROLE_NODE) {

@@ -8,8 +8,13 @@ namespace troupe {
 class LoadedWorkflow;
 struct CompiledWorkflow;
 
-// Checks channels (endpoints are roles, or nodes in a pipeline; modes implemented).
-void ValidateChannels(const LoadedWorkflow& w, CompiledWorkflow& c);
+// Checks channels: endpoints are roles (or nodes in a pipeline), latent modes
+// join trained roles of a game with message phases (or trainer.hybrid), a role
+// sends one mode and size, a model reads vectors of one width. Changes nothing.
+void ValidateChannels(const LoadedWorkflow& w, const CompiledWorkflow& c);
+// Records what validated channels mean: latent projections and adapters on the
+// models, each sending role's message mode and sizes.
+void CompileChannels(const LoadedWorkflow& w, CompiledWorkflow& c);
 // Resolves and checks a pipeline's nodes and edges; fills c.pipeline.
 void ValidatePipelineGraph(const LoadedWorkflow& w, CompiledWorkflow& c);
 

@@ -65,12 +65,7 @@ std::optional<BestScore> BestAchievable(const CompiledWorkflow& workflow) {
     BestScore b;
     b.signal = term.signal;
     b.value = *best;
-    // Red-Black names its team metrics after the seat's team letter.
-    if (workflow.game->Name() == "red_black") {
-      const std::string team = workflow.seat_names[trained->seats.front()].substr(0, 1);
-      const bool own = term.signal == "team_score" || term.signal == "round_payoff";
-      b.metric = own ? "team_" + team + "_score" : "combined_score";
-    }
+    b.metric = workflow.game->MetricOfSignal(term.signal, trained->seats.front());
     return b;
   }
   return std::nullopt;

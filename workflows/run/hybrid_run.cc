@@ -15,6 +15,7 @@
 #include "core/models/hybrid_comm.h"
 #include "workflows/run/metrics_log.h"
 #include "core/vocab.h"
+#include "workflows/run/metrics_sink.h"
 #include "workflows/run/session_events.h"
 
 namespace troupe {
@@ -213,12 +214,11 @@ HybridResult HybridTrain(const CompiledWorkflow& w, const TrainOptions& options,
   std::string resolved;
   google::protobuf::TextFormat::PrintToString(w.proto, &resolved);
   std::ofstream(dir / "workflow.resolved.textproto") << "# resolved from " << w.file << "\n" << resolved;
-  const fs::path metrics_path = dir / "metrics.jsonl";
-  fs::remove(metrics_path);
 
   ModelPool pool(w.models, w.seed);
   HybridLoop loop(w, pool);
   SessionEvents events(w, options.publish.empty() ? w.runtime.publish : options.publish, options.record);
+  MetricsSink metrics(dir.string(), events, false, 0);
   events.RunStarted(dir.filename().string(), 0);
   const HybridRunSettings& h = w.hybrid;
   out << "hybrid messages: channels " << config::ChannelMode_Name(h.mode)
@@ -260,8 +260,7 @@ HybridResult HybridTrain(const CompiledWorkflow& w, const TrainOptions& options,
     line.Add("text_ce", window.text_ce / in_window);
     for (const auto& [k, v] : ev.metrics) line.Add("eval/" + k, v);
     line.Add("time/elapsed_s", Now() - t0);
-    std::ofstream(metrics_path, std::ios::app) << line.Str() << "\n";
-    events.Metrics(step + 1, std::map<std::string, double>(line.numbers().begin(), line.numbers().end()), 0, 0);
+    metrics.Write(step + 1, line, 0, 0);
     if (options.progress) {
       out << "[step " << step + 1 << "/" << total << " stage " << stage << "] loss " << std::fixed << std::setprecision(3)
           << window.loss / in_window << "  accuracy " << ev.metrics["accuracy"] << "  text tokens "

@@ -70,6 +70,7 @@ void SessionEvents::RunStarted(const std::string& run_id, int start_iteration) {
     s->add_seat(workflow_.seat_names[i]);
     s->add_seat_role(workflow_.seat_role[i]);
   }
+  for (const auto& h : workflow_.headline_metrics) s->add_headline_metric(h);
   s->set_iterations(workflow_.run.iterations);
   s->set_start_iteration(start_iteration);
   Emit(e, true);

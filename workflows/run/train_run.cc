@@ -4,6 +4,7 @@
 #include <google/protobuf/text_format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include "core/models/checkpoint.h"
 #include "core/base/errors.h"
 #include "workflows/run/metrics_log.h"
+#include "workflows/run/metrics_sink.h"
 #include "core/models/trainer.h"
 #include "workflows/run/rollout.h"
 #include "workflows/run/session_events.h"
@@ -87,10 +89,17 @@ std::string ResultTable(const TrainResult& r) {
   std::ostringstream out;
   out << std::left << std::setw(26) << "metric" << std::right << std::setw(12) << "untrained" << std::setw(12)
       << "trained" << std::setw(12) << "best" << "\n";
-  for (const auto& [key, after] : r.after->metrics) {
-    const bool show = key.find("score") != std::string::npos || key.find("cooperation") != std::string::npos ||
-                      key == "efficiency" || key == "invalid_outputs" || key == "steps";
-    if (!show) continue;
+  // The game's headline metrics and the invalid outputs; every metric when the game names none.
+  std::vector<std::string> rows = r.headline;
+  if (rows.empty()) {
+    for (const auto& [key, v] : r.after->metrics) rows.push_back(key);
+  } else if (std::find(rows.begin(), rows.end(), "invalid_outputs") == rows.end()) {
+    rows.push_back("invalid_outputs");
+  }
+  for (const std::string& key : rows) {
+    auto a = r.after->metrics.find(key);
+    if (a == r.after->metrics.end()) continue;
+    const double after = a->second;
     auto b = r.before->metrics.find(key);
     out << std::left << std::setw(26) << key << std::right << std::fixed << std::setprecision(3) << std::setw(12)
         << (b == r.before->metrics.end() ? 0.0 : b->second) << std::setw(12) << after;
@@ -105,186 +114,220 @@ std::string ResultTable(const TrainResult& r) {
 
 namespace {
 
-TrainResult TrainWith(const CompiledWorkflow& w, const TrainOptions& options, std::ostream& out, PolicyService& hub,
-                      SessionEvents& events, int* iteration) {
-  const fs::path dir(options.out_dir);
-  fs::create_directories(dir);
-  const fs::path metrics_path = dir / "metrics.jsonl";
-  if (!options.resume && FindCheckpoint(dir.string())) {
-    throw Error("run folder " + dir.string() + " already holds a run: pass --resume to continue it, or another --out");
+// The per-iteration figures of metrics.jsonl (all but the wall-clock time/ ones),
+// and " role=reward" pairs for the progress line.
+JsonLine IterationLine(const CompiledWorkflow& w, int iteration, const RolloutBatch& batch, const CreditStats& cs,
+                       const std::vector<ModelTrainStats>& ts, const std::map<std::string, double>& game_metrics,
+                       std::string* progress_roles) {
+  JsonLine line;
+  line.Add("iteration", iteration);
+  line.Add("episodes", static_cast<double>(batch.episodes.size()));
+  line.Add("episodes_dropped", static_cast<double>(batch.dropped));
+  for (size_t r = 0; r < w.roles.size(); ++r) {
+    if (!w.roles[r].trained()) continue;
+    double n = 0, sum = 0, adv = 0, adv2 = 0, invalid = 0;
+    for (const auto& rec : batch.records) {
+      if (rec.role != static_cast<int>(r)) continue;
+      n += 1; sum += rec.reward; adv += rec.advantage; adv2 += rec.advantage * rec.advantage; invalid += !rec.valid;
+    }
+    const double mean = n > 0 ? sum / n : 0, am = n > 0 ? adv / n : 0;
+    const std::string& name = w.roles[r].name;
+    line.Add("reward/" + name, mean);
+    line.Add("advantage_mean/" + name, am);
+    line.Add("advantage_std/" + name, n > 0 ? std::sqrt(std::max(0.0, adv2 / n - am * am)) : 0);
+    line.Add("invalid_rate/" + name, n > 0 ? invalid / n : 0);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, " %s=%.3f", name.c_str(), mean);
+    *progress_roles += buf;
   }
-  std::string resolved;
-  google::protobuf::TextFormat::PrintToString(w.proto, &resolved);
-  WriteFile(dir / "workflow.resolved.textproto", "# resolved from " + w.file + "\n" + resolved);
+  for (size_t m = 0; m < ts.size(); ++m) {
+    const std::string& name = w.models[m].name;
+    line.Add("loss/" + name, ts[m].loss);
+    line.Add("policy_loss/" + name, ts[m].policy_loss);
+    if (w.trainer.estimator == Estimator::kPpo) line.Add("value_loss/" + name, ts[m].value_loss);
+    line.Add("entropy/" + name, ts[m].entropy);
+    line.Add("kl/" + name, ts[m].kl);
+    line.Add("grad_norm/" + name, ts[m].grad_norm);
+    line.Add("clip_fraction/" + name, ts[m].clip_fraction);
+  }
+  line.Add("credit/advantage_mean", cs.advantage_mean);
+  line.Add("credit/advantage_std", cs.advantage_std);
+  for (const auto& [k, v] : game_metrics) line.Add("game/" + k, v);
+  line.Add("forward_calls_per_turn", batch.turns > 0 ? static_cast<double>(batch.forward_calls) / batch.turns : 0);
+  return line;
+}
 
-  CreditAssigner credit(w.credit);
-  Rollout rollout(w, hub);
-  Rng rng(Rng::Mix(w.seed, 1));
-  TrainResult result;
-  result.run_dir = dir.string();
-  result.best = BestAchievable(w);
-  int start = 0;
-  double elapsed_before = 0.0;
+// One training run in its folder: start (fresh or resumed), iterate, checkpoint, finish.
+class TrainingRun {
+ public:
+  TrainingRun(const CompiledWorkflow& w, const TrainOptions& options, std::ostream& out, PolicyService& hub,
+              SessionEvents& events)
+      : w_(w), options_(options), out_(out), hub_(hub), events_(events), dir_(options.out_dir), credit_(w.credit),
+        rollout_(w, hub), rng_(Rng::Mix(w.seed, 1)), tty_(::isatty(STDOUT_FILENO) && &out == &std::cout) {}
 
-  if (options.resume) {
-    auto ckpt = FindCheckpoint(dir.string());
-    if (!ckpt) throw CheckpointError("--resume: no checkpoint in " + dir.string());
-    RunState state = LoadCheckpoint(*ckpt, [&](const std::string& d) { hub.Load(d, true); });
-    if (state["vocab"] != w.vocab.Fingerprint()) {
+  TrainResult Run(int* iteration) {
+    PrepareFolder();
+    result_.run_dir = dir_.string();
+    result_.best = BestAchievable(w_);
+    result_.headline = w_.headline_metrics;
+    if (options_.resume) Resume();
+    else WarmStart();
+    t0_ = Now();
+    MetricsSink metrics(dir_.string(), events_, options_.resume, start_);
+    events_.RunStarted(dir_.filename().string(), start_);
+    int it = start_;
+    bool interrupted = false;
+    for (; it < w_.run.iterations; ++it) {
+      *iteration = it;
+      if (w_.run.max_minutes > 0 && Elapsed() > w_.run.max_minutes * 60) {
+        out_ << (tty_ ? "\n" : "") << "stopping at the time limit of " << w_.run.max_minutes << " min\n";
+        break;
+      }
+      if (options_.stop != nullptr && *options_.stop) {
+        out_ << (tty_ ? "\n" : "") << "interrupted: saving a checkpoint at iteration " << it
+             << " (continue with --resume)\n";
+        interrupted = true;
+        break;
+      }
+      Iterate(it, metrics);
+      if ((it + 1) % w_.run.checkpoint_every == 0 || it + 1 == w_.run.iterations) Save(it + 1);
+    }
+    if (it > start_ && it % w_.run.checkpoint_every != 0 && it != w_.run.iterations) Save(it);
+    if (tty_ && options_.progress) out_ << "\n";
+    result_.iterations = it;
+    *iteration = it;
+    result_.seconds = Elapsed();
+    if (options_.final_eval && !interrupted) {
+      result_.after = Evaluate(w_, hub_, w_.run.eval_episodes, w_.seed, false, w_.trainer.temperature);
+      WriteFile(dir_ / "eval_trained.json", EvalJson(*result_.after) + "\n");
+    }
+    events_.RunEnded(result_.iterations, result_.seconds, interrupted, interrupted ? "interrupted" : "");
+    return result_;
+  }
+
+ private:
+  double Elapsed() const { return elapsed_before_ + Now() - t0_; }
+
+  void PrepareFolder() {
+    fs::create_directories(dir_);
+    if (!options_.resume && FindCheckpoint(dir_.string())) {
+      throw Error("run folder " + dir_.string() + " already holds a run: pass --resume to continue it, or another --out");
+    }
+    std::string resolved;
+    google::protobuf::TextFormat::PrintToString(w_.proto, &resolved);
+    WriteFile(dir_ / "workflow.resolved.textproto", "# resolved from " + w_.file + "\n" + resolved);
+  }
+
+  // Models, optimisers, RNGs and credit baselines from the latest checkpoint.
+  void Resume() {
+    auto ckpt = FindCheckpoint(dir_.string());
+    if (!ckpt) throw CheckpointError("--resume: no checkpoint in " + dir_.string());
+    RunState state = LoadCheckpoint(*ckpt, [&](const std::string& d) { hub_.Load(d, true); });
+    if (state["vocab"] != w_.vocab.Fingerprint()) {
       throw CheckpointError("checkpoint " + *ckpt + " was trained on another vocabulary (the game or roles changed)");
     }
-    start = std::stoi(state["iteration"]);
-    rng.Load(state["rollout_rng"]);
-    credit.LoadState(state["credit"]);
-    elapsed_before = std::atof(state["elapsed_s"].c_str());
-    TruncateLines(metrics_path.string(), start);
-    if (fs::exists(dir / "eval_untrained.json")) result.before = EvalFromJson(ReadFile(dir / "eval_untrained.json"));
-    out << "resuming " << *ckpt << " at iteration " << start << "\n";
-  } else {
-    fs::remove(metrics_path);
-    if (options.final_eval) {
-      result.before = Evaluate(w, hub, w.run.eval_episodes, w.seed, false, w.trainer.temperature);
-      WriteFile(dir / "eval_untrained.json", EvalJson(*result.before) + "\n");
+    start_ = std::stoi(state["iteration"]);
+    rng_.Load(state["rollout_rng"]);
+    credit_.LoadState(state["credit"]);
+    elapsed_before_ = std::atof(state["elapsed_s"].c_str());
+    if (fs::exists(dir_ / "eval_untrained.json")) {
+      result_.before = EvalFromJson(ReadFile(dir_ / "eval_untrained.json"));
     }
-    if (w.run.sft_episodes > 0) {
-      RolloutOptions demo;
-      demo.episodes = w.run.sft_episodes;
-      demo.seed = Rng::Mix(w.seed, 3);
-      demo.scripted_for_trained = true;
-      demo.teacher = w.run.sft_teacher;
-      Rng demo_rng(Rng::Mix(w.seed, 4));
-      RolloutBatch demos = rollout.Run(demo, demo_rng);
-      auto st = hub.Supervised(demos.records, w.run.sft_steps);
-      out << "sft warm start: " << demos.records.size() << " demonstrations from " << w.run.sft_teacher << ", "
-          << w.run.sft_steps << " steps, final loss " << st.front().loss << "\n";
-    }
+    out_ << "resuming " << *ckpt << " at iteration " << start_ << "\n";
   }
 
-  const double t0 = Now();
-  auto save = [&](int iteration) {
-    RunState state;
-    state["rollout_rng"] = rng.Save();
-    state["credit"] = credit.SaveState();
-    state["vocab"] = w.vocab.Fingerprint();
-    std::ostringstream e;
-    e.precision(17);
-    e << elapsed_before + Now() - t0;
-    state["elapsed_s"] = e.str();
-    SaveCheckpoint(dir.string(), iteration, state, [&](const std::string& d) { hub.Save(d); });
-  };
-  TensorBoardWriter tb(dir.string());
-  events.RunStarted(dir.filename().string(), start);
-  const bool tty = ::isatty(STDOUT_FILENO) && &out == &std::cout;
-  int it = start;
-  bool interrupted = false;
-  for (; it < w.run.iterations; ++it) {
-    *iteration = it;
-    const double elapsed = elapsed_before + Now() - t0;
-    if (w.run.max_minutes > 0 && elapsed > w.run.max_minutes * 60) {
-      out << (tty ? "\n" : "") << "stopping at the time limit of " << w.run.max_minutes << " min\n";
-      break;
+  // A fresh run: the untrained evaluation, then the supervised warm start if asked for.
+  void WarmStart() {
+    if (options_.final_eval) {
+      result_.before = Evaluate(w_, hub_, w_.run.eval_episodes, w_.seed, false, w_.trainer.temperature);
+      WriteFile(dir_ / "eval_untrained.json", EvalJson(*result_.before) + "\n");
     }
-    if (options.stop != nullptr && *options.stop) {
-      out << (tty ? "\n" : "") << "interrupted: saving a checkpoint at iteration " << it
-          << " (continue with --resume)\n";
-      interrupted = true;
-      break;
-    }
+    if (w_.run.sft_episodes <= 0) return;
+    RolloutOptions demo;
+    demo.episodes = w_.run.sft_episodes;
+    demo.seed = Rng::Mix(w_.seed, 3);
+    demo.scripted_for_trained = true;
+    demo.teacher = w_.run.sft_teacher;
+    Rng demo_rng(Rng::Mix(w_.seed, 4));
+    RolloutBatch demos = rollout_.Run(demo, demo_rng);
+    auto st = hub_.Supervised(demos.records, w_.run.sft_steps);
+    out_ << "sft warm start: " << demos.records.size() << " demonstrations from " << w_.run.sft_teacher << ", "
+         << w_.run.sft_steps << " steps, final loss " << st.front().loss << "\n";
+  }
+
+  // Rollout, credit, update; figures to the sinks and the progress line.
+  void Iterate(int it, MetricsSink& metrics) {
     const double ti = Now();
     RolloutOptions ro;
-    ro.episodes = w.run.episodes_per_iteration;
-    ro.group_size = w.run.group_size;
-    ro.seed = Rng::Mix(w.seed, 2, static_cast<uint64_t>(it));
-    ro.temperature = w.trainer.temperature;
-    ro.correlated = w.run.correlated_team_sampling;
-    ro.guided = w.run.guided_choices;
-    ro.observer = events.enabled() ? &events : nullptr;
-    events.BeginIteration(it + 1, false);
-    RolloutBatch batch = rollout.Run(ro, rng);
+    ro.episodes = w_.run.episodes_per_iteration;
+    ro.group_size = w_.run.group_size;
+    ro.seed = Rng::Mix(w_.seed, 2, static_cast<uint64_t>(it));
+    ro.temperature = w_.trainer.temperature;
+    ro.correlated = w_.run.correlated_team_sampling;
+    ro.guided = w_.run.guided_choices;
+    ro.observer = events_.enabled() ? &events_ : nullptr;
+    events_.BeginIteration(it + 1, false);
+    RolloutBatch batch = rollout_.Run(ro, rng_);
     const double rollout_s = Now() - ti;
-    CreditStats cs = credit.Assign(batch.records);
-    events.Credit(it + 1, batch.records);
-    std::vector<ModelTrainStats> ts = hub.Update(batch.records);
+    CreditStats cs = credit_.Assign(batch.records);
+    events_.Credit(it + 1, batch.records);
+    std::vector<ModelTrainStats> ts = hub_.Update(batch.records);
     const double dt = Now() - ti;
 
-    JsonLine line;
-    line.Add("iteration", it + 1);
-    line.Add("episodes", static_cast<double>(batch.episodes.size()));
-    line.Add("episodes_dropped", static_cast<double>(batch.dropped));
-    std::string progress_roles;
-    for (size_t r = 0; r < w.roles.size(); ++r) {
-      if (!w.roles[r].trained()) continue;
-      double n = 0, sum = 0, adv = 0, adv2 = 0, invalid = 0;
-      for (const auto& rec : batch.records) {
-        if (rec.role != static_cast<int>(r)) continue;
-        n += 1; sum += rec.reward; adv += rec.advantage; adv2 += rec.advantage * rec.advantage; invalid += !rec.valid;
-      }
-      const double mean = n > 0 ? sum / n : 0, am = n > 0 ? adv / n : 0;
-      const std::string& name = w.roles[r].name;
-      line.Add("reward/" + name, mean);
-      line.Add("advantage_mean/" + name, am);
-      line.Add("advantage_std/" + name, n > 0 ? std::sqrt(std::max(0.0, adv2 / n - am * am)) : 0);
-      line.Add("invalid_rate/" + name, n > 0 ? invalid / n : 0);
-      char buf[64];
-      std::snprintf(buf, sizeof buf, " %s=%.3f", name.c_str(), mean);
-      progress_roles += buf;
-    }
-    for (size_t m = 0; m < ts.size(); ++m) {
-      const std::string& name = w.models[m].name;
-      line.Add("loss/" + name, ts[m].loss);
-      line.Add("policy_loss/" + name, ts[m].policy_loss);
-      if (w.trainer.estimator == Estimator::kPpo) line.Add("value_loss/" + name, ts[m].value_loss);
-      line.Add("entropy/" + name, ts[m].entropy);
-      line.Add("kl/" + name, ts[m].kl);
-      line.Add("grad_norm/" + name, ts[m].grad_norm);
-      line.Add("clip_fraction/" + name, ts[m].clip_fraction);
-    }
-    line.Add("credit/advantage_mean", cs.advantage_mean);
-    line.Add("credit/advantage_std", cs.advantage_std);
     const auto game_metrics = MeanMetrics(batch);
-    for (const auto& [k, v] : game_metrics) line.Add("game/" + k, v);
-    line.Add("forward_calls_per_turn", batch.turns > 0 ? static_cast<double>(batch.forward_calls) / batch.turns : 0);
+    std::string progress_roles;
+    JsonLine line = IterationLine(w_, it + 1, batch, cs, ts, game_metrics, &progress_roles);
+    const double episodes_per_s = batch.episodes.size() / std::max(1e-9, dt);
     line.Add("time/iteration_s", dt);
     line.Add("time/rollout_s", rollout_s);
-    line.Add("time/episodes_per_s", batch.episodes.size() / std::max(1e-9, dt));
-    line.Add("time/elapsed_s", elapsed_before + Now() - t0);
-    {
-      std::ofstream f(metrics_path, std::ios::app);
-      f << line.Str() << "\n";
-    }
-    tb.Scalars(it + 1, line.numbers());
-    events.Metrics(it + 1, std::map<std::string, double>(line.numbers().begin(), line.numbers().end()),
-                   batch.episodes.size() / std::max(1e-9, dt),
-                   batch.turns > 0 ? static_cast<double>(batch.forward_calls) / batch.turns : 0);
-
-    if (options.progress) {
-      const double per_it = (Now() - t0) / (it + 1 - start);
-      std::ostringstream p;
-      p << "[it " << it + 1 << "/" << w.run.iterations << "] " << std::fixed << std::setprecision(1)
-        << batch.episodes.size() / std::max(1e-9, dt) << " ep/s  reward" << progress_roles;
-      for (const char* key : {"team_a_score", "team_a_cooperation", "score"}) {
-        auto f = game_metrics.find(key);
-        if (f != game_metrics.end()) p << "  " << key << "=" << std::setprecision(2) << f->second;
-      }
-      p << "  ETA " << Duration(per_it * (w.run.iterations - it - 1));
-      if (tty) out << "\r" << p.str() << "\x1b[K" << std::flush;
-      else out << p.str() << std::endl;
-    }
-
-    if ((it + 1) % w.run.checkpoint_every == 0 || it + 1 == w.run.iterations) save(it + 1);
+    line.Add("time/episodes_per_s", episodes_per_s);
+    line.Add("time/elapsed_s", Elapsed());
+    metrics.Write(it + 1, line, episodes_per_s,
+                  batch.turns > 0 ? static_cast<double>(batch.forward_calls) / batch.turns : 0);
+    if (options_.progress) Progress(it, episodes_per_s, progress_roles, game_metrics);
   }
-  if (it > start && it % w.run.checkpoint_every != 0 && it != w.run.iterations) save(it);
-  if (tty && options.progress) out << "\n";
-  result.iterations = it;
-  *iteration = it;
-  result.seconds = elapsed_before + Now() - t0;
-  if (options.final_eval && !interrupted) {
-    result.after = Evaluate(w, hub, w.run.eval_episodes, w.seed, false, w.trainer.temperature);
-    WriteFile(dir / "eval_trained.json", EvalJson(*result.after) + "\n");
+
+  void Progress(int it, double episodes_per_s, const std::string& roles, const std::map<std::string, double>& game) {
+    const double per_it = (Now() - t0_) / (it + 1 - start_);
+    std::ostringstream p;
+    p << "[it " << it + 1 << "/" << w_.run.iterations << "] " << std::fixed << std::setprecision(1) << episodes_per_s
+      << " ep/s  reward" << roles;
+    for (const std::string& key : w_.headline_metrics) {
+      auto f = game.find(key);
+      if (f != game.end()) p << "  " << key << "=" << std::setprecision(2) << f->second;
+    }
+    p << "  ETA " << Duration(per_it * (w_.run.iterations - it - 1));
+    if (tty_) out_ << "\r" << p.str() << "\x1b[K" << std::flush;
+    else out_ << p.str() << std::endl;
   }
-  events.RunEnded(result.iterations, result.seconds, interrupted, interrupted ? "interrupted" : "");
-  return result;
-}
+
+  void Save(int iteration) {
+    RunState state;
+    state["rollout_rng"] = rng_.Save();
+    state["credit"] = credit_.SaveState();
+    state["vocab"] = w_.vocab.Fingerprint();
+    std::ostringstream e;
+    e.precision(17);
+    e << Elapsed();
+    state["elapsed_s"] = e.str();
+    SaveCheckpoint(dir_.string(), iteration, state, [&](const std::string& d) { hub_.Save(d); });
+  }
+
+  const CompiledWorkflow& w_;
+  const TrainOptions& options_;
+  std::ostream& out_;
+  PolicyService& hub_;
+  SessionEvents& events_;
+  const fs::path dir_;
+  CreditAssigner credit_;
+  Rollout rollout_;
+  Rng rng_;
+  const bool tty_;
+  TrainResult result_;
+  int start_ = 0;
+  double elapsed_before_ = 0.0;
+  double t0_ = 0.0;
+};
 
 }  // namespace
 
@@ -306,7 +349,7 @@ TrainResult Train(const CompiledWorkflow& w, const TrainOptions& options, std::o
   try {
     WorkerHub hub(
         w, [&](const WorkerNotice& n) { events.WorkerChanged(n); }, &out);
-    return TrainWith(w, options, out, hub, events, &iteration);
+    return TrainingRun(w, options, out, hub, events).Run(&iteration);
   } catch (const std::exception& e) {
     events.RunEnded(iteration, Now() - t0, true, e.what());
     throw;

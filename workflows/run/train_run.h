@@ -7,6 +7,7 @@
 #include <iosfwd>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "workflows/config/compiled_workflow.h"
 #include "workflows/run/evaluate.h"
@@ -31,6 +32,7 @@ struct TrainResult {
   double seconds = 0.0;
   std::optional<EvalResult> before, after;
   std::optional<BestScore> best;
+  std::vector<std::string> headline;  // the game's headline metrics: the table's rows
 };
 
 TrainResult Train(const CompiledWorkflow& workflow, const TrainOptions& options, std::ostream& out);

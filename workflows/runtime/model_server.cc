@@ -2,13 +2,14 @@
 #include "workflows/runtime/model_server.h"
 
 #include "core/base/errors.h"
+#include "workflows/config/model_spec.h"
 
 namespace troupe {
 
-ModelServer::ModelServer(const CompiledWorkflow& workflow, int model_index)
-    : model_index_(model_index),
-      pool_({workflow.models.at(model_index)}, workflow.seed),
-      trainer_(pool_, workflow.trainer, Rng::Mix(workflow.seed, 500 + static_cast<uint64_t>(model_index))) {}
+ModelServer::ModelServer(const wire::ModelServeSpec& spec)
+    : model_index_(spec.model_index()),
+      pool_({ModelConfigOf(spec)}, spec.seed()),
+      trainer_(pool_, TrainerConfigOf(spec), Rng::Mix(spec.seed(), 500 + static_cast<uint64_t>(spec.model_index()))) {}
 
 ModelServer::~ModelServer() = default;
 
@@ -50,7 +51,7 @@ void ModelServer::LoadWeights(const std::string& bytes) { pool_.LoadBytes(0, byt
 
 LocalPolicy::LocalPolicy(const CompiledWorkflow& workflow) {
   for (size_t m = 0; m < workflow.models.size(); ++m) {
-    servers_.push_back(std::make_unique<ModelServer>(workflow, static_cast<int>(m)));
+    servers_.push_back(std::make_unique<ModelServer>(MakeServeSpec(workflow, static_cast<int>(m))));
   }
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "comms/proto/runtime.pb.h"
 #include "workflows/config/compiled_workflow.h"
 #include "workflows/runtime/policy_service.h"
 
@@ -13,8 +14,8 @@ namespace troupe {
 
 class ModelServer {
  public:
-  // Builds model `model_index` of the workflow (initialised from the workflow seed).
-  ModelServer(const CompiledWorkflow& workflow, int model_index);
+  // Builds the model a spec describes (initialised from the workflow seed and its index).
+  explicit ModelServer(const wire::ModelServeSpec& spec);
   ~ModelServer();
 
   std::vector<Generation> Generate(const GenerateBatch& batch);

@@ -11,7 +11,6 @@
 #include "comms/framed_socket.h"
 #include "comms/proto/runtime.pb.h"
 #include "core/base/errors.h"
-#include "workflows/config/config_loader.h"
 #include "workflows/runtime/model_server.h"
 #include "workflows/runtime/wire_records.h"
 
@@ -88,12 +87,10 @@ std::string ServeModel(const WorkerOptions& o, const std::atomic<bool>* stop, st
     in.Clear();
     socket->Send(out);
   }
-  const wire::Welcome welcome = in.welcome();
-  LoadedWorkflow loaded = ParseWorkflowText(welcome.workflow_text(), welcome.workflow_file());
-  CompiledWorkflow workflow = CompileWorkflow(loaded);
-  const int model = welcome.model_index();
-  SetTorchThreads(welcome.threads());
-  ModelServer server(workflow, model);
+  // The worker builds its model from the spec it is sent: no workflow, no game.
+  const wire::ModelServeSpec spec = in.welcome().spec();
+  SetTorchThreads(spec.threads());
+  ModelServer server(spec);
   if (log) *log << "worker " << identity << ": serving model " << o.model << " for " << o.endpoint << "\n" << std::flush;
 
   HeartbeatThread heartbeat(o, identity);
@@ -113,17 +110,17 @@ std::string ServeModel(const WorkerOptions& o, const std::atomic<bool>* stop, st
     try {
       switch (in.body_case()) {
         case wire::Envelope::kGenerate: {
-          const GenerateBatch batch = FromWire(in.generate(), model, &prompts, &options, &soft);
+          const GenerateBatch batch = FromWire(in.generate(), server.model_index(), &prompts, &options, &soft);
           std::vector<Generation> gens = server.Generate(batch);
           auto* reply = out.mutable_generated();
-          for (const auto& g : gens) ToWire(g, workflow.models[model].d_model, reply->add_rows());
+          for (const auto& g : gens) ToWire(g, server.config().d_model, reply->add_rows());
           reply->set_forward_calls(server.forward_calls());
           break;
         }
         case wire::Envelope::kUpdate: {
           std::vector<CallRecord> records;
           records.reserve(in.update().records_size());
-          for (const auto& r : in.update().records()) records.push_back(FromWire(r, model));
+          for (const auto& r : in.update().records()) records.push_back(FromWire(r, server.model_index()));
           const ModelTrainStats stats = in.update().supervised() ? server.Supervised(records, in.update().steps())
                                                                  : server.Update(records);
           ToWire(stats, out.mutable_updated()->mutable_stats());

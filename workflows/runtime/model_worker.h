@@ -1,5 +1,6 @@
 // A model worker: connects to a controller, says which model it serves, gets
-// the resolved workflow, builds that model (ModelServer) and serves Generate,
+// that model's spec (wire::ModelServeSpec: the model and its trainer, not the
+// workflow), builds it (ModelServer) and serves Generate,
 // Update, checkpoint and weight requests until told to stop. A second socket
 // sends heartbeats, so the controller notices a worker that died or hangs,
 // and the worker notices a controller that went away. The same function runs

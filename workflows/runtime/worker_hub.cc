@@ -1,8 +1,6 @@
 // The controller's worker hub: joining, requests, heartbeats, losses.
 #include "workflows/runtime/worker_hub.h"
 
-#include <google/protobuf/text_format.h>
-
 #include <algorithm>
 #include <chrono>
 #include <mutex>
@@ -10,6 +8,7 @@
 
 #include "comms/curve.h"
 #include "comms/endpoint.h"
+#include "workflows/config/model_spec.h"
 #include "workflows/runtime/model_worker.h"
 #include "workflows/runtime/wire_records.h"
 
@@ -27,7 +26,6 @@ WorkerHub::WorkerHub(const CompiledWorkflow& workflow, std::function<void(const 
     : workflow_(workflow), notify_(std::move(notify)), log_(log) {
   const RuntimeSettings& rt = workflow_.runtime;
   endpoint_ = rt.endpoint.empty() ? UniqueInprocEndpoint("troupe-workers") : rt.endpoint;
-  google::protobuf::TextFormat::PrintToString(workflow_.proto, &workflow_text_);
   SocketOptions so;
   so.security.keys_dir = rt.keys_dir;
   so.receive_hwm = 100000;
@@ -142,10 +140,7 @@ void WorkerHub::Handle(const std::string& identity, const wire::Envelope& env) {
     w.joined = w.alive = true;
     w.last_heard = Now();
     auto* welcome = reply.mutable_welcome();
-    welcome->set_workflow_file(workflow_.file);
-    welcome->set_workflow_text(workflow_text_);
-    welcome->set_model_index(w.model);
-    welcome->set_threads(workflow_.run.threads);
+    *welcome->mutable_spec() = MakeServeSpec(workflow_, w.model);
     socket_->Send(reply, identity);
     if (notify_) notify_({workflow_.models[w.model].name, w.replica, false,
                           "from " + env.hello().host() + " pid " + std::to_string(env.hello().pid()), endpoint_});

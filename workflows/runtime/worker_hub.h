@@ -94,7 +94,6 @@ class WorkerHub : public PolicyService {
   std::function<void(const WorkerNotice&)> notify_;
   std::ostream* log_;
   std::string endpoint_;
-  std::string workflow_text_;
   std::unique_ptr<FramedSocket> socket_;
   Attachment attachment_;  // of the message being handled
   std::unique_ptr<class CurveAuthenticator> auth_;

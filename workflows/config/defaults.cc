@@ -1,0 +1,117 @@
+// The default of every workflow field that has one, and the filler.
+#include "workflows/config/defaults.h"
+
+#include <google/protobuf/text_format.h>
+
+#include "core/base/errors.h"
+
+namespace troupe {
+
+namespace pb = google::protobuf;
+
+namespace {
+
+// One element stands for each element of a repeated message field.
+constexpr char kDefaults[] = R"pb(
+  model {
+    transformer { d_model: 64 layers: 2 heads: 4 max_len: 160 ff_mult: 4 }
+    device: "cpu"
+    optimizer { lr: 0.001 weight_decay: 0 grad_clip: 1 }
+    lora_rank: 4
+  }
+  reward { weight: 1 }
+  credit { group_size: 8 gamma: 1 lambda: 1 baseline_decay: 0.9 }
+  trainer {
+    iterations: 100
+    episodes_per_iteration: 32
+    epochs: 1
+    minibatch: 1024
+    clip: 0.2
+    entropy_coef: 0
+    kl_coef: 0
+    value_coef: 0.5
+    temperature: 1
+    max_minutes: 0
+    checkpoint_every: 10
+    eval_episodes: 64
+    threads: 1
+    update_records: 0
+    sft { steps: 50 }
+    hybrid {
+      latent_vectors: 6
+      text_words: 1
+      stage1_steps: 200
+      stage2_steps: 400
+      batch: 64
+      distill_weight: 20
+      teacher: "oracle"
+      eval_every: 50
+    }
+  }
+  pipeline { node { max_tokens: 4 } }
+  runtime {
+    heartbeat_ms: 200
+    worker_timeout_ms: 3000
+    request_timeout_ms: 600000
+    join_timeout_ms: 60000
+    detail_episodes: 2
+    worker { replicas: 1 }
+  }
+)pb";
+
+// Copies into `target` every field `defaults` sets that `target` does not;
+// recurses into sub-messages `target` has (each element of a repeated one).
+void FillUnset(const pb::Message& defaults, pb::Message* target) {
+  const pb::Reflection* from = defaults.GetReflection();
+  const pb::Reflection* to = target->GetReflection();
+  std::vector<const pb::FieldDescriptor*> fields;
+  from->ListFields(defaults, &fields);
+  for (const pb::FieldDescriptor* f : fields) {
+    if (f->type() == pb::FieldDescriptor::TYPE_MESSAGE) {
+      if (f->is_repeated()) {
+        for (int i = 0; i < to->FieldSize(*target, f); ++i) {
+          FillUnset(from->GetRepeatedMessage(defaults, f, 0), to->MutableRepeatedMessage(target, f, i));
+        }
+      } else if (to->HasField(*target, f)) {
+        FillUnset(from->GetMessage(defaults, f), to->MutableMessage(target, f));
+      }
+      continue;
+    }
+    if (f->is_repeated() || to->HasField(*target, f)) continue;
+    switch (f->cpp_type()) {
+      case pb::FieldDescriptor::CPPTYPE_INT32: to->SetInt32(target, f, from->GetInt32(defaults, f)); break;
+      case pb::FieldDescriptor::CPPTYPE_INT64: to->SetInt64(target, f, from->GetInt64(defaults, f)); break;
+      case pb::FieldDescriptor::CPPTYPE_UINT64: to->SetUInt64(target, f, from->GetUInt64(defaults, f)); break;
+      case pb::FieldDescriptor::CPPTYPE_DOUBLE: to->SetDouble(target, f, from->GetDouble(defaults, f)); break;
+      case pb::FieldDescriptor::CPPTYPE_BOOL: to->SetBool(target, f, from->GetBool(defaults, f)); break;
+      case pb::FieldDescriptor::CPPTYPE_STRING: to->SetString(target, f, from->GetString(defaults, f)); break;
+      case pb::FieldDescriptor::CPPTYPE_ENUM: to->SetEnumValue(target, f, from->GetEnumValue(defaults, f)); break;
+      default: throw Error("workflow defaults: field " + f->full_name() + " has a type the filler does not know");
+    }
+  }
+}
+
+}  // namespace
+
+const config::Workflow& WorkflowDefaults() {
+  static const config::Workflow table = [] {
+    config::Workflow w;
+    if (!pb::TextFormat::ParseFromString(kDefaults, &w)) throw Error("the workflow defaults table does not parse");
+    return w;
+  }();
+  return table;
+}
+
+void ApplyDefaults(config::Workflow* w) {
+  // Sections every workflow has, shown in full in the resolved workflow.
+  w->mutable_credit();
+  w->mutable_trainer();
+  w->mutable_runtime();
+  for (auto& m : *w->mutable_model()) {
+    m.mutable_transformer();
+    m.mutable_optimizer();
+  }
+  FillUnset(WorkflowDefaults(), w);
+}
+
+}  // namespace troupe

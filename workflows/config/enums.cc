@@ -1,0 +1,46 @@
+// Proto enum <-> C++ enum switches.
+#include "workflows/config/enums.h"
+
+namespace troupe {
+
+std::optional<Estimator> EstimatorOf(int proto_value) {
+  switch (proto_value) {
+    case config::GRPO: return Estimator::kGrpo;
+    case config::PPO: return Estimator::kPpo;
+    case config::RLOO: return Estimator::kRloo;
+    case config::REINFORCE: return Estimator::kReinforce;
+    default: return std::nullopt;
+  }
+}
+
+std::optional<GroupKey> GroupKeyOf(int proto_value) {
+  switch (proto_value) {
+    case config::BY_EPISODE_GROUP: return GroupKey::kEpisodeGroup;
+    case config::BY_ROLE: return GroupKey::kRole;
+    case config::BY_TURN: return GroupKey::kTurn;
+    case config::BY_PHASE: return GroupKey::kPhase;
+    default: return std::nullopt;
+  }
+}
+
+config::Estimator ToProto(Estimator e) {
+  switch (e) {
+    case Estimator::kGrpo: return config::GRPO;
+    case Estimator::kPpo: return config::PPO;
+    case Estimator::kRloo: return config::RLOO;
+    case Estimator::kReinforce: return config::REINFORCE;
+  }
+  return config::GRPO;  // unreachable: every Estimator is listed above
+}
+
+config::GroupKey ToProto(GroupKey k) {
+  switch (k) {
+    case GroupKey::kEpisodeGroup: return config::BY_EPISODE_GROUP;
+    case GroupKey::kRole: return config::BY_ROLE;
+    case GroupKey::kTurn: return config::BY_TURN;
+    case GroupKey::kPhase: return config::BY_PHASE;
+  }
+  return config::BY_EPISODE_GROUP;  // unreachable: every GroupKey is listed above
+}
+
+}  // namespace troupe

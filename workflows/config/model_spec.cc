@@ -1,0 +1,76 @@
+// ModelServeSpec <-> ModelConfig, TrainerConfig.
+#include "workflows/config/model_spec.h"
+
+#include "core/base/errors.h"
+#include "workflows/config/compiled_workflow.h"
+#include "workflows/config/enums.h"
+
+namespace troupe {
+
+wire::ModelServeSpec MakeServeSpec(const CompiledWorkflow& c, int model) {
+  const ModelConfig& m = c.models.at(model);
+  wire::ModelServeSpec s;
+  s.set_model_index(model);
+  s.set_seed(c.seed);
+  s.set_threads(c.run.threads);
+  *s.mutable_model() = c.proto.model(model);
+  s.set_vocab_size(m.vocab_size);
+  s.set_num_roles(m.num_roles);
+  s.set_lora(m.lora_rank > 0);
+  s.set_role_heads(m.role_heads);
+  s.set_latent(m.latent);
+  s.set_latent_in_width(m.latent_in_width);
+  *s.mutable_trainer() = c.proto.trainer();
+  s.mutable_trainer()->clear_hybrid();  // the distillation settings are the controller's
+  *s.mutable_credit() = c.proto.credit();
+  return s;
+}
+
+ModelConfig ArchitectureOf(const config::ModelSpec& spec) {
+  ModelConfig m;
+  m.name = spec.name();
+  m.d_model = spec.transformer().d_model();
+  m.layers = spec.transformer().layers();
+  m.heads = spec.transformer().heads();
+  m.max_len = spec.transformer().max_len();
+  m.ff_mult = spec.transformer().ff_mult();
+  m.device = spec.device();
+  m.lr = spec.optimizer().lr();
+  m.weight_decay = spec.optimizer().weight_decay();
+  m.grad_clip = spec.optimizer().grad_clip();
+  return m;
+}
+
+ModelConfig ModelConfigOf(const wire::ModelServeSpec& s) {
+  ModelConfig m = ArchitectureOf(s.model());
+  m.index = s.model_index();
+  m.vocab_size = s.vocab_size();
+  m.num_roles = s.num_roles();
+  m.lora_rank = s.lora() ? s.model().lora_rank() : 0;
+  m.role_heads = s.role_heads();
+  m.latent = s.latent();
+  m.latent_in_width = s.latent_in_width();
+  return m;
+}
+
+TrainerConfig TrainerConfigOf(const config::TrainerSpec& t, const config::CreditSpec& credit) {
+  TrainerConfig c;
+  const auto estimator = EstimatorOf(credit.estimator());
+  if (!estimator) throw ConfigError("unknown estimator " + std::to_string(credit.estimator()));
+  c.estimator = *estimator;
+  c.epochs = t.epochs();
+  c.minibatch = t.minibatch();
+  c.update_records = t.update_records();
+  c.clip = t.clip();
+  c.entropy_coef = t.entropy_coef();
+  c.kl_coef = t.kl_coef();
+  c.value_coef = t.value_coef();
+  c.temperature = t.temperature();
+  c.gamma = credit.gamma();
+  c.lambda = credit.lambda();
+  return c;
+}
+
+TrainerConfig TrainerConfigOf(const wire::ModelServeSpec& s) { return TrainerConfigOf(s.trainer(), s.credit()); }
+
+}  // namespace troupe

@@ -1,0 +1,26 @@
+// The narrow spec a model worker gets (wire::ModelServeSpec): one physical
+// model and its trainer, resolved from the compiled workflow, and the model
+// and trainer configs the worker builds from it. The controller's in-process
+// workers and `troupe worker` processes build from the same spec.
+#pragma once
+
+#include "comms/proto/runtime.pb.h"
+#include "core/models/model_pool.h"
+#include "core/models/trainer.h"
+
+namespace troupe {
+
+struct CompiledWorkflow;
+
+wire::ModelServeSpec MakeServeSpec(const CompiledWorkflow& workflow, int model);
+// Throw ConfigError when the spec names something this build does not know.
+ModelConfig ModelConfigOf(const wire::ModelServeSpec& spec);
+TrainerConfig TrainerConfigOf(const wire::ModelServeSpec& spec);
+
+// The pieces compilation shares with the above: a resolved model's
+// architecture and optimiser (no roles, vocabulary or index yet), and a
+// resolved trainer and credit section's update settings.
+ModelConfig ArchitectureOf(const config::ModelSpec& resolved);
+TrainerConfig TrainerConfigOf(const config::TrainerSpec& trainer, const config::CreditSpec& credit);
+
+}  // namespace troupe
