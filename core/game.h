@@ -16,6 +16,14 @@
 
 namespace troupe {
 
+// Where a latent message stands in an observation: the runtime splices the
+// message's vectors (and text) in before observation[position].
+struct LatentRef {
+  size_t position = 0;
+  int handle = -1;  // SeatOutput::latent_message of the output that sent it
+  bool operator==(const LatentRef& o) const { return position == o.position && handle == o.handle; }
+};
+
 // One seat must act now. Several decisions pending at once are simultaneous.
 struct Decision {
   int seat = 0;
@@ -24,16 +32,17 @@ struct Decision {
   int max_words = 1;                     // longest answer the game reads
   std::vector<std::string> options;      // the words the answer must start with (empty: free text)
   bool message = false;                  // the answer is a message other seats will read (one of MessagePhases)
+  std::vector<LatentRef> latent_messages;  // latent messages the seat reads, where they stand in `observation`
 };
 
 // What one seat said in answer to its Decision.
 struct SeatOutput {
   int seat = 0;
   std::vector<std::string> words;
-  // Messages only, optional: the words other seats see in its place. The
-  // runtime puts a handle here for a latent message and expands it, per reader,
-  // into that reader's view (vectors, text). The game still rules on `words`.
-  std::vector<std::string> shown;
+  // Messages only: >= 0 marks a latent message, the runtime's handle of it.
+  // Readers then see a LatentRef to it in place of its words (the runtime
+  // expands it into their view: vectors, text). The game still rules on `words`.
+  int latent_message = -1;
 };
 
 class State {
@@ -72,7 +81,7 @@ class Game {
   virtual std::vector<std::string> Vocabulary() const = 0;
   virtual std::vector<std::string> SignalNames() const = 0;
   virtual std::vector<std::string> TurnSignalNames() const = 0;
-  // Phases whose answers are messages to other seats (and honour SeatOutput::shown).
+  // Phases whose answers are messages to other seats (and honour SeatOutput::latent_message).
   // LATENT and HYBRID channels need one outside trainer.hybrid.
   virtual std::vector<std::string> MessagePhases() const { return {}; }
   // The longest decision any seat can face in each phase: a worst case the game

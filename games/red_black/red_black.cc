@@ -149,10 +149,12 @@ std::unique_ptr<State> RedBlackGame::Deserialize(const std::string& text) const 
       out.seat = std::stoi(item.substr(0, colon));
       std::istringstream words(item.substr(colon + 1));
       std::string w;
-      bool shown = false;  // after " =": the words shown in the message's place
       while (words >> w) {
-        if (w == "=") shown = true;
-        else (shown ? out.shown : out.words).push_back(w);
+        if (w != "=") {
+          out.words.push_back(w);
+          continue;
+        }
+        if (!(words >> out.latent_message)) throw GameError("red_black: bad latent message handle in '" + item + "'");
       }
       outputs.push_back(out);
     }

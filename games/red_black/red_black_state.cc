@@ -83,7 +83,8 @@ RoundView RedBlackState::ViewFor(int team) const {
 // current decision sit next to the phase word the answer follows:
 //   history <own> <other> <own points> ... now says <rec> <reasoning> ...
 //   us <score> them <score> round #r of #N left #k x #m <phase>
-std::vector<std::string> RedBlackState::Observation(int seat, const std::string& phase) const {
+std::vector<std::string> RedBlackState::Observation(int seat, const std::string& phase,
+                                                    std::vector<LatentRef>* refs) const {
   const int team = game_->TeamOf(seat);
   std::vector<std::string> o = {"history"};
   auto append = [&o](const std::vector<std::string>& w) { o.insert(o.end(), w.begin(), w.end()); };
@@ -98,8 +99,8 @@ std::vector<std::string> RedBlackState::Observation(int seat, const std::string&
   static const std::vector<Message> kNone;  // the silent control: no seat sees a message
   for (const auto& m : game_->silent() ? kNone : teams_[team].messages) {
     o.push_back("says");
-    if (!m.shown.empty()) {
-      append(m.shown);
+    if (m.latent >= 0) {
+      refs->push_back({o.size(), m.latent});
       continue;
     }
     o.push_back(ChoiceWord(m.recommendation));
@@ -125,17 +126,18 @@ std::vector<Decision> RedBlackState::Longest(const RedBlackGame& game, int messa
   s.round_ = game.rounds() - 1;
   s.history_.assign(game.rounds() - 1, RoundRecord{});
   s.score_ = {-most_points, -most_points};  // the most words: a sign and the most digits
+  // A message reads as its recommendation and reasoning, or (latent) as `message_words` expanded tokens.
   Message longest;
-  longest.reasoning.assign(game.reason_words(), "black");
-  if (message_words > 1 + game.reason_words()) longest.shown.assign(message_words, "black");
+  longest.reasoning.assign(std::max(game.reason_words(), message_words - 1), "black");
   std::vector<Decision> d;
   const int speakers = n * (1 + game.discussion_rounds());
   // The last speaker of the round reads every message but its own; voters read them all.
   s.teams_[0].messages.assign(speakers - 1, longest);
-  d.push_back({0, "will", s.Observation(0, "will"), 1, {"0", "1", "2", "3"}});
-  d.push_back({0, "speak", s.Observation(0, "speak"), 1 + game.reason_words(), {"red", "black"}, true});
+  std::vector<LatentRef> none;
+  d.push_back({0, "will", s.Observation(0, "will", &none), 1, {"0", "1", "2", "3"}});
+  d.push_back({0, "speak", s.Observation(0, "speak", &none), 1 + game.reason_words(), {"red", "black"}, true});
   s.teams_[0].messages.assign(speakers, longest);
-  d.push_back({0, "vote", s.Observation(0, "vote"), 1, {"red", "black"}});
+  d.push_back({0, "vote", s.Observation(0, "vote", &none), 1, {"red", "black"}});
   return d;
 }
 
@@ -143,10 +145,15 @@ std::vector<Decision> RedBlackState::PendingDecisions() const { return Pending(t
 
 // Apply only needs who acts and in which phase; observations are built on demand.
 std::vector<Decision> RedBlackState::Pending(bool with_observations) const {
-  auto observe = [&](int seat, const char* phase) {
-    return with_observations ? Observation(seat, phase) : std::vector<std::string>{};
-  };
   std::vector<Decision> d;
+  // The decision's observation and the latent messages in it, when asked for.
+  auto observe = [&](int seat, const char* phase) {
+    return with_observations ? Observation(seat, phase, &d.back().latent_messages) : std::vector<std::string>{};
+  };
+  auto add = [&](int seat, const char* phase, int max_words, std::vector<std::string> options, bool message) {
+    d.push_back({seat, phase, {}, max_words, std::move(options), message});
+    d.back().observation = observe(seat, phase);
+  };
   const int n = game_->team_size();
   for (int t = 0; t < 2; ++t) {
     const Team& team = teams_[t];
@@ -154,15 +161,15 @@ std::vector<Decision> RedBlackState::Pending(bool with_observations) const {
       const int seat = t * n + i;
       switch (phase_) {
         case Phase::kWill:
-          if (!team.spoken[i]) d.push_back({seat, "will", observe(seat, "will"), 1, {"0", "1", "2", "3"}});
+          if (!team.spoken[i]) add(seat, "will", 1, {"0", "1", "2", "3"}, false);
           break;
         case Phase::kSpeak:
           if (i == team.speaker) {
-            d.push_back({seat, "speak", observe(seat, "speak"), 1 + game_->reason_words(), {"red", "black"}, true});
+            add(seat, "speak", 1 + game_->reason_words(), {"red", "black"}, true);
           }
           break;
         case Phase::kVote:
-          d.push_back({seat, "vote", observe(seat, "vote"), 1, {"red", "black"}});
+          add(seat, "vote", 1, {"red", "black"}, false);
           break;
         case Phase::kDone:
           break;
@@ -185,8 +192,7 @@ std::vector<bool> RedBlackState::Apply(const std::vector<SeatOutput>& outputs) {
     if (!line.empty()) line += "|";
     line += std::to_string(out.seat) + ":";
     for (size_t i = 0; i < out.words.size(); ++i) line += (i ? " " : "") + out.words[i];
-    if (!out.shown.empty()) line += " =";  // then the words shown in its place
-    for (const auto& w : out.shown) line += " " + w;
+    if (out.latent_message >= 0) line += " = " + std::to_string(out.latent_message);  // a latent message
   }
 
   const int n = game_->team_size();
@@ -214,7 +220,7 @@ std::vector<bool> RedBlackState::Apply(const std::vector<SeatOutput>& outputs) {
       for (size_t w = 1; w < out.words.size() && static_cast<int>(m.reasoning.size()) < game_->reason_words(); ++w) {
         m.reasoning.push_back(out.words[w]);
       }
-      m.shown = out.shown;
+      m.latent = out.latent_message;
       team.messages.push_back(m);
       team.spoken[i] = true;
       team.order.push_back(out.seat);

@@ -13,7 +13,7 @@ struct Message {
   int seat = 0;
   Choice recommendation = Choice::kBlack;
   std::vector<std::string> reasoning;
-  std::vector<std::string> shown;  // what teammates see instead of recommendation and reasoning (SeatOutput::shown)
+  int latent = -1;  // >= 0: a latent message (SeatOutput::latent_message); teammates get a LatentRef instead of its words
 };
 
 struct RoundRecord {
@@ -63,7 +63,8 @@ class RedBlackState : public State {
     std::vector<int> order;
   };
 
-  std::vector<std::string> Observation(int seat, const std::string& phase) const;
+  // The words `seat` sees in `phase`; latent messages it reads go to `refs`.
+  std::vector<std::string> Observation(int seat, const std::string& phase, std::vector<LatentRef>* refs) const;
   std::vector<Decision> Pending(bool with_observations) const;
   void StartRound();
   void SkipTrivialWillingness();

@@ -255,7 +255,8 @@ TEST_CASE("a vote is inert exactly when flipping it would not change the team's 
   for (int seat = 5; seat < 10; ++seat) CHECK(s->Inert(seat));  // 4-1: nobody is pivotal
 }
 
-TEST_CASE("a message shown as a handle hides its words from teammates and survives serialisation", "[red_black]") {
+TEST_CASE("a latent message reaches teammates as a typed reference instead of its words and survives serialisation",
+          "[red_black]") {
   auto g = Make();
   auto s = g->NewInitialState(4);
   bool spoke = false;
@@ -265,7 +266,7 @@ TEST_CASE("a message shown as a handle hides its words from teammates and surviv
       const Decision d = s->PendingDecisions()[k];
       CHECK(d.message == (d.phase == "speak"));
       if (d.phase == "speak" && d.seat < 5) {
-        out[k].shown = {"<msg0>"};
+        out[k].latent_message = 3;
         spoke = true;
       }
     }
@@ -273,19 +274,27 @@ TEST_CASE("a message shown as a handle hides its words from teammates and surviv
   }
   auto seen = [](const State& st) {
     for (const auto& d : st.PendingDecisions()) {
-      if (d.seat < 5) return d.observation;
+      if (d.seat < 5) return d;
     }
-    return std::vector<std::string>{};
+    return Decision{};
   };
-  const std::vector<std::string> view = seen(*s);
-  auto says = std::find(view.begin(), view.end(), "says");
-  REQUIRE(says != view.end());
-  CHECK(*(says + 1) == "<msg0>");  // not "red we trust"
-  CHECK(std::find(view.begin(), view.end(), "trust") == view.end());
-  // The game keeps what the speaker said, and what was shown in its place.
-  CHECK(s->Serialize().find("red we trust = <msg0>") != std::string::npos);
+  const Decision view = seen(*s);
+  auto says = std::find(view.observation.begin(), view.observation.end(), "says");
+  REQUIRE(says != view.observation.end());
+  // The message's words are not in the view; a reference to handle 3 stands right after "says".
+  CHECK(std::find(view.observation.begin(), view.observation.end(), "trust") == view.observation.end());
+  REQUIRE(view.latent_messages.size() == 1);
+  CHECK(view.latent_messages[0].handle == 3);
+  CHECK(view.latent_messages[0].position == static_cast<size_t>(says - view.observation.begin()) + 1);
+  // Team B sees no reference to team A's message.
+  for (const auto& d : s->PendingDecisions()) {
+    if (d.seat >= 5) CHECK(d.latent_messages.empty());
+  }
+  // The game keeps what the speaker said, and the handle.
+  CHECK(s->Serialize().find("red we trust = 3") != std::string::npos);
   auto copy = g->Deserialize(s->Serialize());
-  CHECK(seen(*copy) == view);
+  CHECK(seen(*copy).observation == view.observation);
+  CHECK(seen(*copy).latent_messages == view.latent_messages);
   CHECK(g->MessagePhases() == std::vector<std::string>{"speak"});
 }
 

@@ -10,7 +10,6 @@ namespace troupe {
 Rollout::Rollout(const CompiledWorkflow& workflow, PolicyService& policy)
     : workflow_(workflow),
       policy_(policy),
-      latent_(workflow.LatentMessages()),
       bot_(workflow.vocab.Id("<bot>")),
       eot_(workflow.vocab.Id("<eot>")) {
   for (const auto& r : workflow_.roles) {
@@ -19,18 +18,6 @@ Rollout::Rollout(const CompiledWorkflow& workflow, PolicyService& policy)
 }
 
 namespace {
-
-std::string MessageHandle(size_t index) { return "<msg" + std::to_string(index) + ">"; }
-
-// The index in a handle word, or -1 for any other word.
-int HandleIndex(const std::string& word) {
-  if (word.size() < 6 || word.rfind("<msg", 0) != 0 || word.back() != '>') return -1;
-  try {
-    return std::stoi(word.substr(4, word.size() - 5));
-  } catch (const std::exception&) {
-    return -1;
-  }
-}
 
 // What the messages of an episode's trained seats cost: the words their readers
 // see, the latent vectors, and the bytes on the wire (text with a space between
@@ -58,26 +45,29 @@ struct MessageCost {
 }  // namespace
 
 PromptParts Rollout::Prompt(int role, const std::vector<std::string>& observation,
-                            const std::vector<LatentMessage>* sent) const {
+                            const std::vector<LatentRef>& latent, const std::vector<LatentMessage>* sent) const {
   PromptParts p;
   p.tokens = {Vocab::kBos, workflow_.vocab.RoleToken(role)};
-  for (const auto& w : observation) {
-    const int h = latent_ && sent ? HandleIndex(w) : -1;
-    if (h < 0 || h >= static_cast<int>(sent->size())) {
-      p.tokens.push_back(workflow_.vocab.Id(w));
-      continue;
+  p.tokens.reserve(p.tokens.size() + observation.size());
+  auto ref = latent.begin();
+  for (size_t i = 0; i <= observation.size(); ++i) {
+    for (; ref != latent.end() && ref->position == i; ++ref) {
+      if (sent == nullptr || ref->handle < 0 || ref->handle >= static_cast<int>(sent->size())) {
+        throw GameError("a latent message reference (handle " + std::to_string(ref->handle) + ") to no sent message");
+      }
+      // A latent message: <bot> z1..zK <eot>, then (HYBRID) the first words of its text.
+      const LatentMessage& m = (*sent)[ref->handle];
+      const RoleInfo& from = workflow_.roles[m.role];
+      p.tokens.push_back(bot_);
+      p.tokens.insert(p.tokens.end(), m.latents.size() / std::max(1, m.width), Vocab::kSoft);
+      p.tokens.push_back(eot_);
+      for (int w = 0; w < from.text_words && w < static_cast<int>(m.text.size()); ++w) {
+        p.tokens.push_back(workflow_.vocab.Id(m.text[w]));
+      }
+      p.soft.insert(p.soft.end(), m.latents.begin(), m.latents.end());
+      p.soft_width = m.width;
     }
-    // A latent message: <bot> z1..zK <eot>, then (HYBRID) the first words of its text.
-    const LatentMessage& m = (*sent)[h];
-    const RoleInfo& from = workflow_.roles[m.role];
-    p.tokens.push_back(bot_);
-    p.tokens.insert(p.tokens.end(), m.latents.size() / std::max(1, m.width), Vocab::kSoft);
-    p.tokens.push_back(eot_);
-    for (int i = 0; i < from.text_words && i < static_cast<int>(m.text.size()); ++i) {
-      p.tokens.push_back(workflow_.vocab.Id(m.text[i]));
-    }
-    p.soft.insert(p.soft.end(), m.latents.begin(), m.latents.end());
-    p.soft_width = m.width;
+    if (i < observation.size()) p.tokens.push_back(workflow_.vocab.Id(observation[i]));
   }
   return p;
 }
@@ -219,7 +209,7 @@ RolloutBatch Rollout::RunGame(const RolloutOptions& options, Rng& rng) {
         } else if (teacher) {
           outputs[e][k].words = teacher->Act(*states[e], d, rng);
           CallRecord rec = NewRecord(e, options.group_size, role, d.seat, states[e]->Turn(), d.phase);
-          PromptParts prompt = Prompt(role, d.observation, &sent[e]);
+          PromptParts prompt = Prompt(role, d.observation, d.latent_messages, &sent[e]);
           rec.prompt = std::move(prompt.tokens);
           rec.soft_inputs = std::move(prompt.soft);
           rec.soft_width = prompt.soft_width;
@@ -230,7 +220,7 @@ RolloutBatch Rollout::RunGame(const RolloutOptions& options, Rng& rng) {
           episode_records[e].push_back(batch.records.size());
           batch.records.push_back(std::move(rec));
         } else {
-          Pending p{e, k, role, Prompt(role, d.observation, &sent[e]), d.max_words, d.phase,
+          Pending p{e, k, role, Prompt(role, d.observation, d.latent_messages, &sent[e]), d.max_words, d.phase,
                     options.guided ? workflow_.vocab.Encode(d.options) : std::vector<int>{}};
           if (d.message && info.message_mode != config::TEXT) {
             // A latent message: K vectors after <bot>, then <eot> and the words its readers see
@@ -273,9 +263,9 @@ RolloutBatch Rollout::RunGame(const RolloutOptions& options, Rng& rng) {
                                    states[p.episode]->Turn(), p.phase);
         if (decisions[p.episode][p.output].message) cost[p.episode].Add(workflow_.roles[p.role], out.words, g.latents);
         if (p.latent_steps > 0) {
-          // The game shows a handle; readers get the vectors. The record keeps the
-          // call's own slots (between <bot> and <eot>) for the trainer to recompute.
-          out.shown = {MessageHandle(sent[p.episode].size())};
+          // Readers get a reference to the message (its vectors and text). The record keeps
+          // the call's own slots (between <bot> and <eot>) for the trainer to recompute.
+          out.latent_message = static_cast<int>(sent[p.episode].size());
           sent[p.episode].push_back({p.role, g.latents, workflow_.models[workflow_.roles[p.role].model].d_model, out.words});
           p.prompt.tokens.insert(p.prompt.tokens.end(), p.latent_steps, Vocab::kSoft);
           p.prompt.tokens.push_back(eot_);

@@ -60,7 +60,8 @@ struct RolloutOptions {
 };
 
 // A LATENT or HYBRID message an agent sent in an episode; the game shows its
-// handle (MessageHandle) and each reader's prompt gets the vectors and text.
+// reference (SeatOutput::latent_message, Decision::latent_messages) and each
+// reader's prompt gets the vectors and text.
 struct LatentMessage {
   int role = 0;
   std::vector<float> latents;  // [K, width]
@@ -84,7 +85,8 @@ class Rollout {
   RolloutBatch RunGame(const RolloutOptions& options, Rng& rng);
   RolloutBatch RunPipeline(const RolloutOptions& options, Rng& rng);
   // `sent`: the episode's latent messages, to expand the handles the game shows.
-  PromptParts Prompt(int role, const std::vector<std::string>& observation,
+  // `latent`: where latent messages stand in the observation, expanded from `sent`.
+  PromptParts Prompt(int role, const std::vector<std::string>& observation, const std::vector<LatentRef>& latent = {},
                      const std::vector<LatentMessage>* sent = nullptr) const;
   CallRecord NewRecord(int episode, int group_size, int role, int seat, int turn, const std::string& phase) const;
   // One tick's model work: each model's queries as one batch, all sent together.
@@ -96,7 +98,6 @@ class Rollout {
   const CompiledWorkflow& workflow_;
   PolicyService& policy_;
   std::vector<std::unique_ptr<ScriptedStrategy>> strategies_;  // per role (null when trained)
-  bool latent_ = false;  // some role sends latent messages: prompts may hold handles
   int bot_ = Vocab::kUnk, eot_ = Vocab::kUnk;  // the tokens around a message's vectors
 };
 
