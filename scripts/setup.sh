@@ -10,7 +10,7 @@ packages=(
   libzmq3-dev cppzmq-dev
   libprotobuf-dev protobuf-compiler
   libimgui-dev libstb-dev libglfw3-dev
-  catch2 nlohmann-json3-dev libcli11-dev
+  catch2 nlohmann-json3-dev libcli11-dev libspdlog-dev
   xvfb xauth libgl1-mesa-dri
 )
 

@@ -144,3 +144,23 @@ TEST_CASE("troupe view runs troupe-view with its arguments", "[cli][viewer]") {
   CHECK(missing.status == 1);
   CHECK_THAT(missing.output, Catch::Contains("cannot open /no/such.session"));
 }
+
+TEST_CASE("--verbose logs debug messages, and the default and --quiet do not", "[cli][logging]") {
+  const fs::path file = fs::temp_directory_path() / "troupe-cli-tiny.textproto";
+  std::ofstream(file) << troupe::testing::TinyRedBlack(3, "trainer { iterations: 1 episodes_per_iteration: 4 }");
+  const std::string run = (fs::temp_directory_path() / "troupe-cli-verbose").string();
+  const std::string common = "train " + file.string() + " --no-eval --out ";
+  fs::remove_all(run);
+  Result verbose = Troupe(common + run + " --verbose");
+  INFO(verbose.output);
+  REQUIRE(verbose.status == 0);
+  CHECK_THAT(verbose.output, Catch::Contains("troupe [debug] worker m#0: serving model m"));
+  fs::remove_all(run);
+  Result plain = Troupe(common + run);
+  REQUIRE(plain.status == 0);
+  CHECK_THAT(plain.output, !Catch::Contains("[debug]") && Catch::Contains("[it 1/1]"));
+  fs::remove_all(run);
+  Result quiet = Troupe(common + run + " --quiet");
+  REQUIRE(quiet.status == 0);
+  CHECK_THAT(quiet.output, !Catch::Contains("[debug]") && !Catch::Contains("[it 1/1]"));
+}

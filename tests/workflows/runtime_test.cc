@@ -298,7 +298,7 @@ TEST_CASE("a worker hands out its parameters as an attachment and loads paramete
   WorkerOptions o;
   o.endpoint = endpoint;
   o.model = "m";
-  std::thread worker([&] { ServeModel(o, &stop, nullptr); });
+  std::thread worker([&] { ServeModel(o, &stop); });
   // Replies from the worker's request socket (its heartbeats come from "m#0/hb").
   wire::Envelope got;
   Attachment bulk;

@@ -17,6 +17,8 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
 #include <google/protobuf/text_format.h>
 
 #include "comms/curve.h"
@@ -40,7 +42,8 @@ volatile sig_atomic_t g_interrupted = 0;    // troupe record: stop recording
 std::atomic<bool> g_stop_training{false};  // troupe train: stop after this iteration
 
 const char* kUsage = R"(`troupe help train` (or `troupe train --help`) lists train's options, and so on;
-an option that does not apply to a command is an error.
+an option that does not apply to a command is an error. Every command takes
+--quiet (log warnings and errors only) and --verbose (debug messages too).
 Exit status: 0 done, 1 config error, 2 usage, 3 troupe error, 4 internal error,
 5 a model worker was lost.
 )";
@@ -88,7 +91,8 @@ const char* kTrainUsage = R"(usage: troupe train FILE [--out DIR] [--seed N] [--
   --set P=V      overrides one field of the workflow, e.g. --set trainer.iterations=20
                  or --set model[0].transformer.d_model=32 (repeatable)
   --resume       continue the run in --out from its latest checkpoint, exactly
-  --quiet        no progress line
+  --quiet        no progress line; log warnings and errors only
+  --verbose      log debug messages too
   --no-eval      skip the before/after evaluation table
   --publish E    publish session events on E (e.g. tcp://127.0.0.1:5556) for
                  troupe-view or `troupe record`; a slow subscriber never slows the run
@@ -135,7 +139,7 @@ struct Args {
   int events = 0;
   double seconds = 0;
   double await_subscriber = 0;
-  bool json = false, greedy = false, resume = false, quiet = false, no_eval = false, summary = false;
+  bool json = false, greedy = false, resume = false, quiet = false, verbose = false, no_eval = false, summary = false;
 };
 
 class UsageError : public std::runtime_error {
@@ -205,7 +209,7 @@ int Eval(const Args& a) {
   troupe::SetTorchThreads(w.run.threads);
   auto ckpt = troupe::FindCheckpoint(a.checkpoint);
   if (!ckpt) throw troupe::CheckpointError("no checkpoint in " + a.checkpoint);
-  troupe::WorkerHub pool(w, nullptr, &std::cerr);
+  troupe::WorkerHub pool(w);
   troupe::RunState state = troupe::LoadCheckpoint(*ckpt, [&](const std::string& d) { pool.Load(d, false); });
   if (state["vocab"] != w.vocab.Fingerprint()) {
     throw troupe::CheckpointError("checkpoint " + *ckpt + " was trained with another vocabulary (game or roles differ)");
@@ -232,7 +236,8 @@ int Worker(const Args& a) {
   o.model = a.model;
   o.replica = a.replica;
   o.security.keys_dir = a.keys;
-  const std::string why = troupe::ServeModel(o, nullptr, &std::cout);
+  o.announce = true;
+  const std::string why = troupe::ServeModel(o, nullptr);
   std::cout << "worker " << troupe::WorkerIdentity(a.model, a.replica) << ": " << why << "\n";
   return 0;
 }
@@ -314,7 +319,10 @@ struct Cli {
 
   CLI::App* Command(const std::string& name, const std::string& what, const char* usage) {
     CLI::App* c = app.add_subcommand(name, what);
-    if (usage != nullptr) c->footer(usage);
+    if (usage == nullptr) return c;
+    c->footer(usage);
+    c->add_flag("--quiet", a.quiet, "warnings and errors only (train: and no progress line)");
+    c->add_flag("--verbose", a.verbose, "debug messages too");
     return c;
   }
   void File(CLI::App* c, const std::string& what) { c->add_option("FILE", a.file, what)->required(); }
@@ -332,7 +340,6 @@ struct Cli {
     Overrides(train);
     train->add_option("--out", a.out, "run folder (default runs/<workflow>-<date>-<time>)");
     train->add_flag("--resume", a.resume, "continue the run in --out from its latest checkpoint");
-    train->add_flag("--quiet", a.quiet, "no progress line");
     train->add_flag("--no-eval", a.no_eval, "skip the before/after evaluation");
     train->add_option("--publish", a.publish, "publish session events on this endpoint");
     train->add_option("--await-subscriber", a.await_subscriber, "with --publish: wait up to S seconds for a subscriber");
@@ -412,6 +419,7 @@ struct Cli {
     }
     const std::string command = app.get_subcommands().front()->get_name();
     a.command = command;
+    spdlog::set_level(a.verbose ? spdlog::level::debug : a.quiet ? spdlog::level::warn : spdlog::level::info);
     if (command == "help") {
       std::cout << Help(help_topic);
       return 0;
@@ -434,6 +442,9 @@ int main(int argc, char** argv) {
   // keeping them on the heap (no mmap/munmap per tensor) avoids a page fault storm.
   mallopt(M_MMAP_MAX, 0);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  // Diagnostics (workers joining, lost, waiting) go to stderr through one logger.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("troupe"));
+  spdlog::set_pattern("troupe [%l] %v");
   try {
     Cli cli;
     return cli.Run(argc, argv);

@@ -347,8 +347,7 @@ TrainResult Train(const CompiledWorkflow& w, const TrainOptions& options, std::o
   int iteration = 0;
   const double t0 = Now();
   try {
-    WorkerHub hub(
-        w, [&](const WorkerNotice& n) { events.WorkerChanged(n); }, &out);
+    WorkerHub hub(w, [&](const WorkerNotice& n) { events.WorkerChanged(n); });
     return TrainingRun(w, options, out, hub, events).Run(&iteration);
   } catch (const std::exception& e) {
     events.RunEnded(iteration, Now() - t0, true, e.what());

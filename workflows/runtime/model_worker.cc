@@ -8,6 +8,8 @@
 #include <ostream>
 #include <thread>
 
+#include <spdlog/spdlog.h>
+
 #include "comms/framed_socket.h"
 #include "comms/proto/runtime.pb.h"
 #include "core/base/errors.h"
@@ -61,7 +63,7 @@ class HeartbeatThread {
 
 std::string WorkerIdentity(const std::string& model, int replica) { return model + "#" + std::to_string(replica); }
 
-std::string ServeModel(const WorkerOptions& o, const std::atomic<bool>* stop, std::ostream* log) {
+std::string ServeModel(const WorkerOptions& o, const std::atomic<bool>* stop) {
   const std::string identity = WorkerIdentity(o.model, o.replica);
   SocketOptions so;
   so.security = o.security;
@@ -91,7 +93,8 @@ std::string ServeModel(const WorkerOptions& o, const std::atomic<bool>* stop, st
   const wire::ModelServeSpec spec = in.welcome().spec();
   SetTorchThreads(spec.threads());
   ModelServer server(spec);
-  if (log) *log << "worker " << identity << ": serving model " << o.model << " for " << o.endpoint << "\n" << std::flush;
+  spdlog::log(o.announce ? spdlog::level::info : spdlog::level::debug, "worker {}: serving model {} for {}", identity,
+              o.model, o.endpoint);
 
   HeartbeatThread heartbeat(o, identity);
   std::vector<std::vector<int>> prompts, options;

@@ -23,6 +23,7 @@ struct WorkerOptions {
   int heartbeat_ms = 200;
   int controller_timeout_ms = 60000;  // exit when the controller is silent this long
   int join_timeout_ms = 60000;        // waiting for the controller's welcome
+  bool announce = false;              // log "serving" at info (a `troupe worker` process), else at debug
 };
 
 // Routing identity of a worker's request socket ("model#replica").
@@ -31,6 +32,6 @@ std::string WorkerIdentity(const std::string& model, int replica);
 // Serves until Shutdown, `stop`, or a silent controller; returns why it ended.
 // Throws CommsError/TimeoutError when it cannot join; request errors are sent
 // back to the controller as Failure replies.
-std::string ServeModel(const WorkerOptions& options, const std::atomic<bool>* stop, std::ostream* log);
+std::string ServeModel(const WorkerOptions& options, const std::atomic<bool>* stop);
 
 }  // namespace troupe

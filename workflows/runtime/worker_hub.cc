@@ -6,6 +6,8 @@
 #include <mutex>
 #include <ostream>
 
+#include <spdlog/spdlog.h>
+
 #include "comms/curve.h"
 #include "comms/endpoint.h"
 #include "workflows/config/model_spec.h"
@@ -22,8 +24,8 @@ std::string Ms(double seconds) { return std::to_string(static_cast<int64_t>(seco
 
 }  // namespace
 
-WorkerHub::WorkerHub(const CompiledWorkflow& workflow, std::function<void(const WorkerNotice&)> notify, std::ostream* log)
-    : workflow_(workflow), notify_(std::move(notify)), log_(log) {
+WorkerHub::WorkerHub(const CompiledWorkflow& workflow, std::function<void(const WorkerNotice&)> notify)
+    : workflow_(workflow), notify_(std::move(notify)) {
   const RuntimeSettings& rt = workflow_.runtime;
   endpoint_ = rt.endpoint.empty() ? UniqueInprocEndpoint("troupe-workers") : rt.endpoint;
   SocketOptions so;
@@ -60,7 +62,7 @@ WorkerHub::WorkerHub(const CompiledWorkflow& workflow, std::function<void(const 
     o.controller_timeout_ms = std::max(rt.request_timeout_ms, 60000);
     threads_.emplace_back([o, this, errors] {
       try {
-        ServeModel(o, &stop_, nullptr);
+        ServeModel(o, &stop_);
       } catch (const std::exception& e) {
         std::lock_guard<std::mutex> lock(errors->first);
         errors->second.push_back("in-process worker " + o.model + ": " + e.what());
@@ -80,15 +82,17 @@ WorkerHub::WorkerHub(const CompiledWorkflow& workflow, std::function<void(const 
         std::lock_guard<std::mutex> lock(errors->first);
         if (!errors->second.empty()) throw CommsError(errors->second.front());
       }
-      if (!told && log_ && !rt.external.empty()) {
-        *log_ << "waiting for " << missing.size() << " model worker(s) at " << endpoint_ << ": start each with\n";
+      if (!told && !rt.external.empty()) {
+        std::string commands;
         for (const auto& w : workers_) {
           if (!w.joined && external[w.model]) {
-            *log_ << "  troupe worker --model " << workflow_.models[w.model].name << " --replica " << w.replica
-                  << " --connect " << endpoint_ << (rt.keys_dir.empty() ? "" : " --keys " + rt.keys_dir) << "\n";
+            commands += "\n  troupe worker --model " + workflow_.models[w.model].name + " --replica " +
+                        std::to_string(w.replica) + " --connect " + endpoint_ +
+                        (rt.keys_dir.empty() ? "" : " --keys " + rt.keys_dir);
           }
         }
-        *log_ << std::flush;
+        // At warning level: the run cannot start until they join, so --quiet still says how.
+        spdlog::warn("waiting for {} model worker(s) at {}: start each with{}", missing.size(), endpoint_, commands);
         told = true;
       }
       if (Now() > deadline) {
@@ -190,7 +194,7 @@ void WorkerHub::Lose(int worker, const std::string& why) {
   ++lost_;
   const std::string name = workflow_.models[w.model].name;
   const std::string message = "model worker " + w.identity + " at " + endpoint_ + " lost: " + why;
-  if (log_) *log_ << "troupe: " << message << "\n" << std::flush;
+  spdlog::warn("{}", message);
   if (notify_) notify_({name, w.replica, true, why, endpoint_});
   std::vector<std::function<void()>> lost_calls;
   for (auto it = pending_.begin(); it != pending_.end();) {

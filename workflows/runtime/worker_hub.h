@@ -39,8 +39,8 @@ struct WorkerNotice {
 
 class WorkerHub : public PolicyService {
  public:
-  WorkerHub(const CompiledWorkflow& workflow, std::function<void(const WorkerNotice&)> notify = nullptr,
-            std::ostream* log = nullptr);
+  // Waiting for workers and losing them are logged (spdlog); `notify` hears of both too.
+  explicit WorkerHub(const CompiledWorkflow& workflow, std::function<void(const WorkerNotice&)> notify = nullptr);
   ~WorkerHub() override;
 
   int size() const override { return static_cast<int>(workflow_.models.size()); }
@@ -92,7 +92,6 @@ class WorkerHub : public PolicyService {
 
   const CompiledWorkflow& workflow_;
   std::function<void(const WorkerNotice&)> notify_;
-  std::ostream* log_;
   std::string endpoint_;
   std::unique_ptr<FramedSocket> socket_;
   Attachment attachment_;  // of the message being handled
