@@ -35,8 +35,7 @@ int main(int argc, char** argv) {
     std::printf("%s\n", direct ? "models called directly in this thread" : "models in a worker over inproc://");
     Rollout rollout(w, *pool);
     Rng rng(1);
-    std::printf("%-12s %12s %12s %14s %12s\n", "concurrent", "episodes", "episodes/s", "vs 1 episode",
-                "fwd/round");
+    std::printf("%-12s %12s %12s %14s %12s\n", "concurrent", "episodes", "episodes/s", "vs 1 episode", "fwd/round");
     double base = 0.0;
     std::string json = "{";
     for (int concurrent : {1, 16, 256}) {

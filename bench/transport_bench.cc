@@ -168,9 +168,10 @@ int main(int argc, char** argv) {
   const std::string only_transport = argc > 2 ? argv[1] : "";
   const size_t only_bytes = argc > 2 ? std::stoul(argv[2]) : 0;
   const int rounds = argc > 3 ? std::max(1, std::stoi(argv[3])) : 7;
-  std::printf("Medians of %d interleaved rounds (each round runs every variant once, in rotating order);\n"
-              "ratios are taken within a round, then the median ratio is reported with [lowest, highest].\n\n",
-              rounds);
+  std::printf(
+      "Medians of %d interleaved rounds (each round runs every variant once, in rotating order);\n"
+      "ratios are taken within a round, then the median ratio is reported with [lowest, highest].\n\n",
+      rounds);
   std::printf("troupe: payload inside the Protobuf envelope; attached: payload as the frame's attachment.\n\n");
   std::printf("%-7s %8s | %10s %10s %10s %10s | %-17s %-17s %-17s | %9s %9s %-17s\n", "", "payload", "raw msg/s",
               "+copy", "troupe", "attached", "troupe/raw", "troupe/raw+copy", "attached/raw", "raw rt/s", "troupe",
@@ -199,9 +200,15 @@ int main(int argc, char** argv) {
           ort = TroupeRoundTrips(transport, bytes, rt);
           rr = RawRoundTrips(transport, bytes, rt);
         }
-        raw_tp.push_back(t[0]); copy_tp.push_back(t[1]); our_tp.push_back(t[2]); att_tp.push_back(t[3]);
-        raw_rt.push_back(rr); our_rt.push_back(ort);
-        vs_raw.push_back(t[2] / t[0]); vs_copy.push_back(t[2] / t[1]); vs_att.push_back(t[3] / t[0]);
+        raw_tp.push_back(t[0]);
+        copy_tp.push_back(t[1]);
+        our_tp.push_back(t[2]);
+        att_tp.push_back(t[3]);
+        raw_rt.push_back(rr);
+        our_rt.push_back(ort);
+        vs_raw.push_back(t[2] / t[0]);
+        vs_copy.push_back(t[2] / t[1]);
+        vs_att.push_back(t[3] / t[0]);
         vs_rt.push_back(ort / rr);
       }
       const Spread a = Summarise(vs_raw), c = Summarise(vs_copy), q = Summarise(vs_rt), x = Summarise(vs_att);

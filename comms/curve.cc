@@ -36,7 +36,8 @@ void WriteKeyFile(const fs::path& path, const CurveKeyPair& keys, bool with_secr
 }
 
 std::string RawKey(const std::string& z85, const std::string& where) {
-  if (z85.size() != 40) throw CommsError(where + ": a CURVE key has 40 Z85 characters, found " + std::to_string(z85.size()));
+  if (z85.size() != 40)
+    throw CommsError(where + ": a CURVE key has 40 Z85 characters, found " + std::to_string(z85.size()));
   std::string raw(32, '\0');
   if (zmq_z85_decode(reinterpret_cast<uint8_t*>(raw.data()), z85.c_str()) == nullptr) {
     throw CommsError(where + ": not a Z85 key");
@@ -54,8 +55,8 @@ std::string WriteCurveKeys(const std::string& dir) {
   WriteKeyFile(d / "server.public", server, false);
   WriteKeyFile(d / "client.secret", client, true);
   WriteKeyFile(d / "client.public", client, false);
-  return (d / "server.secret").string() + ", " + (d / "server.public").string() + ", " + (d / "client.secret").string() +
-         ", " + (d / "client.public").string();
+  return (d / "server.secret").string() + ", " + (d / "server.public").string() + ", " +
+         (d / "client.secret").string() + ", " + (d / "client.public").string();
 }
 
 CurveKeyPair ReadCurveKeyFile(const std::string& path) {
@@ -155,8 +156,8 @@ void CurveAuthenticator::Serve() {
     bool ok = false;
     if (mechanism == "CURVE" && parts.size() >= 7) ok = allowed_.count(parts[6].to_string()) > 0;
     (ok ? admitted_ : refused_)++;
-    const std::string reply[6] = {"1.0", parts[1].to_string(), ok ? "200" : "400", ok ? "OK" : "client key not admitted",
-                                  ok ? "client" : "", ""};
+    const std::string reply[6] = {
+        "1.0", parts[1].to_string(), ok ? "200" : "400", ok ? "OK" : "client key not admitted", ok ? "client" : "", ""};
     for (int i = 0; i < 6; ++i) {
       socket_->send(zmq::buffer(reply[i]), i < 5 ? zmq::send_flags::sndmore : zmq::send_flags::none);
     }

@@ -18,7 +18,8 @@ Endpoint ParseEndpoint(const std::string& text) {
   const std::string rest = text.substr(sep + 3);
   if (rest.empty()) throw CommsError("endpoint '" + text + "': nothing after '://'");
   if (e.scheme == "inproc" || e.scheme == "ipc") return e;
-  if (e.scheme != "tcp") throw CommsError("endpoint '" + text + "': transport '" + e.scheme + "' is not inproc, ipc or tcp");
+  if (e.scheme != "tcp")
+    throw CommsError("endpoint '" + text + "': transport '" + e.scheme + "' is not inproc, ipc or tcp");
   const size_t colon = rest.rfind(':');
   if (colon == std::string::npos || colon + 1 == rest.size()) {
     throw CommsError("endpoint '" + text + "': tcp needs HOST:PORT");

@@ -9,10 +9,10 @@
 namespace troupe {
 
 struct Endpoint {
-  std::string text;    // as given, e.g. "tcp://127.0.0.1:5555"
-  std::string scheme;  // "inproc", "ipc" or "tcp"
-  std::string host;    // tcp only
-  int port = 0;        // tcp only; 0 or "*" = any
+  std::string text;      // as given, e.g. "tcp://127.0.0.1:5555"
+  std::string scheme;    // "inproc", "ipc" or "tcp"
+  std::string host;      // tcp only
+  int port = 0;          // tcp only; 0 or "*" = any
   bool loopback = true;  // inproc, ipc, and tcp on 127.x.x.x / localhost / ::1
 };
 

@@ -74,7 +74,8 @@ bool FramedSocket::SendFrame(const google::protobuf::MessageLite& body, const st
   const size_t extra = attachment ? attachment->size() : 0;
   zmq::message_t frame(kFrameHeaderBytes + body_size + extra);
   EncodeFrameInto(body, body_size, frame.data(), attachment ? kFlagAttachment : 0);
-  if (extra > 0) std::memcpy(static_cast<char*>(frame.data()) + kFrameHeaderBytes + body_size, attachment->data(), extra);
+  if (extra > 0)
+    std::memcpy(static_cast<char*>(frame.data()) + kFrameHeaderBytes + body_size, attachment->data(), extra);
   const zmq::send_flags wait = dont_wait ? zmq::send_flags::dontwait : zmq::send_flags::none;
   try {
     if (type_ == zmq::socket_type::router) {
@@ -116,9 +117,9 @@ FramedSocket::Got FramedSocket::ReceiveOne(google::protobuf::MessageLite* body, 
     if (!rest.more()) break;
   }
   size_t offset = 0;
-  FrameStatus status = extra ? FrameStatus::kMalformed
-                             : DecodeFrame(part.data(), part.size(), options_.max_frame_bytes, body,
-                                           attachment ? &offset : nullptr);
+  FrameStatus status =
+      extra ? FrameStatus::kMalformed
+            : DecodeFrame(part.data(), part.size(), options_.max_frame_bytes, body, attachment ? &offset : nullptr);
   if (status != FrameStatus::kOk) {
     rejects_.Count(status);
     if (rejects_.total() <= 5 || rejects_.total() % 1000 == 0) {

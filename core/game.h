@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "core/params.h"
 #include "core/base/registry.h"
+#include "core/params.h"
 #include "core/rng.h"
 
 namespace troupe {
@@ -27,11 +27,11 @@ struct LatentRef {
 // One seat must act now. Several decisions pending at once are simultaneous.
 struct Decision {
   int seat = 0;
-  std::string phase;                     // e.g. "will", "speak", "vote"
-  std::vector<std::string> observation;  // the words the seat sees, ending with the phase word
-  int max_words = 1;                     // longest answer the game reads
-  std::vector<std::string> options;      // the words the answer must start with (empty: free text)
-  bool message = false;                  // the answer is a message other seats will read (one of MessagePhases)
+  std::string phase;                       // e.g. "will", "speak", "vote"
+  std::vector<std::string> observation;    // the words the seat sees, ending with the phase word
+  int max_words = 1;                       // longest answer the game reads
+  std::vector<std::string> options;        // the words the answer must start with (empty: free text)
+  bool message = false;                    // the answer is a message other seats will read (one of MessagePhases)
   std::vector<LatentRef> latent_messages;  // latent messages the seat reads, where they stand in `observation`
 };
 
@@ -100,14 +100,17 @@ class Game {
   // follow the named scripted strategies (seat -> strategy), if computable.
   virtual std::optional<double> BestAchievable(const std::string& signal, int seat,
                                                const std::map<int, std::string>& scripted) const {
-    (void)signal; (void)seat; (void)scripted;
+    (void)signal;
+    (void)seat;
+    (void)scripted;
     return std::nullopt;
   }
   // The episode metric (a State::Metrics key) that reports episode signal
   // `signal` for `seat`, so that its best achievable value can stand beside
   // it; empty when no metric does.
   virtual std::string MetricOfSignal(const std::string& signal, int seat) const {
-    (void)signal; (void)seat;
+    (void)signal;
+    (void)seat;
     return "";
   }
   // The figures the game is judged by, seen from `seat`'s side (State::Metrics
@@ -141,10 +144,9 @@ using StrategyFactory = Registry<ScriptedStrategy>;
 
 }  // namespace troupe
 
-#define TROUPE_REGISTER_GAME(name, specs, Type)                                               \
-  TROUPE_REGISTER(::troupe::GameFactory, name,                                                \
-                  [](const ::troupe::Params& p) { return std::make_unique<Type>(p); });       \
-  static const bool TROUPE_CONCAT(troupe_game_specs_, __LINE__) =                             \
+#define TROUPE_REGISTER_GAME(name, specs, Type)                                                                      \
+  TROUPE_REGISTER(::troupe::GameFactory, name, [](const ::troupe::Params& p) { return std::make_unique<Type>(p); }); \
+  static const bool TROUPE_CONCAT(troupe_game_specs_, __LINE__) =                                                    \
       ::troupe::GameParamRegistry::Get().Register(name, specs)
 
 #define TROUPE_REGISTER_STRATEGY(name, Type) \

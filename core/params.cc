@@ -19,12 +19,14 @@ std::string ParamTypeName(ParamType type) {
 
 std::string ParamValueToString(const ParamValue& value) {
   std::ostringstream out;
-  std::visit([&](const auto& v) {
-    using T = std::decay_t<decltype(v)>;
-    if constexpr (std::is_same_v<T, bool>) out << (v ? "true" : "false");
-    else if constexpr (std::is_same_v<T, std::string>) out << '"' << v << '"';
-    else out << v;
-  }, value);
+  std::visit(
+      [&](const auto& v) {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, bool>) out << (v ? "true" : "false");
+        else if constexpr (std::is_same_v<T, std::string>) out << '"' << v << '"';
+        else out << v;
+      },
+      value);
   return out.str();
 }
 
@@ -60,17 +62,26 @@ void Params::Set(const std::string& name, const ParamValue& value) {
     double x = spec.type == ParamType::kInt ? static_cast<double>(std::get<int64_t>(v)) : std::get<double>(v);
     if (x < spec.min || x > spec.max) {
       std::ostringstream m;
-      m << "parameter '" << name << "' = " << ParamValueToString(v) << " is outside [" << spec.min << ", "
-        << spec.max << "]";
+      m << "parameter '" << name << "' = " << ParamValueToString(v) << " is outside [" << spec.min << ", " << spec.max
+        << "]";
       throw GameError(m.str());
     }
   }
   values_[name] = v;
 }
 
-int64_t Params::Int(const std::string& name) const { Spec(name); return std::get<int64_t>(values_.at(name)); }
-double Params::Real(const std::string& name) const { Spec(name); return std::get<double>(values_.at(name)); }
-bool Params::Flag(const std::string& name) const { Spec(name); return std::get<bool>(values_.at(name)); }
+int64_t Params::Int(const std::string& name) const {
+  Spec(name);
+  return std::get<int64_t>(values_.at(name));
+}
+double Params::Real(const std::string& name) const {
+  Spec(name);
+  return std::get<double>(values_.at(name));
+}
+bool Params::Flag(const std::string& name) const {
+  Spec(name);
+  return std::get<bool>(values_.at(name));
+}
 const std::string& Params::Text(const std::string& name) const {
   Spec(name);
   return std::get<std::string>(values_.at(name));

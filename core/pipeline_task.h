@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "core/params.h"
 #include "core/base/registry.h"
+#include "core/params.h"
 
 namespace troupe {
 
@@ -45,10 +45,10 @@ using PipelineToolFactory = Registry<PipelineTool>;
 
 }  // namespace troupe
 
-#define TROUPE_REGISTER_TASK(name, specs, Type)                                                   \
-  TROUPE_REGISTER(::troupe::PipelineTaskFactory, name,                                            \
-                  [](const ::troupe::Params& p) { return std::make_unique<Type>(p); });           \
-  static const bool TROUPE_CONCAT(troupe_task_specs_, __LINE__) =                                 \
+#define TROUPE_REGISTER_TASK(name, specs, Type)                                         \
+  TROUPE_REGISTER(::troupe::PipelineTaskFactory, name,                                  \
+                  [](const ::troupe::Params& p) { return std::make_unique<Type>(p); }); \
+  static const bool TROUPE_CONCAT(troupe_task_specs_, __LINE__) =                       \
       ::troupe::PipelineTaskParamRegistry::Get().Register(name, specs)
 
 #define TROUPE_REGISTER_TOOL(name, Type) \

@@ -21,7 +21,8 @@ role { name: "b" seats: "b*" scripted: "tit_for_tat" }
 reward { level: TURN signal: "round_payoff" to_go: true weight: 0.1 }
 reward { level: ROLE signal: "format" weight: 1 }
 credit { group_size: 4 }
-)" + trainer + "\n";
+)" + trainer +
+         "\n";
 }
 
 struct CommandResult {

@@ -37,7 +37,8 @@ void DrawLatentSummary(const MessageRow& row) {
 
 void DrawMessageList(const SessionModel& m, const EpisodeRecord& ep, size_t shown) {
   const size_t n = std::min(shown, ep.messages.size());
-  if (ImGui::BeginTable("episode_messages", 5, ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY | ImGuiTableFlags_BordersInnerV)) {
+  if (ImGui::BeginTable("episode_messages", 5,
+                        ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY | ImGuiTableFlags_BordersInnerV)) {
     ImGui::TableSetupColumn("turn", ImGuiTableColumnFlags_WidthFixed, 36);
     ImGui::TableSetupColumn("who", ImGuiTableColumnFlags_WidthFixed, 90);
     ImGui::TableSetupColumn("phase", ImGuiTableColumnFlags_WidthFixed, 60);
@@ -114,7 +115,8 @@ class RedBlackRenderer : public EpisodeRenderer {
     ImGui::BeginGroup();
     ImGui::Text("Rounds");
     std::vector<RoundRow> rows = snap ? ParseRounds(snap->text()) : std::vector<RoundRow>{};
-    if (ImGui::BeginTable("rounds", 7, ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit)) {
+    if (ImGui::BeginTable("rounds", 7,
+                          ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit)) {
       for (const char* h : {"round", "mult", "team A", "team B", "A pts", "B pts", "A : B"}) ImGui::TableSetupColumn(h);
       ImGui::TableHeadersRow();
       int ta = 0, tb = 0;
@@ -173,7 +175,8 @@ class RedBlackRenderer : public EpisodeRenderer {
     std::string spoke;
     for (int seat : order) spoke += (spoke.empty() ? "" : " > ") + m.SeatName(seat);
     ImGui::TextDisabled("speaking order: %s", spoke.empty() ? "-" : spoke.c_str());
-    if (ImGui::BeginTable("deliberation", 4, ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit)) {
+    if (ImGui::BeginTable("deliberation", 4,
+                          ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit)) {
       for (const char* h : {"seat", "willing", "recommends, because", "vote"}) ImGui::TableSetupColumn(h);
       ImGui::TableHeadersRow();
       for (const auto& [seat, s] : seats) {

@@ -29,7 +29,8 @@ WorkflowGraph BuildWorkflowGraph(const session::RunStart& run, const config::Wor
       n.detail = "scripted: " + r.scripted();
     } else {
       const int users = model_users[r.model()];
-      n.detail = "model " + r.model() + (users > 1 ? (n.adapter ? " (shared trunk + adapter)" : " (shared)") : " (own)");
+      n.detail =
+          "model " + r.model() + (users > 1 ? (n.adapter ? " (shared trunk + adapter)" : " (shared)") : " (own)");
     }
     role_node[r.name()] = static_cast<int>(g.nodes.size());
     g.nodes.push_back(n);
@@ -56,7 +57,8 @@ WorkflowGraph BuildWorkflowGraph(const session::RunStart& run, const config::Wor
       g.nodes.push_back(t);
     }
     for (const auto& e : w.pipeline().edge()) {
-      if (node_id.count(e.from()) && node_id.count(e.to())) g.edges.push_back({node_id[e.from()], node_id[e.to()], -1, true});
+      if (node_id.count(e.from()) && node_id.count(e.to()))
+        g.edges.push_back({node_id[e.from()], node_id[e.to()], -1, true});
     }
   }
   for (const auto& c : w.channel()) {

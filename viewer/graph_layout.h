@@ -13,11 +13,11 @@ namespace troupe::view {
 
 struct GraphNode {
   std::string label;
-  std::string detail;  // model and sharing, or "scripted: tit_for_tat"
-  int role = -1;       // role index, or -1 for game/tool nodes
-  int model = -1;      // physical model index (colour), -1 scripted or tool
+  std::string detail;    // model and sharing, or "scripted: tit_for_tat"
+  int role = -1;         // role index, or -1 for game/tool nodes
+  int model = -1;        // physical model index (colour), -1 scripted or tool
   bool adapter = false;  // partial sharing: a per-role adapter on a shared trunk
-  float x = 0, y = 0;  // in [0, 1]
+  float x = 0, y = 0;    // in [0, 1]
 };
 
 struct GraphEdge {

@@ -2,15 +2,15 @@
 // recorded troupe session. Follows `troupe train --publish ENDPOINT` with
 // --connect, or opens a session file; both can be switched in the window.
 // Headless: --screenshot OUT.png renders a few frames and writes the last.
-#include <imgui.h>
+#include <GLFW/glfw3.h>
 #include <backends/imgui_impl_glfw.h>
 #include <backends/imgui_impl_opengl3.h>
-#include <GLFW/glfw3.h>
+#include <imgui.h>
 #include <stb/stb_image_write.h>
 
 #include <algorithm>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -80,7 +80,8 @@ Options Parse(int argc, char** argv) {
   if (!o.panel.empty()) {
     bool known = false;
     for (const auto& p : Panels()) known = known || o.panel == p.name;
-    if (!known) throw std::runtime_error("unknown panel '" + o.panel + "' (graph, episode, messages, training, controls)");
+    if (!known)
+      throw std::runtime_error("unknown panel '" + o.panel + "' (graph, episode, messages, training, controls)");
   }
   return o;
 }
@@ -91,7 +92,8 @@ bool WriteScreenshot(const std::string& path, int w, int h) {
   glReadPixels(0, 0, w, h, GL_RGBA, GL_UNSIGNED_BYTE, pixels.data());
   std::vector<unsigned char> flipped(pixels.size());
   for (int y = 0; y < h; ++y) {
-    std::copy_n(&pixels[static_cast<size_t>(h - 1 - y) * w * 4], static_cast<size_t>(w) * 4, &flipped[static_cast<size_t>(y) * w * 4]);
+    std::copy_n(&pixels[static_cast<size_t>(h - 1 - y) * w * 4], static_cast<size_t>(w) * 4,
+                &flipped[static_cast<size_t>(y) * w * 4]);
   }
   return stbi_write_png(path.c_str(), w, h, 4, flipped.data(), w * 4) != 0;
 }
@@ -99,8 +101,8 @@ bool WriteScreenshot(const std::string& path, int w, int h) {
 std::string IniPath() {
   const char* xdg = std::getenv("XDG_CONFIG_HOME");
   const char* home = std::getenv("HOME");
-  std::filesystem::path dir = xdg ? std::filesystem::path(xdg) / "troupe"
-                                  : std::filesystem::path(home ? home : ".") / ".config" / "troupe";
+  std::filesystem::path dir =
+      xdg ? std::filesystem::path(xdg) / "troupe" : std::filesystem::path(home ? home : ".") / ".config" / "troupe";
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   return (dir / "troupe-view.ini").string();
@@ -272,7 +274,6 @@ int main(int argc, char** argv) {
       break;
     }
     glfwSwapBuffers(window);
-
   }
   if (state.source) {
     std::printf("events %lld, dropped here %lld, missed %lld, status: %s%s%s\n",

@@ -32,8 +32,8 @@ EpisodeRecord& SessionModel::EpisodeFor(int iteration, int64_t episode) {
 
 std::vector<size_t> SessionModel::EpisodesOf(int iteration) const {
   std::vector<size_t> out;
-  for (auto it = episode_index_.lower_bound({iteration, INT64_MIN}); it != episode_index_.end() && it->first.first == iteration;
-       ++it) {
+  for (auto it = episode_index_.lower_bound({iteration, INT64_MIN});
+       it != episode_index_.end() && it->first.first == iteration; ++it) {
     out.push_back(it->second);
   }
   return out;
@@ -134,11 +134,8 @@ void SessionModel::Add(const session::Event& e) {
                            session::WorkerEvent::Kind_Name(w.kind()) + (w.detail().empty() ? "" : ": " + w.detail()));
       break;
     }
-    case session::Event::kRunEnd:
-      status_ = e.run_end().failed() ? "failed: " + e.run_end().reason() : "ended";
-      break;
-    default:
-      break;
+    case session::Event::kRunEnd: status_ = e.run_end().failed() ? "failed: " + e.run_end().reason() : "ended"; break;
+    default: break;
   }
 }
 

@@ -31,7 +31,7 @@ struct EpisodeRecord {
   int iteration = 0;
   int64_t episode = 0;
   bool evaluation = false;
-  std::vector<size_t> messages;             // indices into SessionModel::messages
+  std::vector<size_t> messages;  // indices into SessionModel::messages
   std::vector<session::StateSnapshot> snapshots;
   std::map<std::string, double> metrics;
   std::string final_state;
@@ -68,7 +68,7 @@ class SessionModel {
 
   std::vector<MessageRow> messages;
   std::vector<EpisodeRecord> episodes;
-  std::map<std::string, Series> metrics;                 // metrics.jsonl keys over iterations
+  std::map<std::string, Series> metrics;                     // metrics.jsonl keys over iterations
   std::map<int, std::map<std::string, Series>> role_curves;  // role -> reward/advantage/invalid curves
   std::vector<std::string> worker_log;
   // (event time, role) of recent node activations, newest last (kept short).

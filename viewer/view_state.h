@@ -31,9 +31,9 @@ struct ViewState {
   int64_t selected_episode = 0;
   size_t message_cursor = SIZE_MAX;  // messages shown of the selected episode (SIZE_MAX: all)
   bool playing = false;
-  float speed = 6.0f;           // messages per second in playback
+  float speed = 6.0f;  // messages per second in playback
   double play_accum = 0.0;
-  double frame_ms = 0.0;        // last frame's build+render time
+  double frame_ms = 0.0;  // last frame's build+render time
 
   char file_input[512] = "";
   char endpoint_input[256] = "tcp://127.0.0.1:5556";

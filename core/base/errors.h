@@ -17,8 +17,7 @@ class Error : public std::runtime_error {
 class ConfigError : public Error {
  public:
   ConfigError(std::string file, int line, int col, const std::string& message)
-      : Error(Format(file, line, col, message)), file_(std::move(file)), line_(line), col_(col),
-        message_(message) {}
+      : Error(Format(file, line, col, message)), file_(std::move(file)), line_(line), col_(col), message_(message) {}
   explicit ConfigError(const std::string& message) : Error(message), message_(message) {}
 
   const std::string& file() const { return file_; }

@@ -28,7 +28,8 @@ void RecordWriter::Write(const std::string& payload) {
   PutU32(header + 8, MaskCrc(Crc32c(header, 8)));
   char footer[4];
   PutU32(footer, MaskCrc(Crc32c(payload.data(), payload.size())));
-  if (std::fwrite(header, 1, 12, file_) != 12 || std::fwrite(payload.data(), 1, payload.size(), file_) != payload.size() ||
+  if (std::fwrite(header, 1, 12, file_) != 12 ||
+      std::fwrite(payload.data(), 1, payload.size(), file_) != payload.size() ||
       std::fwrite(footer, 1, 4, file_) != 4) {
     throw CommsError("write to " + path_ + " failed");
   }
@@ -49,13 +50,22 @@ std::optional<std::string> RecordReader::Next() {
   char header[12];
   const size_t got = std::fread(header, 1, 12, file_);
   if (got == 0) return std::nullopt;
-  if (got < 12) { error_ = "truncated record header"; return std::nullopt; }
+  if (got < 12) {
+    error_ = "truncated record header";
+    return std::nullopt;
+  }
   uint64_t length = 0;
   uint32_t crc = 0;
   std::memcpy(&length, header, 8);
   std::memcpy(&crc, header + 8, 4);
-  if (crc != MaskCrc(Crc32c(header, 8))) { error_ = "corrupt record length"; return std::nullopt; }
-  if (length > (1ull << 31)) { error_ = "record length too large"; return std::nullopt; }
+  if (crc != MaskCrc(Crc32c(header, 8))) {
+    error_ = "corrupt record length";
+    return std::nullopt;
+  }
+  if (length > (1ull << 31)) {
+    error_ = "record length too large";
+    return std::nullopt;
+  }
   std::string payload(length, '\0');
   char footer[4];
   if (std::fread(payload.data(), 1, length, file_) != length || std::fread(footer, 1, 4, file_) != 4) {
@@ -63,7 +73,10 @@ std::optional<std::string> RecordReader::Next() {
     return std::nullopt;
   }
   std::memcpy(&crc, footer, 4);
-  if (crc != MaskCrc(Crc32c(payload.data(), payload.size()))) { error_ = "corrupt record data"; return std::nullopt; }
+  if (crc != MaskCrc(Crc32c(payload.data(), payload.size()))) {
+    error_ = "corrupt record data";
+    return std::nullopt;
+  }
   return payload;
 }
 

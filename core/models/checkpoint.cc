@@ -113,7 +113,8 @@ RunState LoadCheckpoint(const std::string& checkpoint_dir, const ModelStateIo& l
   if (!fs::exists(dir / "state" / "iteration")) throw CheckpointError(checkpoint_dir + " is not a troupe checkpoint");
   load_models(dir.string());
   RunState state;
-  for (const auto& entry : fs::directory_iterator(dir / "state")) state[entry.path().filename().string()] = ReadText(entry.path());
+  for (const auto& entry : fs::directory_iterator(dir / "state"))
+    state[entry.path().filename().string()] = ReadText(entry.path());
   return state;
 }
 

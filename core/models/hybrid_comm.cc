@@ -108,8 +108,9 @@ struct HybridCommTrainer::Impl {
   }
 
   // Continues cached rows with `tokens` [B,n] (the last latent, if any, goes first).
-  LMOutput Continue(int m, const torch::Tensor& last_latents, const torch::Tensor& tokens, const std::vector<int>& slots,
-                    KvCache* cache, torch::Tensor* key_valid, std::vector<int64_t>* next_pos, bool all_layers) {
+  LMOutput Continue(int m, const torch::Tensor& last_latents, const torch::Tensor& tokens,
+                    const std::vector<int>& slots, KvCache* cache, torch::Tensor* key_valid,
+                    std::vector<int64_t>* next_pos, bool all_layers) {
     TransformerLM& model = Model(m);
     const int64_t B = tokens.size(0), n = tokens.size(1);
     torch::Tensor x = model->embed(tokens);
@@ -169,8 +170,8 @@ struct HybridCommTrainer::Impl {
   LMOutput Rows(int m, const std::vector<torch::Tensor>& rows, const std::vector<int>& slots, bool all_layers) {
     PaddedBatch b = Pad(rows);
     std::vector<int64_t> slot64(slots.begin(), slots.end());
-    return Model(m)->forward_embeds(b.embeds, b.positions, b.key_valid, Longs(slot64, {static_cast<int64_t>(slots.size())}),
-                                    nullptr, all_layers);
+    return Model(m)->forward_embeds(b.embeds, b.positions, b.key_valid,
+                                    Longs(slot64, {static_cast<int64_t>(slots.size())}), nullptr, all_layers);
   }
 
   // CE of the last n positions against `targets` [B,n].
@@ -268,7 +269,8 @@ std::vector<SentMessage> HybridCommTrainer::Send(const std::vector<SendQuery>& q
     std::vector<int64_t> next(B, impl_->s.eot);
     torch::Tensor last = z;
     for (int t = 0; t < text; ++t) {
-      LMOutput o = impl_->Continue(m, last, Longs(next, {B, 1}), slots, &run.cache, &run.key_valid, &run.next_pos, false);
+      LMOutput o =
+          impl_->Continue(m, last, Longs(next, {B, 1}), slots, &run.cache, &run.key_valid, &run.next_pos, false);
       last = torch::Tensor();
       torch::Tensor logits = o.logits.select(1, o.logits.size(1) - 1);
       for (int64_t b = 0; b < B; ++b) {
@@ -299,9 +301,10 @@ std::vector<std::vector<int>> HybridCommTrainer::Answer(const std::vector<Answer
     for (int t = 0; t < q.answer_tokens; ++t) {
       std::vector<torch::Tensor> segs = {model->embed(Ids(q.prompt))};
       if (q.heard != nullptr && !q.heard->latents.empty()) {
-        torch::Tensor z = torch::from_blob(const_cast<float*>(q.heard->latents.data()),
-                                           {static_cast<int64_t>(q.heard->latents.size()) / q.heard->width, q.heard->width})
-                              .clone();
+        torch::Tensor z =
+            torch::from_blob(const_cast<float*>(q.heard->latents.data()),
+                             {static_cast<int64_t>(q.heard->latents.size()) / q.heard->width, q.heard->width})
+                .clone();
         segs.push_back(q.heard_model >= 0 ? impl_->Adapt(q.heard_model, q.model, z) : z);
       }
       segs.push_back(model->embed(Ids(tail)));
@@ -365,8 +368,8 @@ HybridStepStats HybridCommTrainer::CoTrain(const std::vector<CoTrainExample>& ba
   std::map<int, std::vector<size_t>> senders;
   for (size_t i = 0; i < batch.size(); ++i) senders[batch[i].sender_model].push_back(i);
   for (const auto& [m, idx] : senders) {
-    Impl::LatentRun run =
-        impl_->RunLatents(m, idx, [&](size_t i) { return std::make_pair(&batch[i].sender_prompt, batch[i].sender_slot); });
+    Impl::LatentRun run = impl_->RunLatents(
+        m, idx, [&](size_t i) { return std::make_pair(&batch[i].sender_prompt, batch[i].sender_slot); });
     const std::vector<int>& slots = run.slots;
     for (size_t b = 0; b < idx.size(); ++b) latents[idx[b]] = run.z[static_cast<int64_t>(b)];
     const int64_t L = static_cast<int64_t>(batch[idx[0]].sender_text.size());
@@ -374,13 +377,15 @@ HybridStepStats HybridCommTrainer::CoTrain(const std::vector<CoTrainExample>& ba
     std::vector<int64_t> forced, targets;
     for (size_t i : idx) {
       const auto& text = batch[i].sender_text;
-      if (static_cast<int64_t>(text.size()) != L) throw ModelError("hybrid: sender texts of one batch differ in length");
+      if (static_cast<int64_t>(text.size()) != L)
+        throw ModelError("hybrid: sender texts of one batch differ in length");
       forced.push_back(impl_->s.eot);
       for (int64_t t = 0; t + 1 < L; ++t) forced.push_back(text[t]);
       for (int t : text) targets.push_back(t);
     }
     const int64_t B = static_cast<int64_t>(idx.size());
-    LMOutput o = impl_->Continue(m, run.z, Longs(forced, {B, L}), slots, &run.cache, &run.key_valid, &run.next_pos, false);
+    LMOutput o =
+        impl_->Continue(m, run.z, Longs(forced, {B, L}), slots, &run.cache, &run.key_valid, &run.next_pos, false);
     const torch::Tensor text_ce = Impl::LastCe(o.logits, Longs(targets, {B, L}));
     loss = loss + text_ce;
     st.text_ce += text_ce.item<double>();

@@ -114,7 +114,10 @@ void SampleRows(const torch::Tensor& logp, Rng& rng, bool greedy, const std::vec
       pick = static_cast<int>(V - 1);
       for (int64_t v = 0; v < V; ++v) {
         acc += std::exp(static_cast<double>(row[v]));
-        if (u < acc) { pick = static_cast<int>(v); break; }
+        if (u < acc) {
+          pick = static_cast<int>(v);
+          break;
+        }
       }
     }
     (*tokens)[b] = pick;
@@ -139,8 +142,8 @@ torch::Tensor FirstTokenMask(const std::vector<GenerateQuery>& queries, int64_t 
 // that sends vectors (hybrid messages) feeds K of them back before its closing
 // token and samples only after that; the others sample from the first step.
 std::vector<Generation> GenerateBatch(TransformerLM& model, torch::Device device,
-                                            const std::vector<GenerateQuery>& queries, Rng& rng, double temperature,
-                                            bool greedy, int64_t* forward_calls, const std::string& name) {
+                                      const std::vector<GenerateQuery>& queries, Rng& rng, double temperature,
+                                      bool greedy, int64_t* forward_calls, const std::string& name) {
   const int64_t B = static_cast<int64_t>(queries.size());
   const int64_t d = model->options().d_model();
   int64_t Tp = 0, longest = 0;
@@ -150,8 +153,9 @@ std::vector<Generation> GenerateBatch(TransformerLM& model, torch::Device device
     longest = std::max<int64_t>(longest, p + (q.latent_steps > 0 ? q.latent_steps + 1 : 0) + q.max_new_tokens);
   }
   if (longest > model->options().max_len()) {
-    throw ModelError("model '" + name + "': a prompt of " + std::to_string(Tp) + " tokens with its vectors and answer needs " +
-                     std::to_string(longest) + " positions, over max_len " + std::to_string(model->options().max_len()));
+    throw ModelError("model '" + name + "': a prompt of " + std::to_string(Tp) +
+                     " tokens with its vectors and answer needs " + std::to_string(longest) +
+                     " positions, over max_len " + std::to_string(model->options().max_len()));
   }
   // Agents of one role with the same prompt and vectors (teammates reading the
   // same deliberation) are encoded once; their rows are copied before the first step.
@@ -175,22 +179,25 @@ std::vector<Generation> GenerateBatch(TransformerLM& model, torch::Device device
     const auto& p = *q.prompt;
     const int64_t off = Tp - static_cast<int64_t>(p.size());
     int64_t slot = 0;
-    const int64_t slots = q.soft_inputs && q.soft_width > 0 ? static_cast<int64_t>(q.soft_inputs->size()) / q.soft_width : 0;
+    const int64_t slots =
+        q.soft_inputs && q.soft_width > 0 ? static_cast<int64_t>(q.soft_inputs->size()) / q.soft_width : 0;
     for (size_t t = 0; t < p.size(); ++t) {
       tok[u * Tp + off + t] = p[t];
       pos[u * Tp + off + t] = static_cast<int64_t>(t);
       valid[u * Tp + off + t] = 1;
       if (p[t] != Vocab::kSoft) continue;
-      if (slot >= slots) throw ModelError("model '" + name + "': a prompt has more soft slots than vectors (" +
-                                          std::to_string(slots) + ")");
+      if (slot >= slots)
+        throw ModelError("model '" + name + "': a prompt has more soft slots than vectors (" + std::to_string(slots) +
+                         ")");
       auto& [where, rows] = soft[q.soft_width];
       where.push_back(u * Tp + off + static_cast<int64_t>(t));
       rows.insert(rows.end(), q.soft_inputs->begin() + slot * q.soft_width,
                   q.soft_inputs->begin() + (slot + 1) * q.soft_width);
       ++slot;
     }
-    if (slot != slots) throw ModelError("model '" + name + "': " + std::to_string(slots) + " vectors for " +
-                                        std::to_string(slot) + " soft slots");
+    if (slot != slots)
+      throw ModelError("model '" + name + "': " + std::to_string(slots) + " vectors for " + std::to_string(slot) +
+                       " soft slots");
     roles[u] = q.role_slot;
   }
   auto long_opts = torch::TensorOptions().dtype(torch::kLong);
@@ -283,7 +290,8 @@ std::vector<Generation> GenerateBatch(TransformerLM& model, torch::Device device
       step = torch::where(pick > 0.5f, z.unsqueeze(1), step);
     }
     positions = torch::from_blob(npos.data(), {B, 1}, long_opts).clone().to(device);
-    key_valid = torch::cat({key_valid, torch::ones({B, 1}, torch::TensorOptions().dtype(torch::kBool).device(device))}, 1);
+    key_valid =
+        torch::cat({key_valid, torch::ones({B, 1}, torch::TensorOptions().dtype(torch::kBool).device(device))}, 1);
     o = model->forward_embeds(step, positions, key_valid, role, &cache);
     ++*forward_calls;
   }
@@ -342,7 +350,8 @@ void ModelPool::LoadBytes(int model, const std::string& bytes) {
   try {
     torch::load(impl_->models.at(model), in, impl_->devices.at(model));
   } catch (const c10::Error& e) {
-    throw ModelError("cannot load parameters of model '" + impl_->configs.at(model).name + "': " + e.what_without_backtrace());
+    throw ModelError("cannot load parameters of model '" + impl_->configs.at(model).name +
+                     "': " + e.what_without_backtrace());
   }
 }
 

@@ -17,19 +17,19 @@ namespace troupe {
 // sets every field.
 struct ModelConfig {
   std::string name;
-  int index = -1;         // position among the workflow's models (seeds its initialisation); -1: its place here
+  int index = -1;  // position among the workflow's models (seeds its initialisation); -1: its place here
   int vocab_size = 0;
   int d_model = 0;
   int layers = 0;
   int heads = 0;
   int max_len = 0;
   int ff_mult = 0;
-  int num_roles = 1;      // roles mapped onto this model (role embeddings)
-  int lora_rank = 0;      // > 0: per-role LoRA adapters (partial sharing)
+  int num_roles = 1;        // roles mapped onto this model (role embeddings)
+  int lora_rank = 0;        // > 0: per-role LoRA adapters (partial sharing)
   bool role_heads = false;  // per-role heads (partial sharing)
   bool latent = false;      // latent projection for LATENT/HYBRID channels
   int latent_in_width = 0;  // > 0 and != d_model: an adapter for latent vectors of that width (another model's)
-  std::string device;  // "cpu" or "cuda:N"
+  std::string device;       // "cpu" or "cuda:N"
   double lr = 0.0;
   double weight_decay = 0.0;
   double grad_clip = 0.0;  // global norm; 0: off
@@ -78,8 +78,8 @@ class ModelPool {
   // forward call per decoding step, however many queries are in the batch.
   // With `share_identical`, queries with identical (share_key, role, prompt)
   // share one sampled answer (correlated exploration); otherwise each samples its own.
-  std::vector<Generation> Generate(int model, const std::vector<GenerateQuery>& queries, Rng& rng,
-                                   double temperature, bool greedy, bool share_identical = false);
+  std::vector<Generation> Generate(int model, const std::vector<GenerateQuery>& queries, Rng& rng, double temperature,
+                                   bool greedy, bool share_identical = false);
 
   int64_t forward_calls(int model) const;
   int64_t total_forward_calls() const;

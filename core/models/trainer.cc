@@ -23,13 +23,13 @@ namespace {
 // the KV cache: prefix, K single steps, then <eot> and the response.
 struct PackedBatch {
   torch::Tensor tokens, positions, valid, role;  // [B,T], [B,T], [B,T], [B]
-  torch::Tensor target_mask;                      // [B,T-1] float: target is a response token
-  torch::Tensor old_logp;                         // [B,T-1] behaviour log-probs at response targets
-  torch::Tensor advantage;                        // [B,T-1] per-record advantage broadcast
-  torch::Tensor last_mask;                        // [B,T-1] float: last response target
-  torch::Tensor reward;                           // [B]
-  torch::Tensor guide;                            // [B,T-1,V] additive mask for guided first tokens, or undefined
-  std::vector<int64_t> first_target;              // per row: the target index of its first response token
+  torch::Tensor target_mask;                     // [B,T-1] float: target is a response token
+  torch::Tensor old_logp;                        // [B,T-1] behaviour log-probs at response targets
+  torch::Tensor advantage;                       // [B,T-1] per-record advantage broadcast
+  torch::Tensor last_mask;                       // [B,T-1] float: last response target
+  torch::Tensor reward;                          // [B]
+  torch::Tensor guide;                           // [B,T-1,V] additive mask for guided first tokens, or undefined
+  std::vector<int64_t> first_target;             // per row: the target index of its first response token
   // Other agents' vectors read as data at soft slots (flat indices into B*T), by width.
   std::map<int, std::pair<torch::Tensor, torch::Tensor>> soft;  // width -> (index [n], rows [n,width])
   int latent_steps = 0;  // > 0: every row sent this many vectors, ending at column prompt_end - 2
@@ -384,8 +384,13 @@ std::vector<ModelTrainStats> Trainer::Update(const std::vector<CallRecord>& reco
     }
     const double k = std::max(1, st.steps);
     st.tokens /= std::max(1, cfg.epochs);
-    st.loss /= k; st.policy_loss /= k; st.value_loss /= k; st.entropy /= k; st.kl /= k;
-    st.clip_fraction /= k; st.grad_norm /= k;
+    st.loss /= k;
+    st.policy_loss /= k;
+    st.value_loss /= k;
+    st.entropy /= k;
+    st.kl /= k;
+    st.clip_fraction /= k;
+    st.grad_norm /= k;
   }
   return stats;
 }

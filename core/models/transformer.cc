@@ -62,9 +62,7 @@ LatentProjectionImpl::LatentProjectionImpl(int64_t d, int64_t hidden) {
   norm = register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})));
 }
 
-torch::Tensor LatentProjectionImpl::forward(const torch::Tensor& h) {
-  return norm(fc2(torch::gelu(fc1(drop(h)))));
-}
+torch::Tensor LatentProjectionImpl::forward(const torch::Tensor& h) { return norm(fc2(torch::gelu(fc1(drop(h))))); }
 
 TransformerLMImpl::TransformerLMImpl(const TransformerLMOptions& o) : options_(o) {
   const int64_t d = o.d_model();
@@ -127,8 +125,8 @@ LMOutput TransformerLMImpl::forward_embeds(const torch::Tensor& embeds, const to
   // Query t (absolute index Tk - T + t) may see valid keys j <= its index, and always itself.
   auto qi = torch::arange(Tk - T, Tk, torch::kLong).view({T, 1});
   auto kj = torch::arange(Tk, torch::kLong).view({1, Tk});
-  torch::Tensor causal = kj.le(qi);                     // [T,Tk]
-  torch::Tensor self = kj.eq(qi);                       // [T,Tk]
+  torch::Tensor causal = kj.le(qi);                                                            // [T,Tk]
+  torch::Tensor self = kj.eq(qi);                                                              // [T,Tk]
   torch::Tensor allowed = (causal.unsqueeze(0) & key_valid.unsqueeze(1)) | self.unsqueeze(0);  // [B,T,Tk]
   allowed = allowed.unsqueeze(1);
   if (cache != nullptr && cache->empty()) {

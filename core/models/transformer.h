@@ -18,10 +18,10 @@ struct TransformerLMOptions {
   TORCH_ARG(int64_t, heads) = 4;
   TORCH_ARG(int64_t, max_len) = 160;
   TORCH_ARG(int64_t, ff_mult) = 4;
-  TORCH_ARG(int64_t, num_roles) = 1;   // role embeddings (and adapters/heads) on this model
-  TORCH_ARG(int64_t, lora_rank) = 0;   // > 0: per-role LoRA adapters on every projection
-  TORCH_ARG(bool, role_heads) = false; // per-role LM and value heads
-  TORCH_ARG(bool, latent) = false;     // a latent projection for hybrid messages (latent_proj)
+  TORCH_ARG(int64_t, num_roles) = 1;        // role embeddings (and adapters/heads) on this model
+  TORCH_ARG(int64_t, lora_rank) = 0;        // > 0: per-role LoRA adapters on every projection
+  TORCH_ARG(bool, role_heads) = false;      // per-role LM and value heads
+  TORCH_ARG(bool, latent) = false;          // a latent projection for hybrid messages (latent_proj)
   TORCH_ARG(int64_t, latent_in_width) = 0;  // != d_model: a learned adapter for vectors of that width
 };
 
@@ -56,9 +56,9 @@ class BlockImpl : public torch::nn::Module {
 TORCH_MODULE(Block);
 
 struct LMOutput {
-  torch::Tensor logits;  // [B,T,V]
-  torch::Tensor values;  // [B,T]
-  torch::Tensor hidden;  // [B,T,d]: the last layer's output after the final norm
+  torch::Tensor logits;               // [B,T,V]
+  torch::Tensor values;               // [B,T]
+  torch::Tensor hidden;               // [B,T,d]: the last layer's output after the final norm
   std::vector<torch::Tensor> layers;  // [B,T,d] per block, when asked for
 };
 

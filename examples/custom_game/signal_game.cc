@@ -9,9 +9,9 @@
 namespace signal_game {
 
 using troupe::Decision;
+using troupe::Params;
 using troupe::ParamSpec;
 using troupe::ParamType;
-using troupe::Params;
 using troupe::SeatOutput;
 
 const std::vector<std::string>& Colours() {
@@ -77,7 +77,10 @@ class SignalState : public troupe::State {
   }
   std::string ToString() const override {
     return "secret " + Colours()[secret_] + ", word " + (word_.empty() ? "-" : word_) + ", " +
-           (phase_ < 2 ? "playing" : success_ ? "success" : "failure") + "\n";
+           (phase_ < 2 ? "playing"
+            : success_ ? "success"
+                       : "failure") +
+           "\n";
   }
 
  private:

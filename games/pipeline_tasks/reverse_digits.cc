@@ -43,7 +43,8 @@ class ReverseDigits : public PipelineTask {
 // A deterministic verifier tool: "accept" when its input reverses the question.
 class ReverseChecker : public PipelineTool {
  public:
-  std::vector<std::string> Run(const PipelineQuery& q, const std::vector<std::vector<std::string>>& inputs) const override {
+  std::vector<std::string> Run(const PipelineQuery& q,
+                               const std::vector<std::vector<std::string>>& inputs) const override {
     const bool ok = !inputs.empty() && inputs.front() == q.answer;
     return {ok ? "accept" : "reject"};
   }

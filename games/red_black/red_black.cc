@@ -94,16 +94,15 @@ std::vector<std::string> RedBlackGame::SeatNames() const {
 // Words of the reasoning messages; agents may use any of them.
 static const std::vector<std::string>& ReasoningWords() {
   static const std::vector<std::string> words = {
-      "we",    "they",  "should", "must",   "trust",  "cooperate", "defect",  "betray", "punish",
-      "forgive", "risk", "safe",  "win",    "lose",   "points",    "big",     "last",   "now",
-      "later", "again", "together", "because", "copy",  "signal",    "greedy", "fair",   "not",
-      "agree", "multiplier", "end"};
+      "we",       "they",    "should", "must",   "trust",  "cooperate", "defect", "betray", "punish",     "forgive",
+      "risk",     "safe",    "win",    "lose",   "points", "big",       "last",   "now",    "later",      "again",
+      "together", "because", "copy",   "signal", "greedy", "fair",      "not",    "agree",  "multiplier", "end"};
   return words;
 }
 
 std::vector<std::string> RedBlackGame::Vocabulary() const {
-  std::vector<std::string> v = {"round", "of", "left", "x", "us", "them", "history", "now", "says",
-                                "will", "speak", "vote", "red", "black", "-"};
+  std::vector<std::string> v = {"round", "of",   "left",  "x",    "us",  "them",  "history", "now",
+                                "says",  "will", "speak", "vote", "red", "black", "-"};
   for (int d = 0; d <= 9; ++d) v.push_back(std::to_string(d));
   int counts = rounds_;
   for (int m : multipliers_) counts = std::max(counts, m);

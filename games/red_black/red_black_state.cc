@@ -22,8 +22,14 @@ std::string PointsWord(int p) { return (p > 0 ? "+" : "") + std::to_string(p); }
 
 bool ParseChoice(const std::vector<std::string>& words, Choice* out) {
   if (words.empty()) return false;
-  if (words[0] == "black") { *out = Choice::kBlack; return true; }
-  if (words[0] == "red") { *out = Choice::kRed; return true; }
+  if (words[0] == "black") {
+    *out = Choice::kBlack;
+    return true;
+  }
+  if (words[0] == "red") {
+    *out = Choice::kRed;
+    return true;
+  }
   return false;
 }
 
@@ -168,11 +174,8 @@ std::vector<Decision> RedBlackState::Pending(bool with_observations) const {
             add(seat, "speak", 1 + game_->reason_words(), {"red", "black"}, true);
           }
           break;
-        case Phase::kVote:
-          add(seat, "vote", 1, {"red", "black"}, false);
-          break;
-        case Phase::kDone:
-          break;
+        case Phase::kVote: add(seat, "vote", 1, {"red", "black"}, false); break;
+        case Phase::kDone: break;
       }
     }
   }
@@ -260,7 +263,10 @@ void RedBlackState::ChooseSpeakers() {
     std::vector<int> tied;
     for (int i = 0; i < static_cast<int>(t.spoken.size()); ++i) {
       if (t.spoken[i]) continue;
-      if (t.willingness[i] > best) { best = t.willingness[i]; tied.clear(); }
+      if (t.willingness[i] > best) {
+        best = t.willingness[i];
+        tied.clear();
+      }
       if (t.willingness[i] == best) tied.push_back(i);
     }
     t.speaker = tied[tied.size() == 1 ? 0 : rng_.Below(static_cast<int>(tied.size()))];

@@ -13,7 +13,8 @@ struct Message {
   int seat = 0;
   Choice recommendation = Choice::kBlack;
   std::vector<std::string> reasoning;
-  int latent = -1;  // >= 0: a latent message (SeatOutput::latent_message); teammates get a LatentRef instead of its words
+  int latent =
+      -1;  // >= 0: a latent message (SeatOutput::latent_message); teammates get a LatentRef instead of its words
 };
 
 struct RoundRecord {

@@ -131,7 +131,8 @@ std::vector<Decision> SplitFactsState::PendingDecisions() const {
 
 std::vector<bool> SplitFactsState::Apply(const std::vector<SeatOutput>& outputs) {
   if (phase_ == 2) throw GameError("split_facts: the episode is over");
-  if (outputs.size() != 2) throw GameError("split_facts: both seats act at once (got " + std::to_string(outputs.size()) + " outputs)");
+  if (outputs.size() != 2)
+    throw GameError("split_facts: both seats act at once (got " + std::to_string(outputs.size()) + " outputs)");
   std::vector<bool> valid(2, true);
   const auto& V = SplitFactsGame::ValueNames();
   for (size_t k = 0; k < outputs.size(); ++k) {
@@ -214,9 +215,10 @@ std::string SplitFactsState::ToString() const {
     for (size_t i = 0; i < messages_[seat].size(); ++i) out << (i ? " " : "") << messages_[seat][i];
     out << "'; answered '";
     for (size_t i = 0; i < answers_[seat].size(); ++i) out << (i ? " " : "") << answers_[seat][i];
-    out << "'" << (phase_ == 2 ? " (" + std::to_string(static_cast<int>(correct_[seat] * game_->asks())) + "/" +
-                                     std::to_string(game_->asks()) + " right)"
-                               : "")
+    out << "'"
+        << (phase_ == 2 ? " (" + std::to_string(static_cast<int>(correct_[seat] * game_->asks())) + "/" +
+                              std::to_string(game_->asks()) + " right)"
+                        : "")
         << "\n";
   }
   return out.str();

@@ -18,9 +18,9 @@ namespace troupe {
 
 // One episode's facts, generated from a seed (the game's data generator).
 struct SplitFactsEpisode {
-  std::vector<int> value_of;           // per entity
-  std::vector<std::vector<int>> known; // per seat: the entities it knows
-  std::vector<std::vector<int>> asked; // per seat: the entities it is asked about (known to the other seat)
+  std::vector<int> value_of;            // per entity
+  std::vector<std::vector<int>> known;  // per seat: the entities it knows
+  std::vector<std::vector<int>> asked;  // per seat: the entities it is asked about (known to the other seat)
 };
 
 class SplitFactsGame : public Game {

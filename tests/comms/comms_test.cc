@@ -52,7 +52,8 @@ std::string EchoBody(size_t bytes) {
 
 }  // namespace
 
-TEST_CASE("bad frames over a real socket are refused, counted by kind, and the socket keeps serving", "[comms][frame]") {
+TEST_CASE("bad frames over a real socket are refused, counted by kind, and the socket keeps serving",
+          "[comms][frame]") {
   SocketOptions o;
   o.max_frame_bytes = 1024;
   auto server = FramedSocket::Bind(zmq::socket_type::router, "tcp://127.0.0.1:*", o);
@@ -61,12 +62,12 @@ TEST_CASE("bad frames over a real socket are refused, counted by kind, and the s
   client.connect(server->endpoint());
   const std::string body = EchoBody(10);
   const std::vector<std::string> bad = {
-      "TRP",                                   // shorter than a header
-      std::string("XXXX") + Frame(1, body).substr(4),  // bad magic
-      Frame(kProtocolVersion + 1, body),       // another protocol version
-      Frame(kProtocolVersion, body, +100),     // header promises more than came
+      "TRP",                                                    // shorter than a header
+      std::string("XXXX") + Frame(1, body).substr(4),           // bad magic
+      Frame(kProtocolVersion + 1, body),                        // another protocol version
+      Frame(kProtocolVersion, body, +100),                      // header promises more than came
       Frame(kProtocolVersion, "\xff\xff\xff\xff\x0f garbage"),  // not a protobuf message
-      Frame(kProtocolVersion, EchoBody(2000)),  // over max_frame_bytes
+      Frame(kProtocolVersion, EchoBody(2000)),                  // over max_frame_bytes
   };
   for (const auto& b : bad) client.send(zmq::buffer(b), zmq::send_flags::none);
   client.send(zmq::buffer(Frame(kProtocolVersion, body)), zmq::send_flags::none);
@@ -140,7 +141,8 @@ TEST_CASE("endpoints off loopback need CURVE keys, and bad endpoints say what is
   CHECK_FALSE(ParseEndpoint("tcp://10.1.2.3:5555").loopback);
 }
 
-TEST_CASE("with CURVE on, unauthenticated and unadmitted clients are refused and an admitted one is heard", "[comms][security]") {
+TEST_CASE("with CURVE on, unauthenticated and unadmitted clients are refused and an admitted one is heard",
+          "[comms][security]") {
   const std::string keys = TempPath("keys");
   WriteCurveKeys(keys);
   SocketOptions so;
@@ -206,7 +208,8 @@ TEST_CASE("a subscriber that never reads makes the publisher drop and count, nev
   CHECK(read < 200);
 }
 
-TEST_CASE("a session file whose writer was killed with SIGKILL reads back to its last complete event", "[comms][session]") {
+TEST_CASE("a session file whose writer was killed with SIGKILL reads back to its last complete event",
+          "[comms][session]") {
   const std::string path = TempPath("killed.session");
   const pid_t child = ::fork();
   REQUIRE(child >= 0);

@@ -48,14 +48,14 @@ TEST_CASE("vocabulary encodes words and decodes up to end of sequence", "[vocab]
 }
 
 TEST_CASE("GRPO normalises rewards within (group, role, turn) groups", "[credit]") {
-  std::vector<CallRecord> recs = {Rec(0, 0, 0, 1.0), Rec(0, 0, 0, 3.0), Rec(0, 0, 1, 10.0), Rec(0, 0, 1, 10.0),
-                                  Rec(1, 0, 0, 5.0), Rec(1, 0, 0, 7.0)};
+  std::vector<CallRecord> recs = {Rec(0, 0, 0, 1.0),  Rec(0, 0, 0, 3.0), Rec(0, 0, 1, 10.0),
+                                  Rec(0, 0, 1, 10.0), Rec(1, 0, 0, 5.0), Rec(1, 0, 0, 7.0)};
   CreditAssigner grpo({Estimator::kGrpo});
   auto stats = grpo.Assign(recs);
   CHECK(stats.groups == 3);
   CHECK(recs[0].advantage == Approx(-1.0 / std::sqrt(2.0)).epsilon(1e-4));
   CHECK(recs[1].advantage == Approx(1.0 / std::sqrt(2.0)).epsilon(1e-4));
-  CHECK(recs[2].advantage == Approx(0.0));  // equal rewards carry no signal
+  CHECK(recs[2].advantage == Approx(0.0));                // equal rewards carry no signal
   CHECK(recs[4].advantage == Approx(recs[0].advantage));  // groups are separate
 }
 

@@ -145,8 +145,8 @@ TEST_CASE("agents never see the other team's deliberation", "[red_black]") {
   s->Apply(will);
   std::vector<SeatOutput> speak;
   for (const auto& d : s->PendingDecisions()) {
-    speak.push_back({d.seat, d.seat < 5 ? std::vector<std::string>{"black", "trust"}
-                                        : std::vector<std::string>{"red", "betray"}});
+    speak.push_back(
+        {d.seat, d.seat < 5 ? std::vector<std::string>{"black", "trust"} : std::vector<std::string>{"red", "betray"}});
   }
   s->Apply(speak);
   for (const auto& d : s->PendingDecisions()) {
@@ -223,7 +223,10 @@ TEST_CASE("scripted strategies choose as the spec says", "[red_black][strategies
 TEST_CASE("best response against tit_for_tat is found by search", "[red_black]") {
   auto game = Make();
   std::map<int, std::string> tft, defect;
-  for (int s = 5; s < 10; ++s) { tft[s] = "tit_for_tat"; defect[s] = "always_defect"; }
+  for (int s = 5; s < 10; ++s) {
+    tft[s] = "tit_for_tat";
+    defect[s] = "always_defect";
+  }
   // Cooperate, defect in round 8 (x5), take the punishment, defect again in round 10.
   CHECK(game->BestAchievable("team_score", 0, tft).value() == 111);
   CHECK(game->BestAchievable("team_score", 0, defect).value() == -75);
@@ -250,8 +253,8 @@ TEST_CASE("a vote is inert exactly when flipping it would not change the team's 
     votes.push_back({d.seat, {red ? "red" : "black"}});
   }
   s->Apply(votes);
-  for (int seat : {0, 1, 2}) CHECK_FALSE(s->Inert(seat));  // a majority voter of 3-2 is pivotal
-  for (int seat : {3, 4}) CHECK(s->Inert(seat));           // a minority vote changes nothing
+  for (int seat : {0, 1, 2}) CHECK_FALSE(s->Inert(seat));       // a majority voter of 3-2 is pivotal
+  for (int seat : {3, 4}) CHECK(s->Inert(seat));                // a minority vote changes nothing
   for (int seat = 5; seat < 10; ++seat) CHECK(s->Inert(seat));  // 4-1: nobody is pivotal
 }
 
@@ -312,10 +315,12 @@ TEST_CASE("the silent control hides every message from every seat", "[red_black]
   CHECK(spoke);  // votes came after speeches, and saw none of them
 }
 
-TEST_CASE("no decision of a played game is longer than the game's longest decision of its phase", "[red_black][max_len]") {
+TEST_CASE("no decision of a played game is longer than the game's longest decision of its phase",
+          "[red_black][max_len]") {
   // Team A always red against team B always black, then the reverse: scores of three digits with a sign.
   for (int discussion : {0, 1}) {
-    auto game = Make({{"team_size", int64_t{4}}, {"discussion_rounds", int64_t{discussion}}, {"reason_words", int64_t{2}}});
+    auto game =
+        Make({{"team_size", int64_t{4}}, {"discussion_rounds", int64_t{discussion}}, {"reason_words", int64_t{2}}});
     std::map<std::string, size_t> longest;
     for (const auto& d : game->LongestDecisions(0)) longest[d.phase] = d.observation.size();
     REQUIRE(longest.size() == 3);
@@ -344,8 +349,10 @@ TEST_CASE("no decision of a played game is longer than the game's longest decisi
 
 TEST_CASE("Red-Black names its headline metrics and the metric of each signal from a seat's side", "[red_black]") {
   auto game = Make();
-  CHECK(game->HeadlineMetrics(0) == std::vector<std::string>{"team_a_score", "team_a_cooperation", "combined_score", "efficiency"});
-  CHECK(game->HeadlineMetrics(7) == std::vector<std::string>{"team_b_score", "team_b_cooperation", "combined_score", "efficiency"});
+  CHECK(game->HeadlineMetrics(0) ==
+        std::vector<std::string>{"team_a_score", "team_a_cooperation", "combined_score", "efficiency"});
+  CHECK(game->HeadlineMetrics(7) ==
+        std::vector<std::string>{"team_b_score", "team_b_cooperation", "combined_score", "efficiency"});
   CHECK(game->MetricOfSignal("team_score", 0) == "team_a_score");
   CHECK(game->MetricOfSignal("round_payoff", 9) == "team_b_score");
   CHECK(game->MetricOfSignal("opponent_score", 0) == "team_b_score");

@@ -155,7 +155,8 @@ TEST_CASE("the workflow graph holds roles, the game and channels, with a stable 
   }
 }
 
-TEST_CASE("troupe-view renders each panel of a recorded session headless: not blank, and different by panel", "[viewer][screenshot]") {
+TEST_CASE("troupe-view renders each panel of a recorded session headless: not blank, and different by panel",
+          "[viewer][screenshot]") {
   const std::string session = Fixture();
   std::map<std::string, Image> shots;
   for (const std::string panel : {"", "graph", "episode", "messages", "training", "controls"}) {

@@ -94,13 +94,14 @@ TEST_CASE("a parameter out of range gives the range", "[config]") {
 
 TEST_CASE("a role mapped to an undefined model is reported at its model field", "[config]") {
   const std::string text = WithLine(8, "role { name: \"a\" seats: \"a*\" model: \"mm\" }");
-  CHECK_THAT(ErrorOf(text), Catch::StartsWith(At(text, 8, "model")) &&
-                                Catch::Contains("role 'a' maps to undefined model 'mm'"));
+  CHECK_THAT(ErrorOf(text),
+             Catch::StartsWith(At(text, 8, "model")) && Catch::Contains("role 'a' maps to undefined model 'mm'"));
 }
 
 TEST_CASE("a role with both a model and a strategy is rejected", "[config]") {
   const std::string text = WithLine(9, "role { name: \"b\" seats: \"b*\" model: \"m\" scripted: \"tit_for_tat\" }");
-  CHECK_THAT(ErrorOf(text), Catch::StartsWith(At(text, 9, "scripted")) && Catch::Contains("both a model and a scripted"));
+  CHECK_THAT(ErrorOf(text),
+             Catch::StartsWith(At(text, 9, "scripted")) && Catch::Contains("both a model and a scripted"));
 }
 
 TEST_CASE("an unknown scripted strategy lists the registered ones", "[config]") {
@@ -160,9 +161,10 @@ TEST_CASE("a latent channel's mistakes are reported where they are written", "[c
 
 TEST_CASE("runtime mistakes are reported where they are written", "[config][runtime]") {
   const std::string bad_endpoint = std::string(kBase) + "runtime {\n  endpoint: \"udp://x:1\"\n}\n";
-  CHECK_THAT(ErrorOf(bad_endpoint), Catch::StartsWith(At(bad_endpoint, 12, "endpoint")) &&
-                                        Catch::Contains("not inproc, ipc or tcp"));
-  const std::string unknown = std::string(kBase) + "runtime {\n  endpoint: \"tcp://127.0.0.1:5\"\n  worker { model: \"zz\" }\n}\n";
+  CHECK_THAT(ErrorOf(bad_endpoint),
+             Catch::StartsWith(At(bad_endpoint, 12, "endpoint")) && Catch::Contains("not inproc, ipc or tcp"));
+  const std::string unknown =
+      std::string(kBase) + "runtime {\n  endpoint: \"tcp://127.0.0.1:5\"\n  worker { model: \"zz\" }\n}\n";
   CHECK_THAT(ErrorOf(unknown), Catch::Contains("worker for unknown model 'zz'"));
   const std::string inproc = std::string(kBase) + "runtime {\n  worker { model: \"m\" }\n}\n";
   CHECK_THAT(ErrorOf(inproc), Catch::Contains("need a tcp:// or ipc:// endpoint"));
@@ -226,7 +228,8 @@ TEST_CASE("a pipeline cycle without max_steps is refused", "[config][pipeline]")
 }
 
 TEST_CASE("an unreachable pipeline node is named", "[config][pipeline]") {
-  const std::string text = PipelineWith("  start: \"propose\"", "  node { name: \"orphan\" kind: END_NODE }\n  start: \"propose\"");
+  const std::string text =
+      PipelineWith("  start: \"propose\"", "  node { name: \"orphan\" kind: END_NODE }\n  start: \"propose\"");
   CHECK_THAT(ErrorOf(text), Catch::StartsWith(At(text, 10, "name")) && Catch::Contains("'orphan' is unreachable"));
 }
 
@@ -237,8 +240,8 @@ TEST_CASE("an edge to an unknown node is reported at its endpoint", "[config][pi
 
 TEST_CASE("a command-line override of an unknown field names the override", "[config]") {
   LoadedWorkflow w = ParseWorkflowText(kBase, "t.textproto");
-  CHECK_THROWS_WITH(ApplyOverride(w, "trainer.iteratons=3"), Catch::Contains("--set trainer.iteratons=3") &&
-                                                                  Catch::Contains("no field 'iteratons'"));
+  CHECK_THROWS_WITH(ApplyOverride(w, "trainer.iteratons=3"),
+                    Catch::Contains("--set trainer.iteratons=3") && Catch::Contains("no field 'iteratons'"));
   CHECK_THROWS_WITH(ApplyOverride(w, "trainer.iterations=many"), Catch::Contains("not a valid value"));
   ApplyOverride(w, "model[0].transformer.d_model=32");
   CHECK(w.proto.model(0).transformer().d_model() == 32);
@@ -317,10 +320,11 @@ TEST_CASE("defaults come from one table and the resolved workflow states every v
   CHECK(c.proto.credit().group_by_size() == 3);
   CHECK_FALSE(c.proto.trainer().has_hybrid());  // a section whose presence means something stays absent
   // Zero is a value, not "the default": grad_clip 0 turns clipping off; a zero minibatch is refused where written.
-  CompiledWorkflow off = CompileWorkflow(
-      ParseWorkflowText(WithLine(7, "model { name: \"m\" transformer { d_model: 16 heads: 2 } optimizer { grad_clip: 0 } }"),
-                        "t.textproto"));
+  CompiledWorkflow off = CompileWorkflow(ParseWorkflowText(
+      WithLine(7, "model { name: \"m\" transformer { d_model: 16 heads: 2 } optimizer { grad_clip: 0 } }"),
+      "t.textproto"));
   CHECK(off.models[0].grad_clip == 0.0);
   const std::string zero = std::string(kBase) + "trainer { minibatch: 0 }\n";
-  CHECK_THAT(ErrorOf(zero), Catch::StartsWith(At(zero, 11, "minibatch")) && Catch::Contains("minibatch must be positive"));
+  CHECK_THAT(ErrorOf(zero),
+             Catch::StartsWith(At(zero, 11, "minibatch")) && Catch::Contains("minibatch must be positive"));
 }

@@ -18,17 +18,17 @@
 #include <sstream>
 #include <thread>
 
-#include "comms/session_file.h"
-#include "workflows/config/compiled_workflow.h"
 #include "comms/endpoint.h"
 #include "comms/framed_socket.h"
+#include "comms/session_file.h"
+#include "tests/test_support.h"
+#include "workflows/config/compiled_workflow.h"
 #include "workflows/config/config_loader.h"
 #include "workflows/config/model_spec.h"
+#include "workflows/run/rollout.h"
 #include "workflows/runtime/model_server.h"
 #include "workflows/runtime/model_worker.h"
-#include "workflows/run/rollout.h"
 #include "workflows/runtime/worker_hub.h"
-#include "tests/test_support.h"
 
 using namespace troupe;
 namespace fs = std::filesystem;
@@ -36,8 +36,8 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-const std::string kTiny =
-    testing::TinyRedBlack(11, "trainer { iterations: 3 episodes_per_iteration: 8 minibatch: 64 checkpoint_every: 100 }");
+const std::string kTiny = testing::TinyRedBlack(
+    11, "trainer { iterations: 3 episodes_per_iteration: 8 minibatch: 64 checkpoint_every: 100 }");
 
 std::string Temp(const std::string& name) {
   const fs::path p = fs::temp_directory_path() / ("troupe-runtime-" + std::to_string(::getpid()) + "-" + name);
@@ -137,7 +137,8 @@ bool WaitFor(const std::function<bool()>& done, double seconds) {
 TEST_CASE("the same seed gives identical metrics with in-process and tcp model workers", "[runtime][determinism]") {
   const std::string local = WriteWorkflow("local", "");
   const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(Port(1));
-  const std::string remote = WriteWorkflow("remote", "runtime { endpoint: \"" + endpoint + "\" worker { model: \"m\" } }\n");
+  const std::string remote =
+      WriteWorkflow("remote", "runtime { endpoint: \"" + endpoint + "\" worker { model: \"m\" } }\n");
   const std::string run_local = Temp("run-local"), run_remote = Temp("run-remote");
   Process a({"train", local, "--out", run_local, "--quiet", "--no-eval"}, Temp("local.log"));
   REQUIRE(a.Wait(120) == 0);
@@ -154,15 +155,16 @@ TEST_CASE("the same seed gives identical metrics with in-process and tcp model w
   CHECK(x == y);
 }
 
-TEST_CASE("a killed worker is detected within its timeout, reported, and the recording stays intact", "[runtime][faults]") {
+TEST_CASE("a killed worker is detected within its timeout, reported, and the recording stays intact",
+          "[runtime][faults]") {
   const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(Port(2));
-  const std::string wf = WriteWorkflow(
-      "kill", "runtime { endpoint: \"" + endpoint +
-                  "\" worker { model: \"m\" } heartbeat_ms: 100 worker_timeout_ms: 1000 }\n");
+  const std::string wf =
+      WriteWorkflow("kill", "runtime { endpoint: \"" + endpoint +
+                                "\" worker { model: \"m\" } heartbeat_ms: 100 worker_timeout_ms: 1000 }\n");
   const std::string run = Temp("run-kill"), session = Temp("kill.session");
-  Process controller({"train", wf, "--out", run, "--quiet", "--no-eval", "--set", "trainer.iterations=500", "--record",
-                      session},
-                     Temp("kill-controller.log"));
+  Process controller(
+      {"train", wf, "--out", run, "--quiet", "--no-eval", "--set", "trainer.iterations=500", "--record", session},
+      Temp("kill-controller.log"));
   Process worker({"worker", "--model", "m", "--connect", endpoint}, Temp("kill-worker.log"));
   REQUIRE(WaitFor([&] { return MetricLines(run, false).size() >= 2; }, 120));
   worker.Kill();
@@ -170,7 +172,7 @@ TEST_CASE("a killed worker is detected within its timeout, reported, and the rec
   const int status = controller.Wait(30);
   const double detect_s = std::chrono::duration<double>(Clock::now() - killed).count();
   INFO(controller.Output());
-  REQUIRE(status == 5);  // the exit status of a lost worker
+  REQUIRE(status == 5);         // the exit status of a lost worker
   CHECK(detect_s < 1.0 + 3.0);  // worker_timeout_ms, plus the time to write the end of the session
   CHECK_THAT(controller.Output(), Catch::Contains("model worker m#0") && Catch::Contains("lost: no heartbeat"));
 
@@ -188,14 +190,14 @@ TEST_CASE("a killed worker is detected within its timeout, reported, and the rec
 
 TEST_CASE("with two replicas and on_worker_loss CONTINUE, losing one keeps the run going", "[runtime][faults]") {
   const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(Port(3));
-  const std::string wf = WriteWorkflow(
-      "replicas", "runtime { endpoint: \"" + endpoint +
-                      "\" worker { model: \"m\" replicas: 2 } heartbeat_ms: 100 worker_timeout_ms: 800 "
-                      "on_worker_loss: CONTINUE }\n");
+  const std::string wf =
+      WriteWorkflow("replicas", "runtime { endpoint: \"" + endpoint +
+                                    "\" worker { model: \"m\" replicas: 2 } heartbeat_ms: 100 worker_timeout_ms: 800 "
+                                    "on_worker_loss: CONTINUE }\n");
   const std::string run = Temp("run-replicas"), session = Temp("replicas.session");
-  Process controller({"train", wf, "--out", run, "--quiet", "--no-eval", "--set", "trainer.iterations=8", "--record",
-                      session},
-                     Temp("replicas-controller.log"));
+  Process controller(
+      {"train", wf, "--out", run, "--quiet", "--no-eval", "--set", "trainer.iterations=8", "--record", session},
+      Temp("replicas-controller.log"));
   Process w0({"worker", "--model", "m", "--replica", "0", "--connect", endpoint}, Temp("replica0.log"));
   Process w1({"worker", "--model", "m", "--replica", "1", "--connect", endpoint}, Temp("replica1.log"));
   REQUIRE(WaitFor([&] { return MetricLines(run, false).size() >= 2; }, 120));
@@ -215,8 +217,8 @@ TEST_CASE("with two replicas and on_worker_loss CONTINUE, losing one keeps the r
 
 TEST_CASE("a controller names the workers it waits for, and gives up at the join timeout", "[runtime]") {
   const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(Port(4));
-  const std::string wf = WriteWorkflow("nojoin", "runtime { endpoint: \"" + endpoint +
-                                                     "\" worker { model: \"m\" } join_timeout_ms: 1500 }\n");
+  const std::string wf = WriteWorkflow(
+      "nojoin", "runtime { endpoint: \"" + endpoint + "\" worker { model: \"m\" } join_timeout_ms: 1500 }\n");
   Process controller({"train", wf, "--out", Temp("run-nojoin"), "--quiet", "--no-eval"}, Temp("nojoin.log"));
   const int status = controller.Wait(30);
   INFO(controller.Output());
@@ -275,9 +277,9 @@ TEST_CASE("forward calls per tick do not grow with the number of concurrent epis
 TEST_CASE("Ctrl-C stops a run after its iteration with a checkpoint and a closed session", "[runtime][signals]") {
   const std::string wf = WriteWorkflow("interrupt", "");
   const std::string run = Temp("run-interrupt"), session = Temp("interrupt.session");
-  Process controller({"train", wf, "--out", run, "--quiet", "--no-eval", "--set", "trainer.iterations=500", "--record",
-                      session},
-                     Temp("interrupt.log"));
+  Process controller(
+      {"train", wf, "--out", run, "--quiet", "--no-eval", "--set", "trainer.iterations=500", "--record", session},
+      Temp("interrupt.log"));
   REQUIRE(WaitFor([&] { return MetricLines(run, false).size() >= 2; }, 120));
   controller.Signal(SIGINT);
   const int status = controller.Wait(60);

@@ -26,8 +26,8 @@ void DrawControlsPanel(ViewState& state) {
                         : status == "ended"            ? ImVec4(0.6f, 0.85f, 1, 1)
                                                        : ImVec4(0.5f, 0.95f, 0.5f, 1);
   ImGui::TextColored(colour, "run %s: %s", m.run().run_id().c_str(), status.c_str());
-  if (auto* live = dynamic_cast<LiveSource*>(state.source.get()); live != nullptr && status == "running" &&
-                                                                   live->silent_for() > 5) {
+  if (auto* live = dynamic_cast<LiveSource*>(state.source.get());
+      live != nullptr && status == "running" && live->silent_for() > 5) {
     ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "no events for %.0f s (reconnecting as the run comes back)",
                        live->silent_for());
   }

@@ -29,8 +29,8 @@ void DrawEpisodePanel(ViewState& state) {
     for (size_t i : eps) {
       const EpisodeRecord& e = m.episodes[i];
       if (e.messages.empty() && e.snapshots.empty()) continue;
-      std::string label = "episode " + std::to_string(e.episode) + (e.dropped ? " (dropped)" : "") +
-                          (e.evaluation ? " (eval)" : "");
+      std::string label =
+          "episode " + std::to_string(e.episode) + (e.dropped ? " (dropped)" : "") + (e.evaluation ? " (eval)" : "");
       if (ImGui::Selectable(label.c_str(), e.episode == state.selected_episode)) {
         state.selected_episode = e.episode;
         state.message_cursor = SIZE_MAX;
@@ -57,7 +57,9 @@ void DrawEpisodePanel(ViewState& state) {
   const size_t shown = std::min(state.message_cursor, ep->messages.size());
   ImGui::SameLine();
   ImGui::TextDisabled("%zu / %zu messages%s", shown, ep->messages.size(),
-                      ep->dropped ? "  (dropped: a worker was lost)" : ep->ended ? "" : "  (playing)");
+                      ep->dropped ? "  (dropped: a worker was lost)"
+                      : ep->ended ? ""
+                                  : "  (playing)");
   const std::string game = m.run().game();
   auto& registry = EpisodeRendererRegistry::Get();
   static std::map<std::string, std::unique_ptr<EpisodeRenderer>> renderers;

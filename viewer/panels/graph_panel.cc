@@ -27,7 +27,8 @@ void Arrow(ImDrawList* dl, ImVec2 a, ImVec2 b, ImU32 color, float thickness, boo
   } else {
     dl->AddLine(a, b, color, thickness);
   }
-  const ImVec2 tip = b, l(b.x - ux * 10 - uy * 5, b.y - uy * 10 + ux * 5), r(b.x - ux * 10 + uy * 5, b.y - uy * 10 - ux * 5);
+  const ImVec2 tip = b, l(b.x - ux * 10 - uy * 5, b.y - uy * 10 + ux * 5),
+               r(b.x - ux * 10 + uy * 5, b.y - uy * 10 - ux * 5);
   dl->AddTriangleFilled(tip, l, r, color);
 }
 
@@ -70,8 +71,9 @@ void DrawGraphPanel(ViewState& state) {
   for (const auto& e : graph.edges) {
     ImVec2 a = at(graph.nodes[e.from]), b = at(graph.nodes[e.to]);
     if (e.from == e.to) {  // a channel within a role (team deliberation)
-      const ImU32 c = e.mode == 1 ? IM_COL32(190, 120, 255, 255) : e.mode == 2 ? IM_COL32(120, 220, 200, 255)
-                                                                              : IM_COL32(200, 200, 200, 220);
+      const ImU32 c = e.mode == 1   ? IM_COL32(190, 120, 255, 255)
+                      : e.mode == 2 ? IM_COL32(120, 220, 200, 255)
+                                    : IM_COL32(200, 200, 200, 220);
       dl->AddCircle(ImVec2(a.x, a.y - radius - 10), 12, c, 20, e.mode == 0 ? 1.5f : 2.5f);
       continue;
     }
@@ -91,7 +93,7 @@ void DrawGraphPanel(ViewState& state) {
     if (e.mode == 0) {
       Arrow(dl, a, b, IM_COL32(220, 220, 225, 255), 1.5f, false);  // TEXT: solid
     } else if (e.mode == 1) {
-      Arrow(dl, a, b, IM_COL32(190, 120, 255, 255), 2.5f, true);   // LATENT: dashed violet
+      Arrow(dl, a, b, IM_COL32(190, 120, 255, 255), 2.5f, true);  // LATENT: dashed violet
     } else {
       Arrow(dl, a, b, IM_COL32(120, 220, 200, 255), 1.5f, false);  // HYBRID: double teal
       Arrow(dl, ImVec2(a.x + side.x * 0.8f, a.y + side.y * 0.8f), ImVec2(b.x + side.x * 0.8f, b.y + side.y * 0.8f),
@@ -128,8 +130,9 @@ void DrawGraphPanel(ViewState& state) {
     ImGui::Text("model %s: %d role%s", m.run().model(i).c_str(), roles, roles == 1 ? "" : "s");
   }
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-  ImGui::TextWrapped("channels: solid TEXT, dashed LATENT, double HYBRID; a ring over a role is a channel within it; "
-                     "a white inner ring is a per-role adapter on a shared trunk");
+  ImGui::TextWrapped(
+      "channels: solid TEXT, dashed LATENT, double HYBRID; a ring over a role is a channel within it; "
+      "a white inner ring is a per-role adapter on a shared trunk");
   ImGui::PopStyleColor();
 }
 

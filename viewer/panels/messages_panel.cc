@@ -52,8 +52,8 @@ void DrawMessagesPanel(ViewState& state) {
   }
   ImGui::SameLine();
   ImGui::TextDisabled("%zu of %zu", rows.size(), m.messages.size());
-  const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY | ImGuiTableFlags_BordersInnerV |
-                                ImGuiTableFlags_Resizable;
+  const ImGuiTableFlags flags =
+      ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_Resizable;
   if (ImGui::BeginTable("messages", 9, flags)) {
     ImGui::TableSetupScrollFreeze(0, 1);
     ImGui::TableSetupColumn("it", ImGuiTableColumnFlags_WidthFixed, 40);

@@ -90,8 +90,7 @@ LoadedWorkflow ParseWorkflowText(const std::string& text, const std::string& fil
       const std::string name = errors.message.substr(open + 1, close - open - 1);
       std::istringstream lines(text);
       std::string line;
-      for (int i = 0; i < errors.line && std::getline(lines, line); ++i) {
-      }
+      for (int i = 0; i < errors.line && std::getline(lines, line); ++i) {}
       const auto at = line.rfind(name, static_cast<size_t>(std::max(0, column - 1)));
       if (at != std::string::npos) column = static_cast<int>(at) + 1;
     }
@@ -111,9 +110,7 @@ LoadedWorkflow LoadWorkflowFile(const std::string& path) {
 
 void ApplyOverride(LoadedWorkflow& workflow, const std::string& assignment) {
   const auto eq = assignment.find('=');
-  auto fail = [&](const std::string& why) -> void {
-    throw ConfigError("--set " + assignment + ": " + why);
-  };
+  auto fail = [&](const std::string& why) -> void { throw ConfigError("--set " + assignment + ": " + why); };
   if (eq == std::string::npos || eq == 0) fail("expected field.path=value");
   const std::string path = assignment.substr(0, eq);
   const std::string value = assignment.substr(eq + 1);

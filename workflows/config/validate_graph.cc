@@ -65,17 +65,17 @@ void ValidateChannels(const LoadedWorkflow& w, const CompiledWorkflow& c) {
     if (ch.mode() == config::TEXT) continue;
     const bool rl = ReinforcementLatent(w, ch);
     if (rl && (!c.game || c.game->MessagePhases().empty())) {
-      w.Fail({{"channel", i}, {"mode"}},
-             "channel mode " + config::ChannelMode_Name(ch.mode()) + " needs a game whose seats send messages " +
-                 "(red_black's speak phase) or trainer.hybrid { }" +
-                 (c.game ? "; game '" + c.game->Name() + "' has no message phase" : ""));
+      w.Fail({{"channel", i}, {"mode"}}, "channel mode " + config::ChannelMode_Name(ch.mode()) +
+                                             " needs a game whose seats send messages " +
+                                             "(red_black's speak phase) or trainer.hybrid { }" +
+                                             (c.game ? "; game '" + c.game->Name() + "' has no message phase" : ""));
     }
     for (const auto* end : {&ch.from(), &ch.to()}) {
       const int r = c.RoleIndex(*end);
       if (r < 0 || !c.roles[r].trained()) {
-        w.Fail({{"channel", i}, {end == &ch.from() ? "from" : "to"}},
-               "a " + config::ChannelMode_Name(ch.mode()) + " channel joins roles that run on models; '" + *end +
-                   "' does not");
+        w.Fail({{"channel", i}, {end == &ch.from() ? "from" : "to"}}, "a " + config::ChannelMode_Name(ch.mode()) +
+                                                                          " channel joins roles that run on models; '" +
+                                                                          *end + "' does not");
       }
     }
     if (!rl) {
@@ -117,7 +117,8 @@ void ValidateChannels(const LoadedWorkflow& w, const CompiledWorkflow& c) {
     const config::ChannelSpec& ch = w.proto.channel(i);
     auto sent = sends.find(c.RoleIndex(ch.from()));
     if (ch.mode() == config::TEXT && sent != sends.end()) {
-      w.Fail({{"channel", i}, {"mode"}}, "role '" + ch.from() + "' sends " + config::ChannelMode_Name(sent->second.mode) +
+      w.Fail({{"channel", i}, {"mode"}}, "role '" + ch.from() + "' sends " +
+                                             config::ChannelMode_Name(sent->second.mode) +
                                              " messages on another channel: a message is made once, in one mode");
     }
   }
@@ -167,7 +168,8 @@ void ValidatePipelineGraph(const LoadedWorkflow& w, CompiledWorkflow& c) {
     if (n.kind() == config::ROLE_NODE) {
       node.role = c.RoleIndex(n.role());
       if (node.role < 0) {
-        w.Fail({{"pipeline"}, {"node", i}, {"role"}}, "node '" + n.name() + "' names undefined role '" + n.role() + "'");
+        w.Fail({{"pipeline"}, {"node", i}, {"role"}},
+               "node '" + n.name() + "' names undefined role '" + n.role() + "'");
       }
       if (!c.roles[node.role].trained()) {
         w.Fail({{"pipeline"}, {"node", i}, {"role"}}, "node '" + n.name() + "': pipeline roles must map to a model");
@@ -175,8 +177,9 @@ void ValidatePipelineGraph(const LoadedWorkflow& w, CompiledWorkflow& c) {
       used_roles.insert(node.role);
     } else if (n.kind() == config::TOOL_NODE) {
       if (!PipelineToolFactory::Get().Has(n.tool())) {
-        w.Fail({{"pipeline"}, {"node", i}, {"tool"}}, "node '" + n.name() + "': unknown tool '" + n.tool() +
-                                                         "' (registered: " + JoinNames(PipelineToolFactory::Get().Names()) + ")");
+        w.Fail({{"pipeline"}, {"node", i}, {"tool"}},
+               "node '" + n.name() + "': unknown tool '" + n.tool() +
+                   "' (registered: " + JoinNames(PipelineToolFactory::Get().Names()) + ")");
       }
       node.tool = n.tool();
       tool = PipelineToolFactory::Get().Create(n.tool());
@@ -184,7 +187,8 @@ void ValidatePipelineGraph(const LoadedWorkflow& w, CompiledWorkflow& c) {
     for (int j = 0; j < n.inputs_size(); ++j) {
       auto it = index.find(n.inputs(j));
       if (it == index.end()) {
-        w.Fail({{"pipeline"}, {"node", i}, {"inputs", j}}, "node '" + n.name() + "' reads unknown node '" + n.inputs(j) + "'");
+        w.Fail({{"pipeline"}, {"node", i}, {"inputs", j}},
+               "node '" + n.name() + "' reads unknown node '" + n.inputs(j) + "'");
       }
       node.inputs.push_back(it->second);
     }
@@ -203,7 +207,8 @@ void ValidatePipelineGraph(const LoadedWorkflow& w, CompiledWorkflow& c) {
     PipelineEdge edge;
     for (const auto* end : {&e.from(), &e.to()}) {
       if (index.count(*end) == 0) {
-        w.Fail({{"pipeline"}, {"edge", i}, {end == &e.from() ? "from" : "to"}}, "edge endpoint '" + *end + "' is not a node");
+        w.Fail({{"pipeline"}, {"edge", i}, {end == &e.from() ? "from" : "to"}},
+               "edge endpoint '" + *end + "' is not a node");
       }
     }
     edge.from = index[e.from()];
@@ -215,7 +220,8 @@ void ValidatePipelineGraph(const LoadedWorkflow& w, CompiledWorkflow& c) {
       edge.conditional = true;
       auto it = index.find(e.when().node());
       if (it == index.end()) {
-        w.Fail({{"pipeline"}, {"edge", i}, {"when"}, {"node"}}, "condition reads unknown node '" + e.when().node() + "'");
+        w.Fail({{"pipeline"}, {"edge", i}, {"when"}, {"node"}},
+               "condition reads unknown node '" + e.when().node() + "'");
       }
       edge.cond_node = it->second;
       edge.equals = e.when().equals();
@@ -249,14 +255,15 @@ void ValidatePipelineGraph(const LoadedWorkflow& w, CompiledWorkflow& c) {
 
   // Cycles (a strong component of several nodes, or a self-loop) need max_steps.
   std::vector<int> component(p.nodes.size());
-  const int count = boost::strong_components(g, boost::make_iterator_property_map(component.begin(),
-                                                                                  boost::get(boost::vertex_index, g)));
+  const int count = boost::strong_components(
+      g, boost::make_iterator_property_map(component.begin(), boost::get(boost::vertex_index, g)));
   p.has_cycle = count < static_cast<int>(p.nodes.size());
   for (const auto& e : p.edges) p.has_cycle = p.has_cycle || e.from == e.to;
   if (p.has_cycle && !spec.has_max_steps()) {
     w.Fail({{"pipeline"}}, "pipeline graph has a cycle but no max_steps bound");
   }
-  if (spec.has_max_steps() && spec.max_steps() <= 0) w.Fail({{"pipeline"}, {"max_steps"}}, "max_steps must be positive");
+  if (spec.has_max_steps() && spec.max_steps() <= 0)
+    w.Fail({{"pipeline"}, {"max_steps"}}, "max_steps must be positive");
   // Without a cycle every node runs at most once: the default bound is the node count.
   p.max_steps = spec.has_max_steps() ? spec.max_steps() : static_cast<int>(p.nodes.size());
   c.proto.mutable_pipeline()->set_max_steps(p.max_steps);

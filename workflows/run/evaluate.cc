@@ -54,7 +54,10 @@ std::optional<BestScore> BestAchievable(const CompiledWorkflow& workflow) {
   if (!workflow.game) return std::nullopt;
   const RoleInfo* trained = nullptr;
   for (const auto& r : workflow.roles) {
-    if (r.trained()) { trained = &r; break; }
+    if (r.trained()) {
+      trained = &r;
+      break;
+    }
   }
   if (trained == nullptr || trained->seats.empty()) return std::nullopt;
   for (const auto& term : workflow.rewards) {

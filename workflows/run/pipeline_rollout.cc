@@ -47,11 +47,17 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
     for (int e = 0; e < E; ++e) {
       Episode& ep = eps[e];
       if (ep.done) continue;
-      if (ep.frontier.empty() || ep.steps >= p.max_steps) { ep.done = true; continue; }
+      if (ep.frontier.empty() || ep.steps >= p.max_steps) {
+        ep.done = true;
+        continue;
+      }
       active = true;
       for (int n : ep.frontier) {
         const PipelineNode& node = p.nodes[n];
-        if (node.kind == config::END_NODE) { ep.done = true; continue; }
+        if (node.kind == config::END_NODE) {
+          ep.done = true;
+          continue;
+        }
         std::vector<std::string> seen = ep.query.question;
         for (int in : node.inputs) {
           seen.push_back("|");
@@ -129,7 +135,9 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
       rec.reward = CallReward(workflow_, rec, nullptr, score, &rec.role_reward);
     }
     EpisodeSummary s;
-    s.metrics = {{"score", score}, {"steps", static_cast<double>(ep.steps)}, {"invalid_outputs", static_cast<double>(ep.invalid)}};
+    s.metrics = {{"score", score},
+                 {"steps", static_cast<double>(ep.steps)},
+                 {"invalid_outputs", static_cast<double>(ep.invalid)}};
     std::string text = "question:";
     for (const auto& w : ep.query.question) text += " " + w;
     text += "\nanswer:";

@@ -8,10 +8,7 @@
 namespace troupe {
 
 Rollout::Rollout(const CompiledWorkflow& workflow, PolicyService& policy)
-    : workflow_(workflow),
-      policy_(policy),
-      bot_(workflow.vocab.Id("<bot>")),
-      eot_(workflow.vocab.Id("<eot>")) {
+    : workflow_(workflow), policy_(policy), bot_(workflow.vocab.Id("<bot>")), eot_(workflow.vocab.Id("<eot>")) {
   for (const auto& r : workflow_.roles) {
     strategies_.push_back(r.trained() ? nullptr : StrategyFactory::Get().Create(r.scripted));
   }
@@ -28,8 +25,8 @@ struct MessageCost {
 
   void Add(const RoleInfo& role, const std::vector<std::string>& words, const std::vector<float>& latents) {
     ++messages;
-    const size_t shown = role.message_mode == config::TEXT ? words.size()
-                                                           : std::min<size_t>(words.size(), role.text_words);
+    const size_t shown =
+        role.message_mode == config::TEXT ? words.size() : std::min<size_t>(words.size(), role.text_words);
     for (size_t i = 0; i < shown; ++i) wire_bytes += static_cast<double>(words[i].size() + (i > 0));
     text_tokens += static_cast<double>(shown);
     if (role.message_mode != config::TEXT) latent_vectors += role.latent_vectors;
@@ -44,8 +41,8 @@ struct MessageCost {
 
 }  // namespace
 
-PromptParts Rollout::Prompt(int role, const std::vector<std::string>& observation,
-                            const std::vector<LatentRef>& latent, const std::vector<LatentMessage>* sent) const {
+PromptParts Rollout::Prompt(int role, const std::vector<std::string>& observation, const std::vector<LatentRef>& latent,
+                            const std::vector<LatentMessage>* sent) const {
   PromptParts p;
   p.tokens = {Vocab::kBos, workflow_.vocab.RoleToken(role)};
   p.tokens.reserve(p.tokens.size() + observation.size());
@@ -72,7 +69,8 @@ PromptParts Rollout::Prompt(int role, const std::vector<std::string>& observatio
   return p;
 }
 
-CallRecord Rollout::NewRecord(int episode, int group_size, int role, int seat, int turn, const std::string& phase) const {
+CallRecord Rollout::NewRecord(int episode, int group_size, int role, int seat, int turn,
+                              const std::string& phase) const {
   CallRecord rec;
   rec.episode = episode;
   rec.group = episode / std::max(1, group_size);
@@ -90,14 +88,16 @@ double CallReward(const CompiledWorkflow& workflow, const CallRecord& record, co
   double reward = 0.0;
   if (role_part != nullptr) *role_part = 0.0;
   for (const auto& term : workflow.rewards) {
-    if (!term.roles.empty() && std::find(term.roles.begin(), term.roles.end(), record.role) == term.roles.end()) continue;
+    if (!term.roles.empty() && std::find(term.roles.begin(), term.roles.end(), record.role) == term.roles.end())
+      continue;
     switch (term.level) {
       case config::TRAJECTORY:
         reward += term.weight * (state ? state->Signal(term.signal, record.seat) : task_score);
         break;
       case config::TURN:
         if (state && term.to_go) {
-          for (int t = record.turn; t < state->Turn(); ++t) reward += term.weight * state->TurnSignal(term.signal, record.seat, t);
+          for (int t = record.turn; t < state->Turn(); ++t)
+            reward += term.weight * state->TurnSignal(term.signal, record.seat, t);
         } else if (state) {
           reward += term.weight * state->TurnSignal(term.signal, record.seat, record.turn);
         }
@@ -106,8 +106,7 @@ double CallReward(const CompiledWorkflow& workflow, const CallRecord& record, co
         reward += term.weight * (record.valid ? 0.0 : -1.0);
         if (role_part != nullptr) *role_part += term.weight * (record.valid ? 0.0 : -1.0);
         break;
-      default:
-        break;
+      default: break;
     }
   }
   return reward;
@@ -118,7 +117,8 @@ RolloutBatch Rollout::Run(const RolloutOptions& options, Rng& rng) {
 }
 
 std::vector<std::vector<Generation>> Rollout::GenerateTick(std::vector<std::vector<GenerateQuery>>& per_model,
-                                                           const RolloutOptions& options, Rng& rng, RolloutBatch* batch) {
+                                                           const RolloutOptions& options, Rng& rng,
+                                                           RolloutBatch* batch) {
   const uint64_t tick_seed = rng.Next();
   std::vector<GenerateBatch> batches;
   for (size_t m = 0; m < per_model.size(); ++m) {
@@ -220,7 +220,12 @@ RolloutBatch Rollout::RunGame(const RolloutOptions& options, Rng& rng) {
           episode_records[e].push_back(batch.records.size());
           batch.records.push_back(std::move(rec));
         } else {
-          Pending p{e, k, role, Prompt(role, d.observation, d.latent_messages, &sent[e]), d.max_words, d.phase,
+          Pending p{e,
+                    k,
+                    role,
+                    Prompt(role, d.observation, d.latent_messages, &sent[e]),
+                    d.max_words,
+                    d.phase,
                     options.guided ? workflow_.vocab.Encode(d.options) : std::vector<int>{}};
           if (d.message && info.message_mode != config::TEXT) {
             // A latent message: K vectors after <bot>, then <eot> and the words its readers see
@@ -266,7 +271,8 @@ RolloutBatch Rollout::RunGame(const RolloutOptions& options, Rng& rng) {
           // Readers get a reference to the message (its vectors and text). The record keeps
           // the call's own slots (between <bot> and <eot>) for the trainer to recompute.
           out.latent_message = static_cast<int>(sent[p.episode].size());
-          sent[p.episode].push_back({p.role, g.latents, workflow_.models[workflow_.roles[p.role].model].d_model, out.words});
+          sent[p.episode].push_back(
+              {p.role, g.latents, workflow_.models[workflow_.roles[p.role].model].d_model, out.words});
           p.prompt.tokens.insert(p.prompt.tokens.end(), p.latent_steps, Vocab::kSoft);
           p.prompt.tokens.push_back(eot_);
           rec.latent_steps = p.latent_steps;

@@ -48,12 +48,12 @@ class RolloutObserver {
 
 struct RolloutOptions {
   int episodes = 32;
-  int group_size = 8;          // episodes sharing a game seed form a GRPO group
-  uint64_t seed = 0;           // game seeds derive from it
+  int group_size = 8;  // episodes sharing a game seed form a GRPO group
+  uint64_t seed = 0;   // game seeds derive from it
   double temperature = 1.0;
   bool greedy = false;
-  bool correlated = false;     // agents of a role seeing the same observation share a sample
-  bool guided = false;         // restrict first tokens to the decision's options
+  bool correlated = false;            // agents of a role seeing the same observation share a sample
+  bool guided = false;                // restrict first tokens to the decision's options
   bool scripted_for_trained = false;  // demonstrations: trained roles act as `teacher`
   std::string teacher;
   RolloutObserver* observer = nullptr;
@@ -93,12 +93,13 @@ class Rollout {
   std::vector<std::vector<Generation>> GenerateTick(std::vector<std::vector<GenerateQuery>>& per_model,
                                                     const RolloutOptions& options, Rng& rng, RolloutBatch* batch);
   // Drops the records of lost episodes and reports every episode's end.
-  void Finish(const RolloutOptions& options, const std::vector<std::vector<size_t>>& episode_records, RolloutBatch* batch);
+  void Finish(const RolloutOptions& options, const std::vector<std::vector<size_t>>& episode_records,
+              RolloutBatch* batch);
 
   const CompiledWorkflow& workflow_;
   PolicyService& policy_;
   std::vector<std::unique_ptr<ScriptedStrategy>> strategies_;  // per role (null when trained)
-  int bot_ = Vocab::kUnk, eot_ = Vocab::kUnk;  // the tokens around a message's vectors
+  int bot_ = Vocab::kUnk, eot_ = Vocab::kUnk;                  // the tokens around a message's vectors
 };
 
 // Sums the workflow's reward terms for one call record of a finished episode.

@@ -17,10 +17,10 @@ namespace troupe {
 struct TrainOptions {
   std::string out_dir = "runs/latest";
   bool resume = false;
-  bool progress = true;   // live progress line (plain lines when not a terminal)
-  bool final_eval = true; // evaluate before and after training and print the table
-  std::string publish;    // session events PUB endpoint (overrides runtime.publish)
-  std::string record;     // session file to write
+  bool progress = true;           // live progress line (plain lines when not a terminal)
+  bool final_eval = true;         // evaluate before and after training and print the table
+  std::string publish;            // session events PUB endpoint (overrides runtime.publish)
+  std::string record;             // session file to write
   double await_subscriber_s = 0;  // publishing: wait this long for a subscriber before starting
   // Set (e.g. by a signal handler) to stop after the current iteration with a checkpoint.
   const std::atomic<bool>* stop = nullptr;

@@ -81,7 +81,8 @@ std::string ServeModel(const WorkerOptions& o, const std::atomic<bool>* stop) {
   // Wait for the welcome (say hello again now and then: the controller may bind late).
   const auto deadline = Clock::now() + milliseconds(o.join_timeout_ms);
   while (!socket->Receive(&in, milliseconds(500)) || !in.has_welcome()) {
-    if (in.has_failure()) throw CommsError("controller at " + o.endpoint + " refused worker " + identity + ": " + in.failure().message());
+    if (in.has_failure())
+      throw CommsError("controller at " + o.endpoint + " refused worker " + identity + ": " + in.failure().message());
     if ((stop && *stop) || Clock::now() > deadline) {
       throw TimeoutError("worker " + identity + ": no controller answered at " + o.endpoint + " within " +
                          std::to_string(o.join_timeout_ms / 1000) + " s");
@@ -124,8 +125,8 @@ std::string ServeModel(const WorkerOptions& o, const std::atomic<bool>* stop) {
           std::vector<CallRecord> records;
           records.reserve(in.update().records_size());
           for (const auto& r : in.update().records()) records.push_back(FromWire(r, server.model_index()));
-          const ModelTrainStats stats = in.update().supervised() ? server.Supervised(records, in.update().steps())
-                                                                 : server.Update(records);
+          const ModelTrainStats stats =
+              in.update().supervised() ? server.Supervised(records, in.update().steps()) : server.Update(records);
           ToWire(stats, out.mutable_updated()->mutable_stats());
           break;
         }
@@ -149,11 +150,8 @@ std::string ServeModel(const WorkerOptions& o, const std::atomic<bool>* stop) {
           out.mutable_done()->set_forward_calls(server.forward_calls());
           socket->Send(out);
           return "shut down by the controller";
-        case wire::Envelope::kEcho:
-          *out.mutable_echo() = in.echo();
-          break;
-        default:
-          out.mutable_failure()->set_message("worker " + identity + " cannot serve this request");
+        case wire::Envelope::kEcho: *out.mutable_echo() = in.echo(); break;
+        default: out.mutable_failure()->set_message("worker " + identity + " cannot serve this request");
       }
     } catch (const std::exception& e) {
       out.clear_body();

@@ -16,8 +16,8 @@
 namespace troupe {
 
 struct WorkerOptions {
-  std::string endpoint;           // the controller's worker endpoint
-  std::string model;              // the physical model to serve
+  std::string endpoint;  // the controller's worker endpoint
+  std::string model;     // the physical model to serve
   int replica = 0;
   Security security;
   int heartbeat_ms = 200;

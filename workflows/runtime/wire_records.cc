@@ -23,7 +23,8 @@ int GetVectors(const wire::Tensor& t, std::vector<float>* values) {
   if (t.shape_size() == 0 && t.data().empty()) return 0;
   if (t.dtype() != wire::Tensor::F32 || t.shape_size() != 2 || t.shape(0) < 0 || t.shape(1) < 0 ||
       static_cast<uint64_t>(t.shape(0)) * static_cast<uint64_t>(t.shape(1)) * sizeof(float) != t.data().size()) {
-    throw CommsError("a vector tensor's dtype, shape and size disagree (" + std::to_string(t.data().size()) + " bytes)");
+    throw CommsError("a vector tensor's dtype, shape and size disagree (" + std::to_string(t.data().size()) +
+                     " bytes)");
   }
   values->resize(t.data().size() / sizeof(float));
   std::memcpy(values->data(), t.data().data(), t.data().size());

@@ -146,8 +146,9 @@ void WorkerHub::Handle(const std::string& identity, const wire::Envelope& env) {
     auto* welcome = reply.mutable_welcome();
     *welcome->mutable_spec() = MakeServeSpec(workflow_, w.model);
     socket_->Send(reply, identity);
-    if (notify_) notify_({workflow_.models[w.model].name, w.replica, false,
-                          "from " + env.hello().host() + " pid " + std::to_string(env.hello().pid()), endpoint_});
+    if (notify_)
+      notify_({workflow_.models[w.model].name, w.replica, false,
+               "from " + env.hello().host() + " pid " + std::to_string(env.hello().pid()), endpoint_});
     return;
   }
   if (index < 0 || !workers_[index].alive) return;  // unknown, or lost already: ignore
@@ -269,7 +270,8 @@ std::vector<std::vector<Generation>> WorkerHub::Generate(const std::vector<Gener
             if (!reply.has_generated() || reply.generated().rows_size() != static_cast<int>(end - begin)) {
               throw CommsError("model worker " + who + " answered a generate request with the wrong rows");
             }
-            for (size_t i = begin; i < end; ++i) (*rows)[i] = FromWire(reply.generated().rows(static_cast<int>(i - begin)));
+            for (size_t i = begin; i < end; ++i)
+              (*rows)[i] = FromWire(reply.generated().rows(static_cast<int>(i - begin)));
           },
           [rows, begin, end] {
             for (size_t i = begin; i < end; ++i) (*rows)[i].lost = true;
@@ -320,10 +322,13 @@ void WorkerHub::SyncReplicas(int model) {
   bool answered = false;
   wire::Envelope get;
   get.mutable_weights()->set_get(true);
-  Send(alive[0], get, [this, &weights, &answered](const wire::Envelope&) {
-    answered = true;
-    weights.assign(attachment_.view());
-  }, [] {});
+  Send(
+      alive[0], get,
+      [this, &weights, &answered](const wire::Envelope&) {
+        answered = true;
+        weights.assign(attachment_.view());
+      },
+      [] {});
   AwaitAll();
   if (!answered) return;  // the primary was lost meanwhile: the next update syncs
   if (weights.empty()) {
@@ -332,7 +337,9 @@ void WorkerHub::SyncReplicas(int model) {
   wire::Envelope set;
   set.mutable_weights();
   for (size_t i = 1; i < alive.size(); ++i) {
-    if (workers_[alive[i]].alive) Send(alive[i], set, [](const wire::Envelope&) {}, [] {}, weights);
+    if (workers_[alive[i]].alive)
+      Send(
+          alive[i], set, [](const wire::Envelope&) {}, [] {}, weights);
   }
   AwaitAll();
 }
@@ -362,7 +369,8 @@ void WorkerHub::Load(const std::string& dir, bool with_optimizer) {
     req.mutable_checkpoint()->set_dir(dir);
     req.mutable_checkpoint()->set_load(true);
     req.mutable_checkpoint()->set_with_optimizer(with_optimizer);
-    Send(static_cast<int>(i), req, [](const wire::Envelope&) {}, [] {});
+    Send(
+        static_cast<int>(i), req, [](const wire::Envelope&) {}, [] {});
   }
   AwaitAll();
 }
