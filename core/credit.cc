@@ -22,7 +22,9 @@ CreditAssigner::Key CreditAssigner::KeyOf(const CallRecord& r, bool with_group) 
   Key k{-1, -1, -1, ""};
   for (GroupKey g : config_.group_by) {
     switch (g) {
-      case GroupKey::kEpisodeGroup: if (with_group) std::get<0>(k) = r.group; break;
+      case GroupKey::kEpisodeGroup:
+        if (with_group) std::get<0>(k) = r.group;
+        break;
       case GroupKey::kRole: std::get<1>(k) = r.role; break;
       case GroupKey::kTurn: std::get<2>(k) = r.turn; break;
       case GroupKey::kPhase: std::get<3>(k) = r.phase; break;
@@ -65,34 +67,55 @@ CreditStats CreditAssigner::Assign(std::vector<CallRecord>& records) {
     for (size_t i : members) {
       double& a = records[i].advantage;
       switch (config_.estimator) {
-        case Estimator::kGrpo:
-          a = n > 1 ? (records[i].reward - mean) / (std + config_.eps) : 0.0;
-          break;
-        case Estimator::kRloo:
-          a = n > 1 ? records[i].reward - (sum - records[i].reward) / (n - 1) : 0.0;
-          break;
+        case Estimator::kGrpo: a = n > 1 ? (records[i].reward - mean) / (std + config_.eps) : 0.0; break;
+        case Estimator::kRloo: a = n > 1 ? records[i].reward - (sum - records[i].reward) / (n - 1) : 0.0; break;
         case Estimator::kReinforce: {
           auto it = baselines_.find(key);
           a = records[i].reward - (it == baselines_.end() ? mean : it->second);
           break;
         }
-        case Estimator::kPpo:
-          break;
+        case Estimator::kPpo: break;
       }
     }
     if (reinforce) {
       auto it = baselines_.find(key);
-      baselines_[key] = it == baselines_.end() ? mean
-                                               : config_.baseline_decay * it->second + (1 - config_.baseline_decay) * mean;
+      baselines_[key] =
+          it == baselines_.end() ? mean : config_.baseline_decay * it->second + (1 - config_.baseline_decay) * mean;
     }
   }
   double s = 0.0, s2 = 0.0;
-  for (const auto& r : records) { s += r.advantage; s2 += r.advantage * r.advantage; }
+  for (const auto& r : records) {
+    s += r.advantage;
+    s2 += r.advantage * r.advantage;
+  }
   if (!records.empty()) {
     stats.advantage_mean = s / records.size();
     stats.advantage_std = std::sqrt(std::max(0.0, s2 / records.size() - stats.advantage_mean * stats.advantage_mean));
   }
   return stats;
+}
+
+std::vector<RoleCredit> CreditByRole(const std::vector<CallRecord>& records, int roles) {
+  std::vector<RoleCredit> by_role(roles);
+  std::vector<double> adv2(roles, 0.0);
+  for (const auto& r : records) {
+    if (r.role < 0 || r.role >= roles) continue;
+    RoleCredit& c = by_role[r.role];
+    c.calls += 1;
+    c.reward_mean += r.reward;
+    c.advantage_mean += r.advantage;
+    adv2[r.role] += r.advantage * r.advantage;
+    c.invalid_fraction += !r.valid;
+  }
+  for (int i = 0; i < roles; ++i) {
+    RoleCredit& c = by_role[i];
+    if (c.calls == 0) continue;
+    c.reward_mean /= c.calls;
+    c.advantage_mean /= c.calls;
+    c.invalid_fraction /= c.calls;
+    c.advantage_std = std::sqrt(std::max(0.0, adv2[i] / c.calls - c.advantage_mean * c.advantage_mean));
+  }
+  return by_role;
 }
 
 std::string CreditAssigner::SaveState() const {

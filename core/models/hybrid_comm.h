@@ -18,11 +18,12 @@
 
 namespace troupe {
 
+// Set from a workflow's trainer.hybrid (its defaults: workflows/config/defaults.cc).
 struct HybridSettings {
-  int latent_vectors = 6;      // K (0: a text-only channel)
-  bool differentiable = false; // stage 2: gradients flow from the receiver's loss into the sender
-  double distill_weight = 20.0;
-  int bot = 0, eot = 0;        // token ids of <bot> and <eot>
+  int latent_vectors = 0;       // K (0: a text-only channel)
+  bool differentiable = false;  // stage 2: gradients flow from the receiver's loss into the sender
+  double distill_weight = 0.0;
+  int bot = 0, eot = 0;  // token ids of <bot> and <eot>
 };
 
 // One sender: its prompt ends with <bot>; after its latents and <eot> it writes `text_tokens` tokens.
@@ -62,8 +63,8 @@ struct SelfDistillExample {
 // Stage 2: a sender and a receiver.
 struct CoTrainExample {
   int sender_model = 0, sender_slot = 0;
-  std::vector<int> sender_prompt;    // ends with <bot>
-  std::vector<int> sender_text;      // text after the sender's <eot> (teacher-forced); may be empty
+  std::vector<int> sender_prompt;  // ends with <bot>
+  std::vector<int> sender_text;    // text after the sender's <eot> (teacher-forced); may be empty
   int receiver_model = 0, receiver_slot = 0;
   std::vector<int> receiver_prompt;  // ends with <bot>: the student reads the latents here
   std::vector<int> teacher_prompt;   // the receiver's prompt with the whole message in text, ends with <bot>
@@ -81,10 +82,10 @@ class HybridCommTrainer {
   // The weight of the hidden-state loss from now on (warm-up schedules).
   void SetDistillWeight(double weight);
 
-  std::vector<SentMessage> Send(const std::vector<SendQuery>& queries);            // greedy, no gradients
-  std::vector<std::vector<int>> Answer(const std::vector<AnswerQuery>& queries);   // greedy, no gradients
-  HybridStepStats SelfDistill(const std::vector<SelfDistillExample>& batch);       // one optimiser step
-  HybridStepStats CoTrain(const std::vector<CoTrainExample>& batch);               // one optimiser step
+  std::vector<SentMessage> Send(const std::vector<SendQuery>& queries);           // greedy, no gradients
+  std::vector<std::vector<int>> Answer(const std::vector<AnswerQuery>& queries);  // greedy, no gradients
+  HybridStepStats SelfDistill(const std::vector<SelfDistillExample>& batch);      // one optimiser step
+  HybridStepStats CoTrain(const std::vector<CoTrainExample>& batch);              // one optimiser step
   int64_t ParameterCount() const;
 
  private:

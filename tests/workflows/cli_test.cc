@@ -82,7 +82,8 @@ TEST_CASE("train then eval --json reports the game's figures", "[cli]") {
   CHECK(eval.output.front() == '{');
 }
 
-TEST_CASE("replay refuses a file that is not a session and reads a session cut short to its last event", "[cli][session]") {
+TEST_CASE("replay refuses a file that is not a session and reads a session cut short to its last event",
+          "[cli][session]") {
   const fs::path dir = fs::temp_directory_path() / "troupe-cli-replay";
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -93,7 +94,8 @@ TEST_CASE("replay refuses a file that is not a session and reads a session cut s
     INFO(name << ": " << r.output);
     CHECK(r.status == 3);
     CHECK_THAT(r.output, Catch::Contains((dir / name).string()));
-    CHECK_THAT(r.output, Catch::Contains(std::string(name) == "missing.session" ? "cannot open" : "is not a troupe session file"));
+    CHECK_THAT(r.output, Catch::Contains(std::string(name) == "missing.session" ? "cannot open"
+                                                                                : "is not a troupe session file"));
   }
   const fs::path cut = dir / "cut.session";
   {
@@ -108,8 +110,8 @@ TEST_CASE("replay refuses a file that is not a session and reads a session cut s
   Result r = Troupe("replay " + cut.string() + " --summary");
   INFO(r.output);
   CHECK(r.status == 0);
-  CHECK_THAT(r.output, Catch::Contains("events: 2") && Catch::Contains("iterations: 1..2") &&
-                           Catch::Contains("stopped reading"));
+  CHECK_THAT(r.output,
+             Catch::Contains("events: 2") && Catch::Contains("iterations: 1..2") && Catch::Contains("stopped reading"));
 }
 
 TEST_CASE("an option that does not apply to a command is an error naming the command", "[cli]") {
@@ -145,7 +147,7 @@ TEST_CASE("troupe view runs troupe-view with its arguments", "[cli][viewer]") {
   CHECK_THAT(missing.output, Catch::Contains("cannot open /no/such.session"));
 }
 
-TEST_CASE("--verbose logs debug messages, and the default and --quiet do not", "[cli][logging]") {
+TEST_CASE("debug messages are logged with --verbose, and neither by default nor with --quiet", "[cli][logging]") {
   const fs::path file = fs::temp_directory_path() / "troupe-cli-tiny.textproto";
   std::ofstream(file) << troupe::testing::TinyRedBlack(3, "trainer { iterations: 1 episodes_per_iteration: 4 }");
   const std::string run = (fs::temp_directory_path() / "troupe-cli-verbose").string();

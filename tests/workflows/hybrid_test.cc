@@ -8,13 +8,13 @@
 #include <filesystem>
 #include <sstream>
 
+#include "../test_support.h"
 #include "core/models/hybrid_comm.h"
 #include "core/models/model_pool_impl.h"
 #include "workflows/config/compiled_workflow.h"
 #include "workflows/config/config_loader.h"
 #include "workflows/run/hybrid_run.h"
 #include "workflows/run/rollout.h"
-#include "../test_support.h"
 
 using namespace troupe;
 namespace fs = std::filesystem;
@@ -59,6 +59,7 @@ double ProjectionChange(bool differentiable) {
   ModelPool pool({Config("sender", 16), Config("receiver", 24)}, 1);
   HybridSettings s;
   s.latent_vectors = 3;
+  s.distill_weight = 20.0;
   s.differentiable = differentiable;
   s.bot = 18;
   s.eot = 19;
@@ -84,7 +85,9 @@ class DirectPolicy : public PolicyService {
     }
     return out;
   }
-  std::vector<ModelTrainStats> Update(const std::vector<CallRecord>& records) override { return trainer.Update(records); }
+  std::vector<ModelTrainStats> Update(const std::vector<CallRecord>& records) override {
+    return trainer.Update(records);
+  }
   std::vector<ModelTrainStats> Supervised(const std::vector<CallRecord>& d, int steps) override {
     return trainer.Supervised(d, steps);
   }
@@ -104,8 +107,9 @@ CompiledWorkflow TinyHybridRedBlack(const std::string& mode) {
 
 }  // namespace
 
-TEST_CASE("in Red-Black deliberation a hybrid speaker sends K vectors and its recommendation, and teammates read the vectors",
-          "[hybrid][red_black]") {
+TEST_CASE(
+    "in Red-Black deliberation a hybrid speaker sends K vectors and its recommendation, and teammates read the vectors",
+    "[hybrid][red_black]") {
   CompiledWorkflow w = TinyHybridRedBlack("HYBRID");
   DirectPolicy policy(w);
   Rollout rollout(w, policy);
@@ -153,7 +157,8 @@ TEST_CASE("in Red-Black deliberation a hybrid speaker sends K vectors and its re
   std::vector<std::vector<float>> logp = policy.trainer.ResponseLogProbs(batch.records);
   double worst = 0;
   for (size_t i = 0; i < batch.records.size(); ++i) {
-    for (size_t t = 0; t < logp[i].size(); ++t) worst = std::max<double>(worst, std::abs(logp[i][t] - batch.records[i].logprobs[t]));
+    for (size_t t = 0; t < logp[i].size(); ++t)
+      worst = std::max<double>(worst, std::abs(logp[i][t] - batch.records[i].logprobs[t]));
   }
   CHECK(worst < 1e-4);
   // What teammates read matters: other vectors give other probabilities.
@@ -196,16 +201,19 @@ TEST_CASE("latent channels in a reinforcement-learning run are refused where the
                     Catch::Contains("t.textproto:") && Catch::Contains("'b' does not"));
   CHECK_THROWS_WITH(compile("channel { from: \"a\" to: \"a\" mode: LATENT text_words: 2 }"),
                     Catch::Contains("text_words is for HYBRID"));
-  CHECK_THROWS_WITH(compile("channel { from: \"a\" to: \"a\" mode: HYBRID }\nchannel { from: \"a\" to: \"a\" mode: TEXT }"),
-                    Catch::Contains("a message is made once"));
+  CHECK_THROWS_WITH(
+      compile("channel { from: \"a\" to: \"a\" mode: HYBRID }\nchannel { from: \"a\" to: \"a\" mode: TEXT }"),
+      Catch::Contains("a message is made once"));
   auto pipeline = [] {
-    LoadedWorkflow l = LoadWorkflowFile(std::string(TROUPE_SOURCE_DIR) + "/workflows/shipped/proposer_critic.textproto");
+    LoadedWorkflow l =
+        LoadWorkflowFile(std::string(TROUPE_SOURCE_DIR) + "/workflows/shipped/proposer_critic.textproto");
     ApplyOverride(l, "channel[0].mode=HYBRID");
     CompileWorkflow(l);
   };
   CHECK_THROWS_WITH(pipeline(), Catch::Contains("needs a game whose seats send messages"));
   auto distilled = [] {
-    LoadedWorkflow l = LoadWorkflowFile(std::string(TROUPE_SOURCE_DIR) + "/workflows/shipped/split_facts_hybrid.textproto");
+    LoadedWorkflow l =
+        LoadWorkflowFile(std::string(TROUPE_SOURCE_DIR) + "/workflows/shipped/split_facts_hybrid.textproto");
     ApplyOverride(l, "channel[0].latent_vectors=3");
     CompileWorkflow(l);
   };
@@ -249,9 +257,10 @@ TEST_CASE("hybrid messages trained from config beat the no-communication baselin
   const std::string file = std::string(TROUPE_SOURCE_DIR) + "/workflows/shipped/split_facts_hybrid.textproto";
   LoadedWorkflow loaded = LoadWorkflowFile(file);
   // The shipped channels stay HYBRID: K vectors and one word each way.
-  for (const char* s : {"trainer.hybrid.latent_vectors=2", "trainer.hybrid.stage1_steps=40",
-                        "trainer.hybrid.stage2_steps=120", "trainer.hybrid.eval_every=1000", "trainer.eval_episodes=128",
-                        "game.param[0].int=4", "game.param[2].int=1", "game.param[1].int=4"}) {
+  for (const char* s :
+       {"trainer.hybrid.latent_vectors=2", "trainer.hybrid.stage1_steps=40", "trainer.hybrid.stage2_steps=120",
+        "trainer.hybrid.eval_every=1000", "trainer.eval_episodes=128", "game.param[0].int=4", "game.param[2].int=1",
+        "game.param[1].int=4"}) {
     ApplyOverride(loaded, s);
   }
   CompiledWorkflow w = CompileWorkflow(loaded);
@@ -264,9 +273,9 @@ TEST_CASE("hybrid messages trained from config beat the no-communication baselin
   HybridResult r = HybridTrain(w, o, out);
   INFO(out.str());
   INFO(HybridTable(r));
-  CHECK(r.before.metrics.at("accuracy") < 0.4);       // 4 values: guessing gives 0.25
+  CHECK(r.before.metrics.at("accuracy") < 0.4);  // 4 values: guessing gives 0.25
   CHECK(r.after.metrics.at("accuracy") > 0.45);
-  CHECK(r.after.metrics.at("text_tokens") == 2.0);    // one word each way
-  CHECK(r.after.metrics.at("latent_vectors") == 4.0); // and two vectors each way
+  CHECK(r.after.metrics.at("text_tokens") == 2.0);     // one word each way
+  CHECK(r.after.metrics.at("latent_vectors") == 4.0);  // and two vectors each way
   CHECK(fs::exists(dir / "metrics.jsonl"));
 }

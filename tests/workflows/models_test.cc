@@ -5,8 +5,8 @@
 
 #include <set>
 
-#include "core/models/model_pool_impl.h"
 #include "core/models/gae.h"
+#include "core/models/model_pool_impl.h"
 #include "core/models/trainer.h"
 #include "workflows/config/compiled_workflow.h"
 #include "workflows/config/config_loader.h"
@@ -54,7 +54,9 @@ torch::Tensor Param(ModelPool& pool, int m, const std::string& name) {
 }  // namespace
 
 TEST_CASE("full sharing puts every role on one model, told apart by role embeddings", "[models][sharing]") {
-  auto w = Compile(kOneModel, "role { name: \"a0\" seats: \"a0\" model: \"m\" }\nrole { name: \"a1\" seats: \"a1\" model: \"m\" }\n");
+  auto w =
+      Compile(kOneModel,
+              "role { name: \"a0\" seats: \"a0\" model: \"m\" }\nrole { name: \"a1\" seats: \"a1\" model: \"m\" }\n");
   CHECK(w.models.size() == 1);
   CHECK(w.roles[0].slot == 0);
   CHECK(w.roles[1].slot == 1);
@@ -68,7 +70,9 @@ TEST_CASE("full sharing puts every role on one model, told apart by role embeddi
 }
 
 TEST_CASE("full separation gives each role its own model and gradients", "[models][sharing]") {
-  auto w = Compile(kTwoModels, "role { name: \"a0\" seats: \"a0\" model: \"m0\" }\nrole { name: \"a1\" seats: \"a1\" model: \"m1\" }\n");
+  auto w =
+      Compile(kTwoModels,
+              "role { name: \"a0\" seats: \"a0\" model: \"m0\" }\nrole { name: \"a1\" seats: \"a1\" model: \"m1\" }\n");
   CHECK(w.models.size() == 2);
   CHECK(w.sharing[0] == "separate");
   ModelPool pool(w.models, 1);
@@ -80,8 +84,9 @@ TEST_CASE("full separation gives each role its own model and gradients", "[model
 }
 
 TEST_CASE("partial sharing trains the shared trunk and only the acting role's LoRA adapter", "[models][sharing]") {
-  auto w = Compile(kOneModel, "role { name: \"a0\" seats: \"a0\" model: \"m\" adapter: LORA }\n"
-                              "role { name: \"a1\" seats: \"a1\" model: \"m\" adapter: LORA }\n");
+  auto w = Compile(kOneModel,
+                   "role { name: \"a0\" seats: \"a0\" model: \"m\" adapter: LORA }\n"
+                   "role { name: \"a1\" seats: \"a1\" model: \"m\" adapter: LORA }\n");
   CHECK_THAT(w.sharing[0], Catch::StartsWith("partial (shared trunk, per-role LoRA r=2"));
   ModelPool pool(w.models, 1);
   auto lora_b = Param(pool, 0, "blocks.0.fc1.lora_b");
@@ -94,8 +99,9 @@ TEST_CASE("partial sharing trains the shared trunk and only the acting role's Lo
 }
 
 TEST_CASE("partial sharing with per-role heads keeps one head per role", "[models][sharing]") {
-  auto w = Compile(kOneModel, "role { name: \"a0\" seats: \"a0\" model: \"m\" adapter: HEAD }\n"
-                              "role { name: \"a1\" seats: \"a1\" model: \"m\" adapter: HEAD }\n");
+  auto w = Compile(kOneModel,
+                   "role { name: \"a0\" seats: \"a0\" model: \"m\" adapter: HEAD }\n"
+                   "role { name: \"a1\" seats: \"a1\" model: \"m\" adapter: HEAD }\n");
   ModelPool pool(w.models, 1);
   BackwardFromRole(pool, 0, 0);
   auto heads = Param(pool, 0, "role_lm_w");
@@ -135,7 +141,8 @@ TEST_CASE("batched KV-cached generation agrees with teacher-forced scoring", "[m
 }
 
 TEST_CASE("a prompt longer than max_len is a clear model error", "[models][generate]") {
-  // Validation refuses a max_len that a workflow's prompts cannot fit; a model built with one anyway refuses at run time.
+  // Validation refuses a max_len that a workflow's prompts cannot fit; a model built with one anyway refuses at run
+  // time.
   auto w = Compile(kOneModel, "role { name: \"a\" seats: \"a*\" model: \"m\" }\n");
   std::vector<ModelConfig> models = w.models;
   models[0].max_len = 8;
@@ -149,8 +156,8 @@ TEST_CASE("correlated sampling gives identical queries one shared answer", "[mod
   auto w = Compile(kOneModel, "role { name: \"a\" seats: \"a*\" model: \"m\" }\n");
   ModelPool pool(w.models, 3);
   const std::vector<int> p = {1, 4, 9, 10}, other = {1, 4, 20};
-  std::vector<GenerateQuery> q = {{0, &p, 3, nullptr, 0}, {0, &other, 3, nullptr, 0}, {0, &p, 3, nullptr, 0},
-                                  {0, &p, 3, nullptr, 0}};
+  std::vector<GenerateQuery> q = {
+      {0, &p, 3, nullptr, 0}, {0, &other, 3, nullptr, 0}, {0, &p, 3, nullptr, 0}, {0, &p, 3, nullptr, 0}};
   Rng rng(4);
   auto shared = pool.Generate(0, q, rng, 3.0, false, true);
   CHECK(shared[0].tokens == shared[2].tokens);
@@ -166,25 +173,17 @@ TEST_CASE("correlated sampling gives identical queries one shared answer", "[mod
 
 TEST_CASE("supervised training teaches the model to answer with a token from its prompt", "[models][learning]") {
   // Prompt: <bos> <role> k filler... q ; answer: k. Solving it needs attention back to position 2.
-  ModelConfig c;
-  c.name = "m";
+  // A workflow's defaults, then this task's sizes.
+  const CompiledWorkflow w = Compile(
+      "model { name: \"m\" transformer { d_model: 32 heads: 4 layers: 2 ff_mult: 2 } "
+      "optimizer { lr: 0.003 } }\n",
+      "role { name: \"a\" seats: \"a*\" model: \"m\" }\n");
+  ModelConfig c = w.models[0];
   c.vocab_size = 30;
-  c.d_model = 32;
-  c.heads = 4;
-  c.layers = 2;
-  c.ff_mult = 2;
   c.max_len = 32;
-  c.device = "cpu";
-  c.lr = 3e-3;
-  c.grad_clip = 1.0;
   ModelPool pool({c}, 1);
-  TrainerConfig tc;
-  tc.epochs = 1;
+  TrainerConfig tc = w.trainer;
   tc.minibatch = 256;
-  tc.clip = 0.2;
-  tc.temperature = 1.0;
-  tc.gamma = 1.0;
-  tc.lambda = 1.0;
   Trainer trainer(pool, tc, 1);
   Rng rng(2);
   auto make = [&](int n) {
@@ -211,7 +210,8 @@ TEST_CASE("supervised training teaches the model to answer with a token from its
   CHECK(right >= 56);
 }
 
-TEST_CASE("correlated sampling shares one answer within a share key and samples each key on its own", "[models][generate]") {
+TEST_CASE("correlated sampling shares one answer within a share key and samples each key on its own",
+          "[models][generate]") {
   auto w = Compile(kOneModel, "role { name: \"a\" seats: \"a*\" model: \"m\" }\n");
   ModelPool pool(w.models, 3);
   const std::vector<int> p = {1, 4, 9, 10};
@@ -244,7 +244,8 @@ TEST_CASE("correlated sampling shares one answer within a share key and samples 
   for (size_t i = 0; i < 8; ++i) CHECK(own_shared[i].tokens == plain[i].tokens);
 }
 
-TEST_CASE("guided decoding samples the first token among the options and scores it consistently", "[models][generate]") {
+TEST_CASE("guided decoding samples the first token among the options and scores it consistently",
+          "[models][generate]") {
   auto w = Compile(kOneModel, "role { name: \"a\" seats: \"a*\" model: \"m\" }\n");
   ModelPool pool(w.models, 3);
   const std::vector<int> p = {1, 4, 9, 10}, options = {11, 12};
@@ -268,9 +269,9 @@ TEST_CASE("PPO's token-level GAE gives its exact advantages with gamma and lambd
   torch::Tensor mask = torch::tensor({0.0, 1.0, 1.0, 1.0, 0.0, 0.0, 1.0, 0.0}, torch::kDouble).view({2, 4});
   torch::Tensor adv = TokenGae(values, rewards, mask, g, l);
   // By hand, backwards: delta_t = r_t + g V_{t+1} - V_t, A_t = delta_t + g l A_{t+1}, V and A after the call 0.
-  const double a3 = 1.0 - (-0.1);                        // 1.1
-  const double a2 = (g * -0.1 - 0.2) + g * l * a3;        // -0.29 + 0.792 = 0.502
-  const double a1 = (g * 0.2 - 0.5) + g * l * a2;         // -0.32 + 0.36144 = 0.04144
+  const double a3 = 1.0 - (-0.1);                   // 1.1
+  const double a2 = (g * -0.1 - 0.2) + g * l * a3;  // -0.29 + 0.792 = 0.502
+  const double a1 = (g * 0.2 - 0.5) + g * l * a2;   // -0.32 + 0.36144 = 0.04144
   const std::vector<double> expected = {0.0, a1, a2, a3, 0.0, 0.0, -1.0 - 0.3, 0.0};
   auto got = adv.contiguous();
   for (int i = 0; i < 8; ++i) {

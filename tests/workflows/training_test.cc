@@ -13,10 +13,10 @@
 #include "comms/proto/tensorboard_event.pb.h"
 #include "core/base/record_file.h"
 #include "core/models/checkpoint.h"
+#include "tests/test_support.h"
 #include "workflows/config/compiled_workflow.h"
 #include "workflows/config/config_loader.h"
 #include "workflows/run/train_run.h"
-#include "tests/test_support.h"
 
 using namespace troupe;
 namespace fs = std::filesystem;
@@ -83,6 +83,16 @@ double Number(const nlohmann::json& line, const std::string& key) {
   const double v = line.at(key).get<double>();
   REQUIRE(std::isfinite(v));
   return v;
+}
+
+// Every one of `keys` is a finite number in [low, high].
+void CheckWithin(const nlohmann::json& line, const std::vector<std::string>& keys, double low, double high) {
+  for (const auto& key : keys) {
+    INFO(key);
+    const double v = Number(line, key);
+    CHECK(v >= low);
+    CHECK(v <= high);
+  }
 }
 
 std::string SlurpFile(const fs::path& p) {
@@ -162,7 +172,7 @@ TEST_CASE("every credit estimator trains from config and reports its losses", "[
     REQUIRE(lines.size() == 2);
     const bool ppo = std::string(est) == "PPO";
     for (const auto& line : lines) {
-      CHECK(Number(line, "grad_norm/m") > 0);            // the update moved the model
+      CHECK(Number(line, "grad_norm/m") > 0);  // the update moved the model
       CHECK(Number(line, "entropy/m") > 0);
       const double clipped = Number(line, "clip_fraction/m");
       CHECK(clipped >= 0);
@@ -193,11 +203,13 @@ TEST_CASE("the KL term to a frozen reference is reported when enabled", "[traini
   CHECK(Number(MetricsJson(off).at(0), "kl/m") == 0);
 }
 
-TEST_CASE("a run folder holds the resolved config, metrics, checkpoints and TensorBoard events", "[training][outputs]") {
+TEST_CASE("a run folder holds the resolved config, metrics, checkpoints and TensorBoard events",
+          "[training][outputs]") {
   const auto dir = Temp("outputs");
   Run(Tiny({"trainer.iterations=2"}), dir);
   CHECK(fs::exists(fs::path(dir) / "workflow.resolved.textproto"));
-  CHECK(SlurpFile(fs::path(dir) / "workflow.resolved.textproto").find("episodes_per_iteration: 8") != std::string::npos);
+  CHECK(SlurpFile(fs::path(dir) / "workflow.resolved.textproto").find("episodes_per_iteration: 8") !=
+        std::string::npos);
   std::string events;
   for (const auto& e : fs::directory_iterator(dir)) {
     if (e.path().filename().string().rfind("events.out.tfevents.", 0) == 0) events = e.path().string();
@@ -245,11 +257,7 @@ role { name: "a1" seats: "a1" seats: "a2" model: "m" }
     REQUIRE(lines.size() == 2);
     for (const auto& line : lines) {
       // Each role's reward: 0.1 x team score to go (a round pays at most 3 x 3 x 3 here) + format (0 or -1).
-      for (const char* role : {"reward/a0", "reward/a1"}) {
-        const double r = Number(line, role);
-        CHECK(r >= -1 - 0.1 * 27);
-        CHECK(r <= 0.1 * 27);
-      }
+      CheckWithin(line, {"reward/a0", "reward/a1"}, -1 - 0.1 * 27, 0.1 * 27);
       // One update per physical model, and each moved its parameters.
       for (const auto& m : models) CHECK(Number(line, "grad_norm/" + m) > 0);
       CHECK_FALSE(line.contains("grad_norm/m3"));
@@ -281,14 +289,8 @@ TEST_CASE("the node-driven proposer -> critic pipeline validates and runs", "[tr
   REQUIRE(lines.size() == 2);
   for (const auto& line : lines) {
     // score in [0, 1] plus 0.5 x format (0 or -1).
-    for (const char* role : {"reward/proposer", "reward/critic"}) {
-      const double r = Number(line, role);
-      CHECK(r >= -0.5);
-      CHECK(r <= 1.0);
-    }
-    const double score = Number(line, "game/score");
-    CHECK(score >= 0);
-    CHECK(score <= 1);
+    CheckWithin(line, {"reward/proposer", "reward/critic"}, -0.5, 1.0);
+    CheckWithin(line, {"game/score"}, 0, 1);
     // Every episode stops by the step bound at the latest, after one step at least.
     const double steps = Number(line, "game/steps");
     CHECK(steps >= 1);
@@ -305,8 +307,10 @@ TEST_CASE("the progress line and the end table show the headline metrics the gam
     REQUIRE(at != std::string::npos);
     text.replace(at, from.size(), to);
   };
-  swap("role { name: \"a\" seats: \"a*\" model: \"m\" }", "role { name: \"a\" seats: \"a*\" scripted: \"tit_for_tat\" }");
-  swap("role { name: \"b\" seats: \"b*\" scripted: \"tit_for_tat\" }", "role { name: \"b\" seats: \"b*\" model: \"m\" }");
+  swap("role { name: \"a\" seats: \"a*\" model: \"m\" }",
+       "role { name: \"a\" seats: \"a*\" scripted: \"tit_for_tat\" }");
+  swap("role { name: \"b\" seats: \"b*\" scripted: \"tit_for_tat\" }",
+       "role { name: \"b\" seats: \"b*\" model: \"m\" }");
   CompiledWorkflow w = Tiny({"trainer.iterations=1"}, text);
   CHECK(w.headline_metrics ==
         std::vector<std::string>{"team_b_score", "team_b_cooperation", "combined_score", "efficiency"});

@@ -8,37 +8,37 @@
 
 #include <atomic>
 #include <cerrno>
-#include <cstring>
 #include <chrono>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
+#include <google/protobuf/text_format.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
-#include <google/protobuf/text_format.h>
+#include <CLI/CLI.hpp>
 
 #include "comms/curve.h"
 #include "comms/event_stream.h"
 #include "comms/session_file.h"
-#include "core/models/checkpoint.h"
 #include "core/base/errors.h"
+#include "core/models/checkpoint.h"
 #include "workflows/config/compiled_workflow.h"
 #include "workflows/config/config_loader.h"
 #include "workflows/run/evaluate.h"
 #include "workflows/run/hybrid_run.h"
-#include "workflows/runtime/model_worker.h"
 #include "workflows/run/train_run.h"
+#include "workflows/runtime/model_worker.h"
 #include "workflows/runtime/worker_hub.h"
 
 namespace {
 
 using troupe::CompiledWorkflow;
 
-volatile sig_atomic_t g_interrupted = 0;    // troupe record: stop recording
+volatile sig_atomic_t g_interrupted = 0;   // troupe record: stop recording
 std::atomic<bool> g_stop_training{false};  // troupe train: stop after this iteration
 
 const char* kUsage = R"(`troupe help train` (or `troupe train --help`) lists train's options, and so on;
@@ -83,7 +83,8 @@ tcp endpoint that is not loopback requires them, and peers without an admitted
 client key are refused.
 )";
 
-const char* kTrainUsage = R"(usage: troupe train FILE [--out DIR] [--seed N] [--set field.path=value ...] [--resume] [--quiet]
+const char* kTrainUsage =
+    R"(usage: troupe train FILE [--out DIR] [--seed N] [--set field.path=value ...] [--resume] [--quiet]
                     [--no-eval] [--publish ENDPOINT [--await-subscriber S]] [--record FILE]
 
   --out DIR      run folder (default runs/<workflow name>-<date>-<time>)
@@ -109,7 +110,8 @@ per iteration), TensorBoard event files, eval_untrained.json, eval_trained.json
 and checkpoints/.
 )";
 
-const char* kEvalUsage = R"(usage: troupe eval FILE --checkpoint DIR [--episodes N] [--json] [--greedy] [--show N] [--seed N]
+const char* kEvalUsage =
+    R"(usage: troupe eval FILE --checkpoint DIR [--episodes N] [--json] [--greedy] [--show N] [--seed N]
                    [--set P=V ...]
 
   --checkpoint DIR  a run folder or one of its checkpoints/iter-* folders
@@ -186,7 +188,7 @@ int Train(const Args& a) {
   signal(SIGINT, on_signal);
   signal(SIGTERM, on_signal);
   std::cout << "run folder: " << o.out_dir << "\n";
-  if (w.hybrid.enabled) {
+  if (w.hybrid()) {
     troupe::HybridResult h = troupe::HybridTrain(w, o, std::cout);
     std::cout << "trained " << h.steps << " steps in " << static_cast<int>(h.seconds) << " s\n\n"
               << troupe::HybridTable(h) << "(means over " << w.run.eval_episodes << " evaluation episodes, greedy)\n";
@@ -212,7 +214,8 @@ int Eval(const Args& a) {
   troupe::WorkerHub pool(w);
   troupe::RunState state = troupe::LoadCheckpoint(*ckpt, [&](const std::string& d) { pool.Load(d, false); });
   if (state["vocab"] != w.vocab.Fingerprint()) {
-    throw troupe::CheckpointError("checkpoint " + *ckpt + " was trained with another vocabulary (game or roles differ)");
+    throw troupe::CheckpointError("checkpoint " + *ckpt +
+                                  " was trained with another vocabulary (game or roles differ)");
   }
   const int episodes = a.episodes > 0 ? a.episodes : w.run.eval_episodes;
   troupe::EvalResult r = troupe::Evaluate(w, pool, episodes, w.seed + 1, a.greedy, w.trainer.temperature, a.show);
@@ -228,7 +231,6 @@ int Eval(const Args& a) {
   }
   return 0;
 }
-
 
 int Worker(const Args& a) {
   troupe::WorkerOptions o;
@@ -255,14 +257,15 @@ int Record(const Args& a) {
   troupe::session::Event e;
   bool ended = false;
   while (!g_interrupted && !ended) {
-    if (a.seconds > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > a.seconds) break;
+    if (a.seconds > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > a.seconds)
+      break;
     if (!sub.Next(&e, std::chrono::milliseconds(200))) continue;
     ended = e.has_run_end();
     writer.Write(e, ended || e.has_metrics() || e.has_run_start() || e.has_worker());
   }
   writer.Flush();
-  std::cout << "recorded " << writer.written() << " events" << (ended ? " up to the run's end" : "")
-            << "; missed " << sub.missed() << " (publisher drops or joined late)\n";
+  std::cout << "recorded " << writer.written() << " events" << (ended ? " up to the run's end" : "") << "; missed "
+            << sub.missed() << " (publisher drops or joined late)\n";
   return 0;
 }
 
@@ -342,7 +345,8 @@ struct Cli {
     train->add_flag("--resume", a.resume, "continue the run in --out from its latest checkpoint");
     train->add_flag("--no-eval", a.no_eval, "skip the before/after evaluation");
     train->add_option("--publish", a.publish, "publish session events on this endpoint");
-    train->add_option("--await-subscriber", a.await_subscriber, "with --publish: wait up to S seconds for a subscriber");
+    train->add_option("--await-subscriber", a.await_subscriber,
+                      "with --publish: wait up to S seconds for a subscriber");
     train->add_option("--record", a.record, "write the session events to this file");
     CLI::App* eval = Command("eval", "evaluate trained models from a checkpoint", kEvalUsage);
     File(eval, "workflow file");
@@ -352,8 +356,8 @@ struct Cli {
     eval->add_flag("--json", a.json, "print one JSON object");
     eval->add_flag("--greedy", a.greedy, "pick the most likely token instead of sampling");
     eval->add_option("--show", a.show, "also print the first N episodes");
-    CLI::App* validate = Command("validate", "check a workflow file and describe it (exit 0 valid, 1 invalid)",
-                                 kValidateUsage);
+    CLI::App* validate =
+        Command("validate", "check a workflow file and describe it (exit 0 valid, 1 invalid)", kValidateUsage);
     File(validate, "workflow file");
     Overrides(validate);
     CLI::App* worker = Command("worker", "serve one model of a running `troupe train` from this process", kWorkerUsage);
@@ -372,8 +376,8 @@ struct Cli {
     replay->add_option("--events", a.events, "also print the first N events");
     CLI::App* keys = Command("keys", "make CurveZMQ key files for tcp endpoints off this host", kKeysUsage);
     keys->add_option("--out", a.out, "folder for the key files")->required();
-    CLI::App* view = Command("view", "run troupe-view (a live or recorded session); `troupe view --help` for its options",
-                             nullptr);
+    CLI::App* view =
+        Command("view", "run troupe-view (a live or recorded session); `troupe view --help` for its options", nullptr);
     view->prefix_command();
     view->allow_extras();
     view->set_help_flag();  // --help goes to troupe-view

@@ -40,7 +40,8 @@ void CompileRuntime(const LoadedWorkflow& w, CompiledWorkflow& c) {
     }
     if (p.model < 0) w.Fail({{"runtime"}, {"worker", i}, {"model"}}, "worker for unknown model '" + spec.model() + "'");
     for (const auto& other : s.external) {
-      if (other.model == p.model) w.Fail({{"runtime"}, {"worker", i}, {"model"}}, "model '" + spec.model() + "' has two worker entries");
+      if (other.model == p.model)
+        w.Fail({{"runtime"}, {"worker", i}, {"model"}}, "model '" + spec.model() + "' has two worker entries");
     }
     if (spec.replicas() <= 0) w.Fail({{"runtime"}, {"worker", i}, {"replicas"}}, "replicas must be positive");
     p.replicas = spec.replicas();
@@ -56,53 +57,42 @@ void CompileRuntime(const LoadedWorkflow& w, CompiledWorkflow& c) {
   if (r.detail_episodes() < 0) w.Fail({{"runtime"}, {"detail_episodes"}}, "detail_episodes must be 0 (none) or more");
   s.detail_episodes = r.detail_episodes();
   if (s.worker_timeout_ms <= s.heartbeat_ms) {
-    w.Fail({{"runtime"}, {"worker_timeout_ms"}}, "worker_timeout_ms must exceed heartbeat_ms (" +
-                                                     std::to_string(s.heartbeat_ms) + ")");
+    w.Fail({{"runtime"}, {"worker_timeout_ms"}},
+           "worker_timeout_ms must exceed heartbeat_ms (" + std::to_string(s.heartbeat_ms) + ")");
   }
   s.continue_on_loss = r.on_worker_loss() == config::CONTINUE;
   s.keys_dir = r.keys_dir();
 
   if (!c.proto.trainer().has_hybrid()) return;
   config::HybridSpec& h = *c.proto.mutable_trainer()->mutable_hybrid();  // with its defaults
-  HybridRunSettings& hs = c.hybrid;
-  hs.enabled = true;
-  if (!c.game) w.Fail({{"trainer"}, {"hybrid"}}, "trainer.hybrid trains the messages of a game; this workflow has none");
+  if (!c.game)
+    w.Fail({{"trainer"}, {"hybrid"}}, "trainer.hybrid trains the messages of a game; this workflow has none");
   if (w.proto.channel_size() == 0) {
     w.Fail({{"trainer"}, {"hybrid"}}, "trainer.hybrid needs channels between the roles that message each other");
   }
-  hs.mode = w.proto.channel(0).mode();
+  c.hybrid_mode = w.proto.channel(0).mode();
   for (int i = 1; i < w.proto.channel_size(); ++i) {
-    if (w.proto.channel(i).mode() != hs.mode) {
+    if (w.proto.channel(i).mode() != c.hybrid_mode) {
       w.Fail({{"channel", i}, {"mode"}}, "with trainer.hybrid every channel has the same mode (channel 0 is " +
-                                             config::ChannelMode_Name(hs.mode) + ")");
+                                             config::ChannelMode_Name(c.hybrid_mode) + ")");
     }
   }
   // The warm-up's default depends on stage 1's length: half of it.
   if (!h.has_distill_warmup_steps()) h.set_distill_warmup_steps(h.stage1_steps() / 2);
-  for (const auto& [value, field] : {std::make_pair(h.latent_vectors(), "latent_vectors"),
-                                     std::make_pair(h.text_words(), "text_words"),
-                                     std::make_pair(h.stage1_steps() + 1, "stage1_steps"),
-                                     std::make_pair(h.stage2_steps() + 1, "stage2_steps"),
-                                     std::make_pair(h.batch(), "batch"), std::make_pair(h.eval_every(), "eval_every")}) {
+  for (const auto& [value, field] :
+       {std::make_pair(h.latent_vectors(), "latent_vectors"), std::make_pair(h.text_words(), "text_words"),
+        std::make_pair(h.stage1_steps() + 1, "stage1_steps"), std::make_pair(h.stage2_steps() + 1, "stage2_steps"),
+        std::make_pair(h.batch(), "batch"), std::make_pair(h.eval_every(), "eval_every")}) {
     if (value <= 0) w.Fail({{"trainer"}, {"hybrid"}, {field}}, std::string(field) + " must be positive");
   }
-  hs.latent_vectors = h.latent_vectors();
-  hs.text_words = h.text_words();
-  hs.stage1_steps = h.stage1_steps();
-  hs.stage2_steps = h.stage2_steps();
-  hs.batch = h.batch();
-  hs.differentiable = h.differentiable();
-  hs.distill_weight = h.distill_weight();
-  hs.teacher = h.teacher();
-  hs.eval_every = h.eval_every();
-  hs.distill_warmup_steps = h.distill_warmup_steps();
-  if (!StrategyFactory::Get().Has(hs.teacher)) {
-    w.Fail({{"trainer"}, {"hybrid"}, {"teacher"}}, "teacher '" + hs.teacher + "' is not a scripted strategy");
+  if (!StrategyFactory::Get().Has(h.teacher())) {
+    w.Fail({{"trainer"}, {"hybrid"}, {"teacher"}}, "teacher '" + h.teacher() + "' is not a scripted strategy");
   }
   for (const auto& r : c.roles) {
-    if (!r.trained()) w.Fail({{"trainer"}, {"hybrid"}}, "with trainer.hybrid every role runs on a model; '" + r.name + "' is scripted");
+    if (!r.trained())
+      w.Fail({{"trainer"}, {"hybrid"}}, "with trainer.hybrid every role runs on a model; '" + r.name + "' is scripted");
   }
-  if (hs.differentiable && hs.mode == config::TEXT) {
+  if (h.differentiable() && c.hybrid_mode == config::TEXT) {
     w.Fail({{"trainer"}, {"hybrid"}, {"differentiable"}}, "differentiable needs LATENT or HYBRID channels");
   }
 }

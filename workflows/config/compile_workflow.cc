@@ -7,10 +7,10 @@
 
 #include "core/base/errors.h"
 #include "workflows/config/compiled_workflow.h"
+#include "workflows/config/config_loader.h"
 #include "workflows/config/defaults.h"
 #include "workflows/config/enums.h"
 #include "workflows/config/model_spec.h"
-#include "workflows/config/config_loader.h"
 #include "workflows/config/validate_graph.h"
 
 namespace troupe {
@@ -98,8 +98,8 @@ void CompilePipelineTask(const LoadedWorkflow& w, CompiledWorkflow& c) {
   const config::PipelineSpec& spec = w.proto.pipeline();
   const std::vector<ParamSpec>* specs = PipelineTaskParamRegistry::Get().Find(spec.task());
   if (specs == nullptr) {
-    w.Fail({{"pipeline"}, {"task"}}, "unknown pipeline task '" + spec.task() + "' (registered: " +
-                                         JoinNames(PipelineTaskFactory::Get().Names()) + ")");
+    w.Fail({{"pipeline"}, {"task"}}, "unknown pipeline task '" + spec.task() +
+                                         "' (registered: " + JoinNames(PipelineTaskFactory::Get().Names()) + ")");
   }
   Params params = ResolveParams(w, *specs, spec.param(), "pipeline");
   c.pipeline = std::make_unique<CompiledPipeline>();
@@ -125,9 +125,9 @@ void CompileModels(const LoadedWorkflow& w, CompiledWorkflow& c) {
       w.Fail({{"model", i}, {"transformer"}}, "model '" + m.name() + "': sizes must be positive");
     }
     if (mc.d_model % mc.heads != 0) {
-      w.Fail({{"model", i}, {"transformer"}, {"heads"}},
-             "model '" + m.name() + "': d_model " + std::to_string(mc.d_model) + " is not divisible by heads " +
-                 std::to_string(mc.heads));
+      w.Fail({{"model", i}, {"transformer"}, {"heads"}}, "model '" + m.name() + "': d_model " +
+                                                             std::to_string(mc.d_model) +
+                                                             " is not divisible by heads " + std::to_string(mc.heads));
     }
     if (mc.lr <= 0) w.Fail({{"model", i}, {"optimizer"}, {"lr"}}, "learning rate must be positive");
     if (mc.grad_clip < 0) w.Fail({{"model", i}, {"optimizer"}, {"grad_clip"}}, "grad_clip must be 0 (off) or positive");
@@ -184,8 +184,8 @@ void CompileRoles(const LoadedWorkflow& w, CompiledWorkflow& c) {
           if (!SeatMatches(r.seats(j), c.seat_names[s])) continue;
           matched = true;
           if (c.seat_role[s] >= 0) {
-            w.Fail({{"role", i}, {"seats", j}}, "seat '" + c.seat_names[s] + "' is already played by role '" +
-                                                    c.roles[c.seat_role[s]].name + "'");
+            w.Fail({{"role", i}, {"seats", j}},
+                   "seat '" + c.seat_names[s] + "' is already played by role '" + c.roles[c.seat_role[s]].name + "'");
           }
           c.seat_role[s] = i;
           info.seats.push_back(static_cast<int>(s));
@@ -197,7 +197,8 @@ void CompileRoles(const LoadedWorkflow& w, CompiledWorkflow& c) {
         }
       }
     } else if (r.seats_size() > 0) {
-      w.Fail({{"role", i}, {"seats", 0}}, "role '" + r.name() + "': seats belong to game workflows; pipelines use nodes");
+      w.Fail({{"role", i}, {"seats", 0}},
+             "role '" + r.name() + "': seats belong to game workflows; pipelines use nodes");
     }
     c.roles.push_back(info);
   }
@@ -269,8 +270,8 @@ void CompileRewards(const LoadedWorkflow& w, CompiledWorkflow& c) {
                                                                              : std::vector<std::string>{"format"};
     if (std::find(allowed.begin(), allowed.end(), r.signal()) == allowed.end()) {
       w.Fail({{"reward", i}, {"signal"}}, "unknown " + config::RewardLevel_Name(r.level()) + " reward signal '" +
-                                              r.signal() + "' (available: " +
-                                              (allowed.empty() ? "none" : JoinNames(allowed)) + ")");
+                                              r.signal() +
+                                              "' (available: " + (allowed.empty() ? "none" : JoinNames(allowed)) + ")");
     }
     for (int j = 0; j < r.roles_size(); ++j) {
       const int ri = c.RoleIndex(r.roles(j));
@@ -296,14 +297,19 @@ GroupKey ToGroupKey(const LoadedWorkflow& w, int key, int index) {
 void CompileTraining(const LoadedWorkflow& w, CompiledWorkflow& c) {
   const config::TrainerSpec& t = c.proto.trainer();  // with its defaults
   const config::CreditSpec& k = c.proto.credit();
-  const std::pair<const char*, double> trainer_positive[] = {
-      {"iterations", t.iterations()}, {"episodes_per_iteration", t.episodes_per_iteration()},
-      {"epochs", t.epochs()},         {"minibatch", t.minibatch()},
-      {"clip", t.clip()},             {"temperature", t.temperature()},
-      {"checkpoint_every", t.checkpoint_every()}, {"eval_episodes", t.eval_episodes()},
-      {"threads", t.threads()}};
-  const std::pair<const char*, double> credit_positive[] = {
-      {"group_size", k.group_size()}, {"gamma", k.gamma()}, {"lambda", k.lambda()}, {"baseline_decay", k.baseline_decay()}};
+  const std::pair<const char*, double> trainer_positive[] = {{"iterations", t.iterations()},
+                                                             {"episodes_per_iteration", t.episodes_per_iteration()},
+                                                             {"epochs", t.epochs()},
+                                                             {"minibatch", t.minibatch()},
+                                                             {"clip", t.clip()},
+                                                             {"temperature", t.temperature()},
+                                                             {"checkpoint_every", t.checkpoint_every()},
+                                                             {"eval_episodes", t.eval_episodes()},
+                                                             {"threads", t.threads()}};
+  const std::pair<const char*, double> credit_positive[] = {{"group_size", k.group_size()},
+                                                            {"gamma", k.gamma()},
+                                                            {"lambda", k.lambda()},
+                                                            {"baseline_decay", k.baseline_decay()}};
   for (const auto& [field, value] : trainer_positive) {
     if (value <= 0) w.Fail({{"trainer"}, {field}}, std::string(field) + " must be positive");
   }
@@ -353,8 +359,8 @@ void CompileTraining(const LoadedWorkflow& w, CompiledWorkflow& c) {
 // encodes it (<bos>, role token, observation, a latent speaker's <bot> K <eot>)
 // plus its answer. Refused at the model's max_len, naming the prompt.
 void ValidatePromptLengths(const LoadedWorkflow& w, const CompiledWorkflow& c) {
-  if (!c.game || c.hybrid.enabled) return;  // trainer.hybrid builds its own prompts (workflows/run/hybrid_run.cc)
-  int message_words = 0;  // a latent message in a reader's view: <bot> K vectors <eot> and its words
+  if (!c.game || c.hybrid()) return;  // trainer.hybrid builds its own prompts (workflows/run/hybrid_run.cc)
+  int message_words = 0;              // a latent message in a reader's view: <bot> K vectors <eot> and its words
   for (const auto& r : c.roles) {
     if (r.message_mode != config::TEXT) message_words = std::max(message_words, 2 + r.latent_vectors + r.text_words);
   }
@@ -377,7 +383,8 @@ void ValidatePromptLengths(const LoadedWorkflow& w, const CompiledWorkflow& c) {
     if (worst == nullptr || prompt + answer <= m.max_len) continue;
     const int i = static_cast<int>(mi);
     const bool written = w.proto.model(i).transformer().max_len() != 0;
-    w.Fail(written ? std::vector<PathStep>{{"model", i}, {"transformer"}, {"max_len"}} : std::vector<PathStep>{{"model", i}},
+    w.Fail(written ? std::vector<PathStep>{{"model", i}, {"transformer"}, {"max_len"}}
+                   : std::vector<PathStep>{{"model", i}},
            "model '" + m.name + "': max_len " + std::to_string(m.max_len) + (written ? "" : " (the default)") +
                " is too short for role '" + role->name + "': the longest '" + worst->phase + "' prompt " +
                c.game->Name() + " can give it is " + std::to_string(prompt) + " tokens, and its answer " +
@@ -396,7 +403,8 @@ CompiledWorkflow CompileWorkflow(const LoadedWorkflow& w) {
   const bool has_game = w.proto.has_game();
   const bool has_pipeline = w.proto.has_pipeline();
   if (has_game == has_pipeline) {
-    w.Fail({}, has_game ? "a workflow has a game or a pipeline, not both" : "a workflow needs a game { } or a pipeline { }");
+    w.Fail({}, has_game ? "a workflow has a game or a pipeline, not both"
+                        : "a workflow needs a game { } or a pipeline { }");
   }
   if (has_game) CompileGame(w, c);
   else CompilePipelineTask(w, c);
@@ -422,7 +430,7 @@ CompiledWorkflow CompileWorkflow(const LoadedWorkflow& w) {
 
   std::vector<std::string> words = c.game ? c.game->Vocabulary() : c.pipeline->task->Vocabulary();
   if (c.pipeline) words.push_back("|");  // separates a node's inputs in its prompt
-  if (c.hybrid.enabled || c.LatentMessages()) {
+  if (c.hybrid() || c.LatentMessages()) {
     words.push_back("<bot>");
     words.push_back("<eot>");
   }

@@ -14,18 +14,18 @@
 #include "core/credit.h"
 #include "core/game.h"
 #include "core/models/model_pool.h"
-#include "core/pipeline_task.h"
 #include "core/models/trainer.h"
+#include "core/pipeline_task.h"
 #include "core/vocab.h"
 
 namespace troupe {
 
 struct RoleInfo {
   std::string name;
-  std::vector<int> seats;     // game seats this role plays
-  int model = -1;             // physical model, or -1 for a scripted role
-  int slot = 0;               // the role's index among the roles of its model
-  std::string scripted;       // strategy name for scripted roles
+  std::vector<int> seats;  // game seats this role plays
+  int model = -1;          // physical model, or -1 for a scripted role
+  int slot = 0;            // the role's index among the roles of its model
+  std::string scripted;    // strategy name for scripted roles
   config::Adapter adapter = config::ADAPTER_NONE;
   // How this role's messages (a game's message phases) travel, from its
   // channels, in reinforcement-learning runs: TEXT, or K latent vectors
@@ -106,42 +106,30 @@ struct RuntimeSettings {
   int detail_episodes = 0;
 };
 
-// trainer.hybrid: latent-text messages trained by distillation (workflows/hybrid_run.cc).
-struct HybridRunSettings {
-  bool enabled = false;
-  config::ChannelMode mode = config::TEXT;  // of the workflow's channels
-  int latent_vectors = 0;
-  int text_words = 0;
-  int stage1_steps = 0;
-  int stage2_steps = 0;
-  int batch = 0;
-  bool differentiable = false;
-  double distill_weight = 0.0;
-  std::string teacher;
-  int eval_every = 0;
-  int distill_warmup_steps = 0;
-};
-
 struct CompiledWorkflow {
   std::string file;
   config::Workflow proto;  // with defaults filled in: the resolved config
   uint64_t seed = 0;
 
-  std::unique_ptr<Game> game;          // seat-driven workflows
+  std::unique_ptr<Game> game;                  // seat-driven workflows
   std::unique_ptr<CompiledPipeline> pipeline;  // node-driven workflows
   std::vector<std::string> seat_names;
-  std::vector<int> seat_role;          // seat -> role index
+  std::vector<int> seat_role;  // seat -> role index
 
   std::vector<RoleInfo> roles;
   std::vector<ModelConfig> models;
-  std::vector<std::string> sharing;    // per model: "shared", "separate", "partial (LoRA r=4)"...
+  std::vector<std::string> sharing;  // per model: "shared", "separate", "partial (LoRA r=4)"...
   Vocab vocab;
   std::vector<RewardTerm> rewards;
   CreditConfig credit;
   TrainerConfig trainer;
   RunSettings run;
   RuntimeSettings runtime;
-  HybridRunSettings hybrid;
+  // trainer.hybrid (messages trained by distillation, workflows/run/hybrid_run.cc):
+  // its settings are proto.trainer().hybrid(), resolved; the one derived value
+  // is the mode every channel shares.
+  bool hybrid() const { return proto.trainer().has_hybrid(); }
+  config::ChannelMode hybrid_mode = config::TEXT;
 
   // The episode metrics the run is judged by (Game::HeadlineMetrics from the
   // first trained seat's side, or the pipeline task's); empty: show them all.

@@ -13,8 +13,8 @@
 
 #include "core/base/errors.h"
 #include "core/models/hybrid_comm.h"
-#include "workflows/run/metrics_log.h"
 #include "core/vocab.h"
+#include "workflows/run/metrics_log.h"
 #include "workflows/run/metrics_sink.h"
 #include "workflows/run/session_events.h"
 
@@ -29,11 +29,14 @@ double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::n
 class HybridLoop {
  public:
   HybridLoop(const CompiledWorkflow& w, ModelPool& pool)
-      : w_(w), h_(w.hybrid), teacher_(StrategyFactory::Get().Create(h_.teacher)) {
+      : w_(w),
+        h_(w.proto.trainer().hybrid()),
+        mode_(w.hybrid_mode),
+        teacher_(StrategyFactory::Get().Create(h_.teacher())) {
     HybridSettings s;
-    s.latent_vectors = h_.mode == config::TEXT ? 0 : h_.latent_vectors;
-    s.differentiable = h_.differentiable;
-    s.distill_weight = h_.distill_weight;
+    s.latent_vectors = mode_ == config::TEXT ? 0 : h_.latent_vectors();
+    s.differentiable = h_.differentiable();
+    s.distill_weight = h_.distill_weight();
     s.bot = w.vocab.Id("<bot>");
     s.eot = w.vocab.Id("<eot>");
     if (s.bot == Vocab::kUnk || s.eot == Vocab::kUnk) {
@@ -46,15 +49,16 @@ class HybridLoop {
 
   // The text a sender writes: all of the teacher's message (TEXT), its first words (HYBRID), none (LATENT).
   std::vector<std::string> TextPart(const std::vector<std::string>& message) const {
-    if (h_.mode == config::LATENT) return {};
-    if (h_.mode == config::TEXT) return message;
-    return std::vector<std::string>(message.begin(), message.begin() + std::min<size_t>(message.size(), h_.text_words));
+    if (mode_ == config::LATENT) return {};
+    if (mode_ == config::TEXT) return message;
+    return std::vector<std::string>(message.begin(),
+                                    message.begin() + std::min<size_t>(message.size(), h_.text_words()));
   }
 
   int TextBudget(const Decision& d) const {
-    if (h_.mode == config::LATENT) return 0;
-    if (h_.mode == config::TEXT) return d.max_words;
-    return std::min(h_.text_words, d.max_words);
+    if (mode_ == config::LATENT) return 0;
+    if (mode_ == config::TEXT) return d.max_words;
+    return std::min(h_.text_words(), d.max_words);
   }
 
   std::vector<int> Prompt(int seat, const std::vector<std::string>& observation) const {
@@ -68,16 +72,18 @@ class HybridLoop {
   const RoleInfo& Role(int seat) const { return w_.roles[w_.seat_role[seat]]; }
 
   static void Require(const std::vector<Decision>& d, const std::string& phase) {
-    if (d.size() != 2) throw GameError("hybrid messages need two seats acting at once; the game has " + std::to_string(d.size()));
+    if (d.size() != 2)
+      throw GameError("hybrid messages need two seats acting at once; the game has " + std::to_string(d.size()));
     for (const auto& x : d) {
-      if (x.phase != phase) throw GameError("hybrid messages need a '" + phase + "' phase; the game asked for '" + x.phase + "'");
+      if (x.phase != phase)
+        throw GameError("hybrid messages need a '" + phase + "' phase; the game asked for '" + x.phase + "'");
     }
   }
 
   HybridStepStats Step(int stage, uint64_t step_seed, Rng& rng) {
     std::vector<SelfDistillExample> self;
     std::vector<CoTrainExample> co;
-    for (int e = 0; e < h_.batch; ++e) {
+    for (int e = 0; e < h_.batch(); ++e) {
       auto state = w_.game->NewInitialState(Rng::Mix(step_seed, static_cast<uint64_t>(e)));
       const std::vector<Decision> msg = state->PendingDecisions();
       Require(msg, "message");
@@ -141,8 +147,8 @@ class HybridLoop {
         latents += sent[k].width > 0 ? static_cast<double>(sent[k].latents.size()) / sent[k].width : 0;
         bytes += static_cast<double>(message_bytes);
         if (detailed) {
-          events->HybridMessage(e, msg[k].seat, config::ChannelMode_Name(h_.mode), words, sent[k].latents,
-                                sent[k].width, message_bytes);
+          events->HybridMessage(e, msg[k].seat, config::ChannelMode_Name(mode_), words, sent[k].latents, sent[k].width,
+                                message_bytes);
         }
         said.push_back({msg[k].seat, words});
       }
@@ -187,7 +193,8 @@ class HybridLoop {
 
  private:
   const CompiledWorkflow& w_;
-  const HybridRunSettings& h_;
+  const config::HybridSpec& h_;  // resolved
+  const config::ChannelMode mode_;
   std::unique_ptr<ScriptedStrategy> teacher_;
   std::unique_ptr<HybridCommTrainer> trainer_;
 };
@@ -197,7 +204,8 @@ class HybridLoop {
 std::string HybridTable(const HybridResult& r) {
   std::ostringstream out;
   out << std::left << std::setw(22) << "per episode" << std::right << std::setw(12) << "untrained" << std::setw(12)
-      << "trained" << "\n";
+      << "trained"
+      << "\n";
   for (const char* key : {"accuracy", "text_tokens", "latent_vectors", "wire_bytes", "invalid_outputs"}) {
     auto b = r.before.metrics.find(key), a = r.after.metrics.find(key);
     if (a == r.after.metrics.end()) continue;
@@ -220,26 +228,27 @@ HybridResult HybridTrain(const CompiledWorkflow& w, const TrainOptions& options,
   SessionEvents events(w, options.publish.empty() ? w.runtime.publish : options.publish, options.record);
   MetricsSink metrics(dir.string(), events, false, 0);
   events.RunStarted(dir.filename().string(), 0);
-  const HybridRunSettings& h = w.hybrid;
-  out << "hybrid messages: channels " << config::ChannelMode_Name(h.mode)
-      << (h.mode == config::TEXT ? "" : ", K=" + std::to_string(h.latent_vectors) + " latent vectors")
-      << (h.mode == config::HYBRID ? " + " + std::to_string(h.text_words) + " text word(s)" : "")
-      << (h.differentiable ? ", differentiable" : "") << "; " << h.stage1_steps << " + " << h.stage2_steps
-      << " steps of " << h.batch << " episodes; " << loop.trainer().ParameterCount() << " parameters\n";
+  const config::HybridSpec& h = w.proto.trainer().hybrid();  // resolved
+  const config::ChannelMode mode = w.hybrid_mode;
+  out << "hybrid messages: channels " << config::ChannelMode_Name(mode)
+      << (mode == config::TEXT ? "" : ", K=" + std::to_string(h.latent_vectors()) + " latent vectors")
+      << (mode == config::HYBRID ? " + " + std::to_string(h.text_words()) + " text word(s)" : "")
+      << (h.differentiable() ? ", differentiable" : "") << "; " << h.stage1_steps() << " + " << h.stage2_steps()
+      << " steps of " << h.batch() << " episodes; " << loop.trainer().ParameterCount() << " parameters\n";
   const uint64_t eval_seed = Rng::Mix(w.seed, 0xE7A1);
   HybridResult result;
   result.before = loop.Evaluate(w.run.eval_episodes, eval_seed, nullptr);
   Rng rng(Rng::Mix(w.seed, 9));
   const double t0 = Now();
-  const int total = h.stage1_steps + h.stage2_steps;
+  const int total = h.stage1_steps() + h.stage2_steps();
   HybridStepStats window;
   int in_window = 0;
   for (int step = 0; step < total; ++step) {
-    const int stage = step < h.stage1_steps ? 1 : 2;
+    const int stage = step < h.stage1_steps() ? 1 : 2;
     // Each stage poses the teacher a new task: the hidden-state loss warms up again.
-    const int into_stage = stage == 1 ? step : step - h.stage1_steps;
-    loop.trainer().SetDistillWeight(h.distill_weight *
-                                    std::min(1.0, static_cast<double>(into_stage) / std::max(1, h.distill_warmup_steps)));
+    const int into_stage = stage == 1 ? step : step - h.stage1_steps();
+    loop.trainer().SetDistillWeight(
+        h.distill_weight() * std::min(1.0, static_cast<double>(into_stage) / std::max(1, h.distill_warmup_steps())));
     HybridStepStats st = loop.Step(stage, Rng::Mix(w.seed, 0x57E9, static_cast<uint64_t>(step)), rng);
     window.loss += st.loss;
     window.answer_ce += st.answer_ce;
@@ -247,7 +256,7 @@ HybridResult HybridTrain(const CompiledWorkflow& w, const TrainOptions& options,
     window.distill += st.distill;
     window.text_ce += st.text_ce;
     ++in_window;
-    if ((step + 1) % h.eval_every != 0 && step + 1 != total) continue;
+    if ((step + 1) % h.eval_every() != 0 && step + 1 != total) continue;
     events.BeginIteration(step + 1, true);
     HybridEval ev = loop.Evaluate(std::min(w.run.eval_episodes, 128), eval_seed, nullptr, &events);
     JsonLine line;
@@ -262,9 +271,10 @@ HybridResult HybridTrain(const CompiledWorkflow& w, const TrainOptions& options,
     line.Add("time/elapsed_s", Now() - t0);
     metrics.Write(step + 1, line, 0, 0);
     if (options.progress) {
-      out << "[step " << step + 1 << "/" << total << " stage " << stage << "] loss " << std::fixed << std::setprecision(3)
-          << window.loss / in_window << "  accuracy " << ev.metrics["accuracy"] << "  text tokens "
-          << ev.metrics["text_tokens"] << "  bytes " << std::setprecision(0) << ev.metrics["wire_bytes"] << "\n"
+      out << "[step " << step + 1 << "/" << total << " stage " << stage << "] loss " << std::fixed
+          << std::setprecision(3) << window.loss / in_window << "  accuracy " << ev.metrics["accuracy"]
+          << "  text tokens " << ev.metrics["text_tokens"] << "  bytes " << std::setprecision(0)
+          << ev.metrics["wire_bytes"] << "\n"
           << std::flush;
     }
     window = HybridStepStats();

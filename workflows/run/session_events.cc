@@ -22,8 +22,8 @@ std::string Join(const std::vector<std::string>& words) {
 
 }  // namespace
 
-SessionEvents::SessionEvents(const CompiledWorkflow& workflow, const std::string& publish, const std::string& record_path,
-                             bool append)
+SessionEvents::SessionEvents(const CompiledWorkflow& workflow, const std::string& publish,
+                             const std::string& record_path, bool append)
     : workflow_(workflow), t0_(Now()) {
   if (!publish.empty()) {
     SocketOptions o;
@@ -127,7 +127,8 @@ void SessionEvents::Acted(int episode, const CallRecord& call, const std::vector
   const RoleInfo& role = workflow_.roles.at(call.role);
   if (call.latent_steps > 0) {
     // A latent message: its readers see the vectors and (HYBRID) the first words.
-    const std::vector<std::string> shown(words.begin(), words.begin() + std::min<size_t>(words.size(), role.text_words));
+    const std::vector<std::string> shown(words.begin(),
+                                         words.begin() + std::min<size_t>(words.size(), role.text_words));
     auto* m = NewMessage(&e, episode, call.role, call.seat, call.turn, call.phase,
                          config::ChannelMode_Name(role.message_mode), shown);
     const int width = static_cast<int>(call.latents.size()) / call.latent_steps;
@@ -186,26 +187,19 @@ void SessionEvents::EpisodeEnded(int episode, const EpisodeSummary& summary) {
 
 void SessionEvents::Credit(int iteration, const std::vector<CallRecord>& records) {
   if (!enabled()) return;
-  for (size_t r = 0; r < workflow_.roles.size(); ++r) {
-    double n = 0, reward = 0, adv = 0, adv2 = 0, invalid = 0;
-    for (const auto& rec : records) {
-      if (rec.role != static_cast<int>(r)) continue;
-      n += 1;
-      reward += rec.reward;
-      adv += rec.advantage;
-      adv2 += rec.advantage * rec.advantage;
-      invalid += !rec.valid;
-    }
-    if (n == 0) continue;
+  const std::vector<RoleCredit> by_role = CreditByRole(records, static_cast<int>(workflow_.roles.size()));
+  for (size_t r = 0; r < by_role.size(); ++r) {
+    const RoleCredit& rc = by_role[r];
+    if (rc.calls == 0) continue;
     session::Event e;
     auto* c = e.mutable_credit();
     c->set_iteration(iteration);
     c->set_role(static_cast<int>(r));
-    c->set_calls(static_cast<int>(n));
-    c->set_reward_mean(reward / n);
-    c->set_advantage_mean(adv / n);
-    c->set_advantage_std(std::sqrt(std::max(0.0, adv2 / n - (adv / n) * (adv / n))));
-    c->set_invalid_fraction(invalid / n);
+    c->set_calls(rc.calls);
+    c->set_reward_mean(rc.reward_mean);
+    c->set_advantage_mean(rc.advantage_mean);
+    c->set_advantage_std(rc.advantage_std);
+    c->set_invalid_fraction(rc.invalid_fraction);
     Emit(e);
   }
 }

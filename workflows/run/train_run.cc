@@ -13,11 +13,11 @@
 #include <iostream>
 #include <sstream>
 
-#include "core/models/checkpoint.h"
 #include "core/base/errors.h"
+#include "core/models/checkpoint.h"
+#include "core/models/trainer.h"
 #include "workflows/run/metrics_log.h"
 #include "workflows/run/metrics_sink.h"
-#include "core/models/trainer.h"
 #include "workflows/run/rollout.h"
 #include "workflows/run/session_events.h"
 #include "workflows/runtime/worker_hub.h"
@@ -30,9 +30,7 @@ bool IsTimingKey(const std::string& key) { return key.rfind("time/", 0) == 0; }
 
 namespace {
 
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 std::string Duration(double s) {
   char buf[32];
@@ -88,7 +86,8 @@ std::string ResultTable(const TrainResult& r) {
   if (!r.before || !r.after) return "";
   std::ostringstream out;
   out << std::left << std::setw(26) << "metric" << std::right << std::setw(12) << "untrained" << std::setw(12)
-      << "trained" << std::setw(12) << "best" << "\n";
+      << "trained" << std::setw(12) << "best"
+      << "\n";
   // The game's headline metrics and the invalid outputs; every metric when the game names none.
   std::vector<std::string> rows = r.headline;
   if (rows.empty()) {
@@ -123,21 +122,17 @@ JsonLine IterationLine(const CompiledWorkflow& w, int iteration, const RolloutBa
   line.Add("iteration", iteration);
   line.Add("episodes", static_cast<double>(batch.episodes.size()));
   line.Add("episodes_dropped", static_cast<double>(batch.dropped));
+  const std::vector<RoleCredit> by_role = CreditByRole(batch.records, static_cast<int>(w.roles.size()));
   for (size_t r = 0; r < w.roles.size(); ++r) {
     if (!w.roles[r].trained()) continue;
-    double n = 0, sum = 0, adv = 0, adv2 = 0, invalid = 0;
-    for (const auto& rec : batch.records) {
-      if (rec.role != static_cast<int>(r)) continue;
-      n += 1; sum += rec.reward; adv += rec.advantage; adv2 += rec.advantage * rec.advantage; invalid += !rec.valid;
-    }
-    const double mean = n > 0 ? sum / n : 0, am = n > 0 ? adv / n : 0;
+    const RoleCredit& rc = by_role[r];
     const std::string& name = w.roles[r].name;
-    line.Add("reward/" + name, mean);
-    line.Add("advantage_mean/" + name, am);
-    line.Add("advantage_std/" + name, n > 0 ? std::sqrt(std::max(0.0, adv2 / n - am * am)) : 0);
-    line.Add("invalid_rate/" + name, n > 0 ? invalid / n : 0);
+    line.Add("reward/" + name, rc.reward_mean);
+    line.Add("advantage_mean/" + name, rc.advantage_mean);
+    line.Add("advantage_std/" + name, rc.advantage_std);
+    line.Add("invalid_rate/" + name, rc.invalid_fraction);
     char buf[64];
-    std::snprintf(buf, sizeof buf, " %s=%.3f", name.c_str(), mean);
+    std::snprintf(buf, sizeof buf, " %s=%.3f", name.c_str(), rc.reward_mean);
     *progress_roles += buf;
   }
   for (size_t m = 0; m < ts.size(); ++m) {
@@ -162,8 +157,16 @@ class TrainingRun {
  public:
   TrainingRun(const CompiledWorkflow& w, const TrainOptions& options, std::ostream& out, PolicyService& hub,
               SessionEvents& events)
-      : w_(w), options_(options), out_(out), hub_(hub), events_(events), dir_(options.out_dir), credit_(w.credit),
-        rollout_(w, hub), rng_(Rng::Mix(w.seed, 1)), tty_(::isatty(STDOUT_FILENO) && &out == &std::cout) {}
+      : w_(w),
+        options_(options),
+        out_(out),
+        hub_(hub),
+        events_(events),
+        dir_(options.out_dir),
+        credit_(w.credit),
+        rollout_(w, hub),
+        rng_(Rng::Mix(w.seed, 1)),
+        tty_(::isatty(STDOUT_FILENO) && &out == &std::cout) {}
 
   TrainResult Run(int* iteration) {
     PrepareFolder();
@@ -211,7 +214,8 @@ class TrainingRun {
   void PrepareFolder() {
     fs::create_directories(dir_);
     if (!options_.resume && FindCheckpoint(dir_.string())) {
-      throw Error("run folder " + dir_.string() + " already holds a run: pass --resume to continue it, or another --out");
+      throw Error("run folder " + dir_.string() +
+                  " already holds a run: pass --resume to continue it, or another --out");
     }
     std::string resolved;
     google::protobuf::TextFormat::PrintToString(w_.proto, &resolved);
