@@ -95,29 +95,6 @@ CreditStats CreditAssigner::Assign(std::vector<CallRecord>& records) {
   return stats;
 }
 
-std::vector<RoleCredit> CreditByRole(const std::vector<CallRecord>& records, int roles) {
-  std::vector<RoleCredit> by_role(roles);
-  std::vector<double> adv2(roles, 0.0);
-  for (const auto& r : records) {
-    if (r.role < 0 || r.role >= roles) continue;
-    RoleCredit& c = by_role[r.role];
-    c.calls += 1;
-    c.reward_mean += r.reward;
-    c.advantage_mean += r.advantage;
-    adv2[r.role] += r.advantage * r.advantage;
-    c.invalid_fraction += !r.valid;
-  }
-  for (int i = 0; i < roles; ++i) {
-    RoleCredit& c = by_role[i];
-    if (c.calls == 0) continue;
-    c.reward_mean /= c.calls;
-    c.advantage_mean /= c.calls;
-    c.invalid_fraction /= c.calls;
-    c.advantage_std = std::sqrt(std::max(0.0, adv2[i] / c.calls - c.advantage_mean * c.advantage_mean));
-  }
-  return by_role;
-}
-
 std::string CreditAssigner::SaveState() const {
   std::ostringstream out;
   out.precision(17);

@@ -34,19 +34,6 @@ struct CreditStats {
   double advantage_std = 0.0;
 };
 
-// What one role's calls of a batch got: their count, mean reward, advantage
-// mean and spread, and the fraction the game could not parse.
-struct RoleCredit {
-  int calls = 0;
-  double reward_mean = 0.0;
-  double advantage_mean = 0.0;
-  double advantage_std = 0.0;
-  double invalid_fraction = 0.0;
-};
-
-// One entry per role index in [0, roles).
-std::vector<RoleCredit> CreditByRole(const std::vector<CallRecord>& records, int roles);
-
 class CreditAssigner {
  public:
   explicit CreditAssigner(CreditConfig config) : config_(std::move(config)) {}

@@ -282,14 +282,24 @@ Trainer::Trainer(ModelPool& pool, TrainerConfig config, uint64_t seed) : impl_(s
 
 Trainer::~Trainer() = default;
 
+namespace {
+
+// The records of model `m` that have a response to learn from.
+std::vector<const CallRecord*> RecordsOf(const std::vector<CallRecord>& records, int m) {
+  std::vector<const CallRecord*> recs;
+  for (const auto& r : records) {
+    if (r.model == m && !r.response.empty()) recs.push_back(&r);
+  }
+  return recs;
+}
+
+}  // namespace
+
 std::vector<ModelTrainStats> Trainer::Update(const std::vector<CallRecord>& records) {
   const TrainerConfig& cfg = impl_->config;
   std::vector<ModelTrainStats> stats(impl_->pool->size());
   for (int m = 0; m < impl_->pool->size(); ++m) {
-    std::vector<const CallRecord*> recs;
-    for (const auto& r : records) {
-      if (r.model == m && !r.response.empty()) recs.push_back(&r);
-    }
+    std::vector<const CallRecord*> recs = RecordsOf(records, m);
     if (recs.empty()) continue;
     if (cfg.update_records > 0 && static_cast<int>(recs.size()) > cfg.update_records) {
       impl_->Shuffle(recs);
@@ -398,10 +408,7 @@ std::vector<ModelTrainStats> Trainer::Update(const std::vector<CallRecord>& reco
 std::vector<ModelTrainStats> Trainer::Supervised(const std::vector<CallRecord>& demos, int steps) {
   std::vector<ModelTrainStats> stats(impl_->pool->size());
   for (int m = 0; m < impl_->pool->size(); ++m) {
-    std::vector<const CallRecord*> recs;
-    for (const auto& r : demos) {
-      if (r.model == m && !r.response.empty()) recs.push_back(&r);
-    }
+    std::vector<const CallRecord*> recs = RecordsOf(demos, m);
     if (recs.empty()) continue;
     TransformerLM& model = impl_->pool->impl().models[m];
     const torch::Device device = impl_->pool->impl().devices[m];

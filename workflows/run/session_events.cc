@@ -185,21 +185,38 @@ void SessionEvents::EpisodeEnded(int episode, const EpisodeSummary& summary) {
   Emit(e, summary.dropped);
 }
 
+std::vector<session::RoleCredit> CreditByRole(const std::vector<CallRecord>& records, int roles) {
+  std::vector<session::RoleCredit> by_role(roles);
+  std::vector<double> adv2(roles, 0.0);
+  for (const auto& r : records) {
+    if (r.role < 0 || r.role >= roles) continue;
+    session::RoleCredit& c = by_role[r.role];
+    c.set_calls(c.calls() + 1);
+    c.set_reward_mean(c.reward_mean() + r.reward);
+    c.set_advantage_mean(c.advantage_mean() + r.advantage);
+    c.set_invalid_fraction(c.invalid_fraction() + !r.valid);
+    adv2[r.role] += r.advantage * r.advantage;
+  }
+  for (int i = 0; i < roles; ++i) {
+    session::RoleCredit& c = by_role[i];
+    c.set_role(i);
+    if (c.calls() == 0) continue;
+    const double n = c.calls(), mean = c.advantage_mean() / n;
+    c.set_reward_mean(c.reward_mean() / n);
+    c.set_advantage_mean(mean);
+    c.set_invalid_fraction(c.invalid_fraction() / n);
+    c.set_advantage_std(std::sqrt(std::max(0.0, adv2[i] / n - mean * mean)));
+  }
+  return by_role;
+}
+
 void SessionEvents::Credit(int iteration, const std::vector<CallRecord>& records) {
   if (!enabled()) return;
-  const std::vector<RoleCredit> by_role = CreditByRole(records, static_cast<int>(workflow_.roles.size()));
-  for (size_t r = 0; r < by_role.size(); ++r) {
-    const RoleCredit& rc = by_role[r];
-    if (rc.calls == 0) continue;
+  for (session::RoleCredit& rc : CreditByRole(records, static_cast<int>(workflow_.roles.size()))) {
+    if (rc.calls() == 0) continue;
     session::Event e;
-    auto* c = e.mutable_credit();
-    c->set_iteration(iteration);
-    c->set_role(static_cast<int>(r));
-    c->set_calls(rc.calls);
-    c->set_reward_mean(rc.reward_mean);
-    c->set_advantage_mean(rc.advantage_mean);
-    c->set_advantage_std(rc.advantage_std);
-    c->set_invalid_fraction(rc.invalid_fraction);
+    rc.set_iteration(iteration);
+    *e.mutable_credit() = std::move(rc);
     Emit(e);
   }
 }

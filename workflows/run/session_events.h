@@ -19,6 +19,11 @@ namespace troupe {
 
 struct WorkerNotice;
 
+// What each role's calls of a batch got (calls, mean reward, advantage mean and
+// spread, unparseable fraction), one entry per role index: the iteration's
+// credit events and its metrics.jsonl line both report these.
+std::vector<session::RoleCredit> CreditByRole(const std::vector<CallRecord>& records, int roles);
+
 class SessionEvents : public RolloutObserver {
  public:
   // Empty `publish` / `record_path`: that output is off.

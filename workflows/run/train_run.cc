@@ -122,17 +122,17 @@ JsonLine IterationLine(const CompiledWorkflow& w, int iteration, const RolloutBa
   line.Add("iteration", iteration);
   line.Add("episodes", static_cast<double>(batch.episodes.size()));
   line.Add("episodes_dropped", static_cast<double>(batch.dropped));
-  const std::vector<RoleCredit> by_role = CreditByRole(batch.records, static_cast<int>(w.roles.size()));
+  const std::vector<session::RoleCredit> by_role = CreditByRole(batch.records, static_cast<int>(w.roles.size()));
   for (size_t r = 0; r < w.roles.size(); ++r) {
     if (!w.roles[r].trained()) continue;
-    const RoleCredit& rc = by_role[r];
+    const session::RoleCredit& rc = by_role[r];
     const std::string& name = w.roles[r].name;
-    line.Add("reward/" + name, rc.reward_mean);
-    line.Add("advantage_mean/" + name, rc.advantage_mean);
-    line.Add("advantage_std/" + name, rc.advantage_std);
-    line.Add("invalid_rate/" + name, rc.invalid_fraction);
+    line.Add("reward/" + name, rc.reward_mean());
+    line.Add("advantage_mean/" + name, rc.advantage_mean());
+    line.Add("advantage_std/" + name, rc.advantage_std());
+    line.Add("invalid_rate/" + name, rc.invalid_fraction());
     char buf[64];
-    std::snprintf(buf, sizeof buf, " %s=%.3f", name.c_str(), rc.reward_mean);
+    std::snprintf(buf, sizeof buf, " %s=%.3f", name.c_str(), rc.reward_mean());
     *progress_roles += buf;
   }
   for (size_t m = 0; m < ts.size(); ++m) {
