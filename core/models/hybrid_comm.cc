@@ -2,7 +2,11 @@
 // splicing, and the two distillation stages.
 #include "core/models/hybrid_comm.h"
 
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <filesystem>
 #include <map>
+#include <mutex>
 
 #include "core/base/errors.h"
 #include "core/models/model_pool_impl.h"
@@ -70,8 +74,11 @@ torch::Tensor DistillLoss(const std::vector<torch::Tensor>& student, const std::
 struct HybridCommTrainer::Impl {
   ModelPool* pool = nullptr;
   HybridSettings s;
-  std::map<std::pair<int, int>, torch::nn::Linear> adapters;  // (sender, receiver) models of different widths
-  std::unique_ptr<torch::optim::Adam> optimizer;
+  // One AdamW per model, with that model's learning rate and weight decay (its
+  // gradients are clipped to its own grad_clip). A receiver reading vectors of
+  // another width adapts them with its own latent_in layer, a parameter of the
+  // model: optimised here and saved with it.
+  std::vector<std::unique_ptr<torch::optim::AdamW>> optimizers;
 
   TransformerLM& Model(int m) { return pool->impl().models.at(m); }
 
@@ -161,11 +168,6 @@ struct HybridCommTrainer::Impl {
     return RunLatents(m, prompts, std::move(slots));
   }
 
-  torch::Tensor Adapt(int from, int to, const torch::Tensor& z) {
-    auto it = adapters.find({from, to});
-    return it == adapters.end() ? z : it->second(z);
-  }
-
   // Full forward of rows made of segments; the answer's teacher-forced tokens end every row.
   LMOutput Rows(int m, const std::vector<torch::Tensor>& rows, const std::vector<int>& slots, bool all_layers) {
     PaddedBatch b = Pad(rows);
@@ -202,9 +204,13 @@ struct HybridCommTrainer::Impl {
   }
 
   HybridStepStats Step(const torch::Tensor& loss, HybridStepStats st) {
-    optimizer->zero_grad();
+    for (auto& o : optimizers) o->zero_grad();
     loss.backward();
-    optimizer->step();
+    for (int m = 0; m < pool->size(); ++m) {
+      const double clip = pool->config(m).grad_clip;
+      if (clip > 0) torch::nn::utils::clip_grad_norm_(Model(m)->parameters(), clip);
+      optimizers[m]->step();
+    }
     st.loss = loss.item<double>();
     return st;
   }
@@ -217,31 +223,46 @@ struct HybridCommTrainer::Impl {
 HybridCommTrainer::HybridCommTrainer(ModelPool& pool, HybridSettings settings) : impl_(std::make_unique<Impl>()) {
   impl_->pool = &pool;
   impl_->s = settings;
-  std::vector<torch::Tensor> params;
   for (int m = 0; m < pool.size(); ++m) {
-    for (const auto& p : impl_->Model(m)->parameters()) params.push_back(p);
+    const ModelConfig& c = pool.config(m);
+    impl_->optimizers.push_back(std::make_unique<torch::optim::AdamW>(
+        impl_->Model(m)->parameters(), torch::optim::AdamWOptions(c.lr).weight_decay(c.weight_decay)));
   }
-  for (int a = 0; a < pool.size(); ++a) {
-    for (int b = 0; b < pool.size(); ++b) {
-      const int64_t da = pool.config(a).d_model, db = pool.config(b).d_model;
-      if (a == b || da == db) continue;
-      torch::nn::Linear adapter(da, db);
-      for (const auto& p : adapter->parameters()) params.push_back(p);
-      impl_->adapters.emplace(std::make_pair(a, b), adapter);
-    }
-  }
-  impl_->optimizer = std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(pool.config(0).lr));
 }
 
 HybridCommTrainer::~HybridCommTrainer() = default;
 
 void HybridCommTrainer::SetDistillWeight(double weight) { impl_->s.distill_weight = weight; }
 
+void HybridCommTrainer::Save(const std::string& dir) const {
+  for (int m = 0; m < impl_->pool->size(); ++m) {
+    torch::save(*impl_->optimizers[m], dir + "/hybrid-optimizer-" + impl_->pool->config(m).name + ".pt");
+  }
+  at::Generator generator = at::detail::getDefaultCPUGenerator();  // a handle on the one default generator
+  torch::Tensor state;
+  {
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    state = generator.get_state();
+  }
+  torch::save(state, dir + "/torch-generator.pt");
+}
+
+void HybridCommTrainer::Load(const std::string& dir) {
+  for (int m = 0; m < impl_->pool->size(); ++m) {
+    const std::string path = dir + "/hybrid-optimizer-" + impl_->pool->config(m).name + ".pt";
+    if (!std::filesystem::exists(path)) throw CheckpointError("checkpoint lacks optimizer file " + path);
+    torch::load(*impl_->optimizers[m], path);
+  }
+  torch::Tensor state;
+  torch::load(state, dir + "/torch-generator.pt");
+  at::Generator generator = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  generator.set_state(state);
+}
+
 int64_t HybridCommTrainer::ParameterCount() const {
   int64_t n = 0;
-  for (const auto& g : impl_->optimizer->param_groups()) {
-    for (const auto& p : g.params()) n += p.numel();
-  }
+  for (int m = 0; m < impl_->pool->size(); ++m) n += impl_->pool->ParameterCount(m);
   return n;
 }
 
@@ -305,7 +326,7 @@ std::vector<std::vector<int>> HybridCommTrainer::Answer(const std::vector<Answer
             torch::from_blob(const_cast<float*>(q.heard->latents.data()),
                              {static_cast<int64_t>(q.heard->latents.size()) / q.heard->width, q.heard->width})
                 .clone();
-        segs.push_back(q.heard_model >= 0 ? impl_->Adapt(q.heard_model, q.model, z) : z);
+        segs.push_back(model->adapt_latent(z));
       }
       segs.push_back(model->embed(Ids(tail)));
       LMOutput o = impl_->Rows(q.model, {torch::cat(segs)}, {q.role_slot}, false);
@@ -405,7 +426,7 @@ HybridStepStats HybridCommTrainer::CoTrain(const std::vector<CoTrainExample>& ba
       std::vector<int> tail = {impl_->s.eot};
       tail.insert(tail.end(), e.answer.begin(), e.answer.end() - 1);
       torch::Tensor z = impl_->s.differentiable ? latents[i] : latents[i].detach();
-      z = impl_->Adapt(e.sender_model, e.receiver_model, z);
+      z = model->adapt_latent(z);
       student_rows.push_back(torch::cat({model->embed(Ids(e.receiver_prompt)), z, model->embed(Ids(tail))}));
       std::vector<int> t = e.teacher_prompt;
       t.insert(t.end(), tail.begin(), tail.end());

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/models/model_pool.h"
@@ -46,8 +47,7 @@ struct AnswerQuery {
   int model = 0;
   int role_slot = 0;
   std::vector<int> prompt;
-  const SentMessage* heard = nullptr;
-  int heard_model = -1;  // the sender's model (an adapter maps other widths)
+  const SentMessage* heard = nullptr;  // another width: the model's latent_in adapter maps it
   int answer_tokens = 1;
   std::vector<int> options;
 };
@@ -87,6 +87,10 @@ class HybridCommTrainer {
   HybridStepStats SelfDistill(const std::vector<SelfDistillExample>& batch);      // one optimiser step
   HybridStepStats CoTrain(const std::vector<CoTrainExample>& batch);              // one optimiser step
   int64_t ParameterCount() const;
+  // Optimiser states and LibTorch's generator (dropout masks), for exact resume;
+  // the models are the pool's to save.
+  void Save(const std::string& dir) const;
+  void Load(const std::string& dir);
 
  private:
   struct Impl;

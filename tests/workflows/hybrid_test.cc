@@ -6,9 +6,13 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "../test_support.h"
+#include "core/models/checkpoint.h"
 #include "core/models/hybrid_comm.h"
 #include "core/models/model_pool_impl.h"
 #include "workflows/config/compiled_workflow.h"
@@ -56,7 +60,9 @@ torch::Tensor SenderProjection(ModelPool& pool) {
 }
 
 double ProjectionChange(bool differentiable) {
-  ModelPool pool({Config("sender", 16), Config("receiver", 24)}, 1);
+  ModelConfig receiver = Config("receiver", 24);
+  receiver.latent_in_width = 16;  // its adapter for the sender's vectors
+  ModelPool pool({Config("sender", 16), receiver}, 1);
   HybridSettings s;
   s.latent_vectors = 3;
   s.distill_weight = 20.0;
@@ -204,20 +210,16 @@ TEST_CASE("latent channels in a reinforcement-learning run are refused where the
   CHECK_THROWS_WITH(
       compile("channel { from: \"a\" to: \"a\" mode: HYBRID }\nchannel { from: \"a\" to: \"a\" mode: TEXT }"),
       Catch::Contains("a message is made once"));
-  auto pipeline = [] {
-    LoadedWorkflow l =
-        LoadWorkflowFile(std::string(TROUPE_SOURCE_DIR) + "/workflows/shipped/proposer_critic.textproto");
-    ApplyOverride(l, "channel[0].mode=HYBRID");
+  // A shipped workflow with one override.
+  auto shipped = [](const std::string& name, const std::string& set) {
+    LoadedWorkflow l = LoadWorkflowFile(std::string(TROUPE_SOURCE_DIR) + "/workflows/shipped/" + name);
+    ApplyOverride(l, set);
     CompileWorkflow(l);
   };
-  CHECK_THROWS_WITH(pipeline(), Catch::Contains("needs a game whose seats send messages"));
-  auto distilled = [] {
-    LoadedWorkflow l =
-        LoadWorkflowFile(std::string(TROUPE_SOURCE_DIR) + "/workflows/shipped/split_facts_hybrid.textproto");
-    ApplyOverride(l, "channel[0].latent_vectors=3");
-    CompileWorkflow(l);
-  };
-  CHECK_THROWS_WITH(distilled(), Catch::Contains("trainer.hybrid.latent_vectors"));
+  CHECK_THROWS_WITH(shipped("proposer_critic.textproto", "channel[0].mode=HYBRID"),
+                    Catch::Contains("needs a game whose seats send messages"));
+  CHECK_THROWS_WITH(shipped("split_facts_hybrid.textproto", "channel[0].latent_vectors=3"),
+                    Catch::Contains("trainer.hybrid.latent_vectors"));
 }
 
 TEST_CASE("latents crossing agents are detached unless differentiable, and adapt across widths", "[hybrid]") {
@@ -278,4 +280,101 @@ TEST_CASE("hybrid messages trained from config beat the no-communication baselin
   CHECK(r.after.metrics.at("text_tokens") == 2.0);     // one word each way
   CHECK(r.after.metrics.at("latent_vectors") == 4.0);  // and two vectors each way
   CHECK(fs::exists(dir / "metrics.jsonl"));
+}
+
+namespace {
+
+// Two agents on models of different widths exchanging hybrid messages (a short run).
+const char* kWidths = R"(name: "widths" seed: 5
+game { name: "split_facts" param { name: "entities" int: 4 } param { name: "values" int: 4 } param { name: "asks" int: 1 } }
+model { name: "narrow" transformer { d_model: 16 layers: 1 heads: 2 ff_mult: 2 max_len: 48 } optimizer { lr: 0.003 } }
+model { name: "wide" transformer { d_model: 24 layers: 1 heads: 2 ff_mult: 2 max_len: 48 } optimizer { lr: 0.003 weight_decay: 0.01 } }
+role { name: "a" seats: "a" model: "narrow" }
+role { name: "b" seats: "b" model: "wide" }
+channel { from: "a" to: "b" mode: HYBRID }
+channel { from: "b" to: "a" mode: HYBRID }
+reward { level: TRAJECTORY signal: "correct" }
+trainer { eval_episodes: 8 hybrid { latent_vectors: 2 stage1_steps: 2 stage2_steps: 3 batch: 8 eval_every: 100 } }
+)";
+
+std::string SlurpFile(const fs::path& p) {
+  std::ifstream in(p);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+std::vector<std::string> MetricsWithoutTime(const fs::path& dir) {
+  std::vector<std::string> lines;
+  std::ifstream in(dir / "metrics.jsonl");
+  std::string line;
+  while (std::getline(in, line)) {
+    nlohmann::json j = nlohmann::json::parse(line);
+    j.erase("time/elapsed_s");
+    lines.push_back(j.dump());
+  }
+  return lines;
+}
+
+}  // namespace
+
+TEST_CASE("a hybrid run between models of different widths trains and saves their adapters with the models",
+          "[hybrid][adapters]") {
+  LoadedWorkflow loaded = ParseWorkflowText(kWidths, "widths.textproto");
+  CompiledWorkflow w = CompileWorkflow(loaded);
+  // Each model reads the other's vectors through its own latent_in layer.
+  CHECK(w.models[0].latent_in_width == 24);
+  CHECK(w.models[1].latent_in_width == 16);
+  const fs::path dir = fs::temp_directory_path() / "troupe-hybrid-widths";
+  fs::remove_all(dir);
+  TrainOptions o;
+  o.out_dir = dir.string();
+  o.progress = false;
+  std::ostringstream out;
+  HybridTrain(w, o, out);
+  INFO(out.str());
+  auto adapter = [](ModelPool& pool, int m) {
+    for (const auto& p : pool.impl().models[m]->named_parameters()) {
+      if (p.key() == "latent_in.weight") return p.value().detach().clone();
+    }
+    return torch::Tensor();
+  };
+  ModelPool fresh(w.models, w.seed), restored(w.models, w.seed);
+  const auto checkpoint = FindCheckpoint(dir.string());
+  REQUIRE(checkpoint.has_value());
+  restored.Load(*checkpoint);
+  for (int m : {0, 1}) {
+    INFO("model " << m);
+    const torch::Tensor before = adapter(fresh, m), after = adapter(restored, m);
+    REQUIRE(before.defined());
+    REQUIRE(after.defined());
+    // Trained (it moved from its initialisation) and saved with the model's parameters.
+    CHECK((after - before).abs().max().item<double>() > 1e-4);
+  }
+}
+
+TEST_CASE("a two-model hybrid run of different widths split by a resume equals the unsplit run", "[hybrid][resume]") {
+  LoadedWorkflow loaded = ParseWorkflowText(kWidths, "widths.textproto");
+  ApplyOverride(loaded, "trainer.hybrid.eval_every=2");  // lines after steps 2, 4 and 5
+  CompiledWorkflow w = CompileWorkflow(loaded);
+  auto run = [&w](const fs::path& dir, bool resume, int stop_at) {
+    TrainOptions o;
+    o.out_dir = dir.string();
+    o.progress = false;
+    o.resume = resume;
+    o.stop_at = stop_at;
+    std::ostringstream out;
+    return HybridTrain(w, o, out);
+  };
+  const fs::path whole = fs::temp_directory_path() / "troupe-hybrid-whole";
+  const fs::path split = fs::temp_directory_path() / "troupe-hybrid-split";
+  fs::remove_all(whole);
+  fs::remove_all(split);
+  CHECK(run(whole, false, 0).steps == 5);
+  // Stop inside the evaluation window of steps 3-4, then resume from that checkpoint.
+  CHECK(run(split, false, 3).steps == 3);
+  CHECK(MetricsWithoutTime(split).size() == 1);
+  CHECK(run(split, true, 0).steps == 5);
+  const std::vector<std::string> a = MetricsWithoutTime(whole), b = MetricsWithoutTime(split);
+  REQUIRE(a.size() == 3);
+  CHECK(a == b);
+  CHECK(SlurpFile(whole / "eval_trained.json") == SlurpFile(split / "eval_trained.json"));
 }

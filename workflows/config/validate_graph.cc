@@ -78,6 +78,16 @@ void ValidateChannels(const LoadedWorkflow& w, const CompiledWorkflow& c) {
                                                                           *end + "' does not");
       }
     }
+    // A reader's prompts carry vectors of one width (its own, or its latent_in adapter's).
+    const int from = c.RoleIndex(ch.from());
+    const int reader = c.roles[c.RoleIndex(ch.to())].model;
+    const int width = c.models[c.roles[from].model].d_model;
+    auto [read, fresh] = read_width.emplace(reader, width);
+    if (!fresh && read->second != width) {
+      w.Fail({{"channel", i}}, "model '" + c.models[reader].name + "' would read latent vectors of widths " +
+                                   std::to_string(read->second) + " and " + std::to_string(width) +
+                                   ": give the models that send to it one width");
+    }
     if (!rl) {
       if (ch.has_latent_vectors() || ch.has_text_words()) {
         w.Fail({{"channel", i}, {ch.has_latent_vectors() ? "latent_vectors" : "text_words"}},
@@ -95,22 +105,12 @@ void ValidateChannels(const LoadedWorkflow& w, const CompiledWorkflow& c) {
       w.Fail({{"channel", i}, {"text_words"}},
              "text_words is for HYBRID channels, at least 1 (default " + std::to_string(sizes.text_words()) + ")");
     }
-    const int from = c.RoleIndex(ch.from());
     auto [sent, first] = sends.emplace(from, shape);
     if (!first && sent->second != shape) {
       w.Fail({{"channel", i}}, "role '" + ch.from() + "' already sends " + config::ChannelMode_Name(sent->second.mode) +
                                    " messages of " + std::to_string(sent->second.vectors) +
                                    " vectors on another channel: a message is made once, so every channel from a "
                                    "role has one mode and size");
-    }
-    // A reader's prompts carry vectors of one width (its own, or one adapter's).
-    const int reader = c.roles[c.RoleIndex(ch.to())].model;
-    const int width = c.models[c.roles[from].model].d_model;
-    auto [read, fresh] = read_width.emplace(reader, width);
-    if (!fresh && read->second != width) {
-      w.Fail({{"channel", i}}, "model '" + c.models[reader].name + "' would read latent vectors of widths " +
-                                   std::to_string(read->second) + " and " + std::to_string(width) +
-                                   ": give the models that send to it one width");
     }
   }
   for (int i = 0; i < w.proto.channel_size(); ++i) {
@@ -132,12 +132,12 @@ void CompileChannels(const LoadedWorkflow& w, CompiledWorkflow& c) {
     ModelConfig& reader = c.models[c.roles[c.RoleIndex(ch.to())].model];
     c.models[from.model].latent = true;
     reader.latent = true;
+    reader.latent_in_width = c.models[from.model].d_model;  // equal to its own width: no adapter
     if (!ReinforcementLatent(w, ch)) continue;
     const MessageShape shape = ShapeOf(ch);
     from.message_mode = shape.mode;
     from.latent_vectors = shape.vectors;
     from.text_words = shape.words;
-    reader.latent_in_width = c.models[from.model].d_model;  // equal to its own width: no adapter
     // The resolved workflow states the sizes that ran.
     c.proto.mutable_channel(i)->set_latent_vectors(shape.vectors);
     if (shape.mode == config::HYBRID) c.proto.mutable_channel(i)->set_text_words(shape.words);

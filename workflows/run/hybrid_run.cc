@@ -4,6 +4,8 @@
 
 #include <google/protobuf/text_format.h>
 
+#include <nlohmann/json.hpp>
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +14,7 @@
 #include <sstream>
 
 #include "core/base/errors.h"
+#include "core/models/checkpoint.h"
 #include "core/models/hybrid_comm.h"
 #include "core/vocab.h"
 #include "workflows/run/metrics_log.h"
@@ -163,7 +166,6 @@ class HybridLoop {
         q.role_slot = r.slot;
         q.prompt = Prompt(ans[k].seat, ans[k].observation);
         q.heard = &sent[1 - k];
-        q.heard_model = Role(msg[1 - k].seat).model;
         q.answer_tokens = ans[k].max_words;
         q.options = w_.vocab.Encode(ans[k].options);
         asks.push_back(std::move(q));
@@ -215,83 +217,168 @@ std::string HybridTable(const HybridResult& r) {
   return out.str();
 }
 
+namespace {
+
+// Step statistics summed since the last evaluation line.
+struct Window {
+  HybridStepStats sum;
+  int steps = 0;
+  void Add(const HybridStepStats& st) {
+    sum.loss += st.loss;
+    sum.answer_ce += st.answer_ce;
+    sum.teacher_ce += st.teacher_ce;
+    sum.distill += st.distill;
+    sum.text_ce += st.text_ce;
+    ++steps;
+  }
+  std::string Save() const {
+    std::ostringstream o;
+    o.precision(17);
+    o << steps << ' ' << sum.loss << ' ' << sum.answer_ce << ' ' << sum.teacher_ce << ' ' << sum.distill << ' '
+      << sum.text_ce;
+    return o.str();
+  }
+  void Load(const std::string& text) {
+    std::istringstream in(text);
+    in >> steps >> sum.loss >> sum.answer_ce >> sum.teacher_ce >> sum.distill >> sum.text_ce;
+  }
+};
+
+std::string Number17(double v) {
+  std::ostringstream o;
+  o.precision(17);
+  o << v;
+  return o.str();
+}
+
+HybridEval EvalFromFile(const fs::path& path) {
+  std::ifstream in(path);
+  HybridEval e;
+  const nlohmann::json j = nlohmann::json::parse(in);
+  for (const auto& [k, v] : j.items()) e.metrics[k] = v.get<double>();
+  return e;
+}
+
+}  // namespace
+
 HybridResult HybridTrain(const CompiledWorkflow& w, const TrainOptions& options, std::ostream& out) {
   SetTorchThreads(w.run.threads);
   const fs::path dir(options.out_dir);
   fs::create_directories(dir);
+  if (!options.resume && FindCheckpoint(dir.string())) {
+    throw Error("run folder " + dir.string() + " already holds a run: pass --resume to continue it, or another --out");
+  }
   std::string resolved;
   google::protobuf::TextFormat::PrintToString(w.proto, &resolved);
   std::ofstream(dir / "workflow.resolved.textproto") << "# resolved from " << w.file << "\n" << resolved;
 
   ModelPool pool(w.models, w.seed);
   HybridLoop loop(w, pool);
-  SessionEvents events(w, options.publish.empty() ? w.runtime.publish : options.publish, options.record);
-  MetricsSink metrics(dir.string(), events, false, 0);
-  events.RunStarted(dir.filename().string(), 0);
   const config::HybridSpec& h = w.proto.trainer().hybrid();  // resolved
+  const int total = h.stage1_steps() + h.stage2_steps();
+  const uint64_t eval_seed = Rng::Mix(w.seed, 0xE7A1);
+  Rng rng(Rng::Mix(w.seed, 9));
+  Window window;
+  HybridResult result;
+  int start = 0;
+  double elapsed_before = 0.0;
+  if (options.resume) {
+    auto ckpt = FindCheckpoint(dir.string());
+    if (!ckpt) throw CheckpointError("--resume: no checkpoint in " + dir.string());
+    RunState state = LoadCheckpoint(*ckpt, [&](const std::string& d) {
+      pool.Load(d);
+      loop.trainer().Load(d);
+    });
+    if (state["vocab"] != w.vocab.Fingerprint()) {
+      throw CheckpointError("checkpoint " + *ckpt + " was trained on another vocabulary (the game or roles changed)");
+    }
+    start = std::stoi(state["iteration"]);
+    rng.Load(state["rng"]);
+    window.Load(state["window"]);
+    elapsed_before = std::atof(state["elapsed_s"].c_str());
+    result.before = EvalFromFile(dir / "eval_untrained.json");
+    out << "resuming " << *ckpt << " at step " << start << "\n";
+  }
+  // Evaluation lines already written: one per eval_every steps before `start`.
+  SessionEvents events(w, options.publish.empty() ? w.runtime.publish : options.publish, options.record,
+                       options.resume);
+  MetricsSink metrics(dir.string(), events, options.resume, start / h.eval_every());
+  events.RunStarted(dir.filename().string(), start);
   const config::ChannelMode mode = w.hybrid_mode;
   out << "hybrid messages: channels " << config::ChannelMode_Name(mode)
       << (mode == config::TEXT ? "" : ", K=" + std::to_string(h.latent_vectors()) + " latent vectors")
       << (mode == config::HYBRID ? " + " + std::to_string(h.text_words()) + " text word(s)" : "")
       << (h.differentiable() ? ", differentiable" : "") << "; " << h.stage1_steps() << " + " << h.stage2_steps()
       << " steps of " << h.batch() << " episodes; " << loop.trainer().ParameterCount() << " parameters\n";
-  const uint64_t eval_seed = Rng::Mix(w.seed, 0xE7A1);
-  HybridResult result;
-  result.before = loop.Evaluate(w.run.eval_episodes, eval_seed, nullptr);
-  Rng rng(Rng::Mix(w.seed, 9));
+  if (!options.resume) {
+    result.before = loop.Evaluate(w.run.eval_episodes, eval_seed, nullptr);
+    JsonLine before;
+    for (const auto& [k, v] : result.before.metrics) before.Add(k, v);
+    std::ofstream(dir / "eval_untrained.json") << before.Str() << "\n";
+  }
   const double t0 = Now();
-  const int total = h.stage1_steps() + h.stage2_steps();
-  HybridStepStats window;
-  int in_window = 0;
-  for (int step = 0; step < total; ++step) {
+  auto elapsed = [&] { return elapsed_before + Now() - t0; };
+  auto save = [&](int step) {
+    RunState state;
+    state["rng"] = rng.Save();
+    state["window"] = window.Save();
+    state["vocab"] = w.vocab.Fingerprint();
+    state["elapsed_s"] = Number17(elapsed());
+    SaveCheckpoint(dir.string(), step, state, [&](const std::string& d) {
+      pool.Save(d);
+      loop.trainer().Save(d);
+    });
+  };
+  int step = start;
+  bool interrupted = false;
+  for (; step < total; ++step) {
+    if ((options.stop != nullptr && *options.stop) || (options.stop_at > 0 && step >= options.stop_at)) {
+      out << "interrupted: saving a checkpoint at step " << step << " (continue with --resume)\n";
+      interrupted = true;
+      break;
+    }
     const int stage = step < h.stage1_steps() ? 1 : 2;
     // Each stage poses the teacher a new task: the hidden-state loss warms up again.
     const int into_stage = stage == 1 ? step : step - h.stage1_steps();
     loop.trainer().SetDistillWeight(
         h.distill_weight() * std::min(1.0, static_cast<double>(into_stage) / std::max(1, h.distill_warmup_steps())));
-    HybridStepStats st = loop.Step(stage, Rng::Mix(w.seed, 0x57E9, static_cast<uint64_t>(step)), rng);
-    window.loss += st.loss;
-    window.answer_ce += st.answer_ce;
-    window.teacher_ce += st.teacher_ce;
-    window.distill += st.distill;
-    window.text_ce += st.text_ce;
-    ++in_window;
+    window.Add(loop.Step(stage, Rng::Mix(w.seed, 0x57E9, static_cast<uint64_t>(step)), rng));
     if ((step + 1) % h.eval_every() != 0 && step + 1 != total) continue;
     events.BeginIteration(step + 1, true);
     HybridEval ev = loop.Evaluate(std::min(w.run.eval_episodes, 128), eval_seed, nullptr, &events);
+    const double n = window.steps;
     JsonLine line;
     line.Add("step", step + 1);
     line.Add("stage", stage);
-    line.Add("loss", window.loss / in_window);
-    line.Add("answer_ce", window.answer_ce / in_window);
-    line.Add("teacher_ce", window.teacher_ce / in_window);
-    line.Add("distill", window.distill / in_window);
-    line.Add("text_ce", window.text_ce / in_window);
+    line.Add("loss", window.sum.loss / n);
+    line.Add("answer_ce", window.sum.answer_ce / n);
+    line.Add("teacher_ce", window.sum.teacher_ce / n);
+    line.Add("distill", window.sum.distill / n);
+    line.Add("text_ce", window.sum.text_ce / n);
     for (const auto& [k, v] : ev.metrics) line.Add("eval/" + k, v);
-    line.Add("time/elapsed_s", Now() - t0);
+    line.Add("time/elapsed_s", elapsed());
     metrics.Write(step + 1, line, 0, 0);
     if (options.progress) {
       out << "[step " << step + 1 << "/" << total << " stage " << stage << "] loss " << std::fixed
-          << std::setprecision(3) << window.loss / in_window << "  accuracy " << ev.metrics["accuracy"]
-          << "  text tokens " << ev.metrics["text_tokens"] << "  bytes " << std::setprecision(0)
-          << ev.metrics["wire_bytes"] << "\n"
+          << std::setprecision(3) << window.sum.loss / n << "  accuracy " << ev.metrics["accuracy"] << "  text tokens "
+          << ev.metrics["text_tokens"] << "  bytes " << std::setprecision(0) << ev.metrics["wire_bytes"] << "\n"
           << std::flush;
     }
-    window = HybridStepStats();
-    in_window = 0;
+    window = Window();
+    save(step + 1);
   }
-  result.steps = total;
-  result.seconds = Now() - t0;
-  std::vector<std::string> shown;
-  result.after = loop.Evaluate(w.run.eval_episodes, eval_seed, &shown);
-  JsonLine before, after;
-  for (const auto& [k, v] : result.before.metrics) before.Add(k, v);
-  for (const auto& [k, v] : result.after.metrics) after.Add(k, v);
-  std::ofstream(dir / "eval_untrained.json") << before.Str() << "\n";
-  std::ofstream(dir / "eval_trained.json") << after.Str() << "\n";
-  pool.Save(dir.string());
-  for (const auto& s : shown) out << s;
-  events.RunEnded(total, result.seconds, false, "");
+  if (interrupted && step > start) save(step);
+  result.steps = step;
+  result.seconds = elapsed();
+  if (!interrupted) {
+    std::vector<std::string> shown;
+    result.after = loop.Evaluate(w.run.eval_episodes, eval_seed, &shown);
+    JsonLine after;
+    for (const auto& [k, v] : result.after.metrics) after.Add(k, v);
+    std::ofstream(dir / "eval_trained.json") << after.Str() << "\n";
+    for (const auto& s : shown) out << s;
+  }
+  events.RunEnded(step, result.seconds, interrupted, interrupted ? "interrupted" : "");
   return result;
 }
 

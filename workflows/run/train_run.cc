@@ -186,7 +186,7 @@ class TrainingRun {
         out_ << (tty_ ? "\n" : "") << "stopping at the time limit of " << w_.run.max_minutes << " min\n";
         break;
       }
-      if (options_.stop != nullptr && *options_.stop) {
+      if ((options_.stop != nullptr && *options_.stop) || (options_.stop_at > 0 && it >= options_.stop_at)) {
         out_ << (tty_ ? "\n" : "") << "interrupted: saving a checkpoint at iteration " << it
              << " (continue with --resume)\n";
         interrupted = true;

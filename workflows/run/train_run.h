@@ -24,6 +24,8 @@ struct TrainOptions {
   double await_subscriber_s = 0;  // publishing: wait this long for a subscriber before starting
   // Set (e.g. by a signal handler) to stop after the current iteration with a checkpoint.
   const std::atomic<bool>* stop = nullptr;
+  // > 0: stop as if interrupted once the run has reached this iteration (hybrid runs: step).
+  int stop_at = 0;
 };
 
 struct TrainResult {
