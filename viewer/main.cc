@@ -149,24 +149,17 @@ void DrawWindows(ViewState& state, const Options& o, int w, int h) {
   ImGui::End();
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  Options o;
-  try {
-    o = Parse(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "troupe-view: %s\n%s", e.what(), kUsage);
-    return 2;
-  }
-  ViewState state;
+// Opens the session file or live endpoint and the runs to compare; false when the file is unreadable.
+bool OpenSources(const Options& o, ViewState& state) {
   state.keys_dir = o.keys;
   if (!o.file.empty()) {
     if (!state.OpenFile(o.file)) {
       std::fprintf(stderr, "troupe-view: %s\n", state.source_error.c_str());
-      return 1;
+      return false;
     }
-  } else if (!o.connect.empty()) state.Connect(o.connect);
+  } else if (!o.connect.empty()) {
+    state.Connect(o.connect);
+  }
   for (const auto& path : o.compare) {
     FileSource src(path);
     ComparedRun run;
@@ -178,21 +171,24 @@ int main(int argc, char** argv) {
     state.compare.push_back(std::move(run));
   }
   if (!state.source_error.empty()) std::fprintf(stderr, "troupe-view: %s\n", state.source_error.c_str());
+  return true;
+}
 
+// A GLFW window with an OpenGL 3.3 core context and ImGui on it, or nullptr (the reason printed).
+GLFWwindow* CreateWindow(const Options& o, bool headless) {
   if (!glfwInit()) {
     std::fprintf(stderr, "troupe-view: cannot initialise GLFW (no display? run under xvfb-run)\n");
-    return 3;
+    return nullptr;
   }
   glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
   glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
   glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
-  const bool headless = !o.screenshot.empty() || o.bench_frames > 0;
   if (headless) glfwWindowHint(GLFW_VISIBLE, GLFW_FALSE);
   GLFWwindow* window = glfwCreateWindow(o.width, o.height, "troupe-view", nullptr, nullptr);
   if (window == nullptr) {
     std::fprintf(stderr, "troupe-view: cannot open a %dx%d OpenGL 3.3 window\n", o.width, o.height);
     glfwTerminate();
-    return 3;
+    return nullptr;
   }
   glfwMakeContextCurrent(window);
   glfwSwapInterval(headless ? 0 : 1);
@@ -210,18 +206,21 @@ int main(int argc, char** argv) {
   ImGui::GetStyle().AntiAliasedFill = false;
   ImGui_ImplGlfw_InitForOpenGL(window, true);
   ImGui_ImplOpenGL3_Init("#version 330");
+  return window;
+}
 
-  // A file is taken in whole before the first frame; a live run in bounded bites per frame.
-  if (state.source && !state.source->live()) state.Pump(SIZE_MAX);
-  if (o.iteration >= 0) {
-    state.follow = false;
-    state.selected_iteration = state.iteration_cursor = o.iteration;
-  }
-  if (o.episode >= 0) state.selected_episode = o.episode;
-  if (o.message >= 0) state.message_cursor = static_cast<size_t>(o.message);
+void DestroyWindow(GLFWwindow* window) {
+  ImGui_ImplOpenGL3_Shutdown();
+  ImGui_ImplGlfw_Shutdown();
+  ImGui::DestroyContext();
+  glfwDestroyWindow(window);
+  glfwTerminate();
+}
 
+// The frame loop in the reference order (poll, new frame, draw, render, swap).
+// Returns 0, or 3 when a screenshot could not be written; fills frame times when benchmarking.
+int RunFrames(const Options& o, ViewState& state, GLFWwindow* window, std::vector<double>* frame_ms) {
   int frame = 0;
-  std::vector<double> frame_ms;
   auto last = std::chrono::steady_clock::now();
   const auto start = last;
   int ended_at = -1;
@@ -257,8 +256,8 @@ int main(int argc, char** argv) {
     state.frame_ms = ms;
     ++frame;
     if (o.bench_frames > 0) {
-      if (frame > 3) frame_ms.push_back(ms);  // the first frames build fonts and caches
-      if (static_cast<int>(frame_ms.size()) >= o.bench_frames) break;
+      if (frame > 3) frame_ms->push_back(ms);  // the first frames build fonts and caches
+      if (static_cast<int>(frame_ms->size()) >= o.bench_frames) break;
     }
     // Following a live run: stop waiting once it has ended (and its last events are in).
     const std::string& status = state.model.status();
@@ -275,25 +274,53 @@ int main(int argc, char** argv) {
     }
     glfwSwapBuffers(window);
   }
+  return 0;
+}
+
+// What the source delivered, and frame-time figures when benchmarking.
+void Report(const ViewState& state, const std::vector<double>& frame_ms) {
   if (state.source) {
     std::printf("events %lld, dropped here %lld, missed %lld, status: %s%s%s\n",
                 static_cast<long long>(state.model.events()), static_cast<long long>(state.source->dropped()),
                 static_cast<long long>(state.source->missed()), state.model.status().c_str(),
                 state.source_error.empty() ? "" : "; source: ", state.source_error.c_str());
   }
-  if (!frame_ms.empty()) {
-    std::vector<double> sorted = frame_ms;
-    std::sort(sorted.begin(), sorted.end());
-    double sum = 0;
-    for (double v : frame_ms) sum += v;
-    std::printf("{\"frames\":%zu,\"mean_ms\":%.3f,\"p50_ms\":%.3f,\"p95_ms\":%.3f,\"max_ms\":%.3f,\"events\":%lld}\n",
-                frame_ms.size(), sum / frame_ms.size(), sorted[sorted.size() / 2], sorted[sorted.size() * 95 / 100],
-                sorted.back(), static_cast<long long>(state.model.events()));
+  if (frame_ms.empty()) return;
+  std::vector<double> sorted = frame_ms;
+  std::sort(sorted.begin(), sorted.end());
+  double sum = 0;
+  for (double v : frame_ms) sum += v;
+  std::printf("{\"frames\":%zu,\"mean_ms\":%.3f,\"p50_ms\":%.3f,\"p95_ms\":%.3f,\"max_ms\":%.3f,\"events\":%lld}\n",
+              frame_ms.size(), sum / frame_ms.size(), sorted[sorted.size() / 2], sorted[sorted.size() * 95 / 100],
+              sorted.back(), static_cast<long long>(state.model.events()));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  try {
+    o = Parse(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "troupe-view: %s\n%s", e.what(), kUsage);
+    return 2;
   }
-  ImGui_ImplOpenGL3_Shutdown();
-  ImGui_ImplGlfw_Shutdown();
-  ImGui::DestroyContext();
-  glfwDestroyWindow(window);
-  glfwTerminate();
-  return 0;
+  ViewState state;
+  if (!OpenSources(o, state)) return 1;
+  const bool headless = !o.screenshot.empty() || o.bench_frames > 0;
+  GLFWwindow* window = CreateWindow(o, headless);
+  if (window == nullptr) return 3;
+  // A file is taken in whole before the first frame; a live run in bounded bites per frame.
+  if (state.source && !state.source->live()) state.Pump(SIZE_MAX);
+  if (o.iteration >= 0) {
+    state.follow = false;
+    state.selected_iteration = state.iteration_cursor = o.iteration;
+  }
+  if (o.episode >= 0) state.selected_episode = o.episode;
+  if (o.message >= 0) state.message_cursor = static_cast<size_t>(o.message);
+  std::vector<double> frame_ms;
+  const int status = RunFrames(o, state, window, &frame_ms);
+  if (status == 0) Report(state, frame_ms);
+  DestroyWindow(window);
+  return status;
 }
