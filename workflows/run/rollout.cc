@@ -157,23 +157,45 @@ void Rollout::Finish(const RolloutOptions& options, const std::vector<std::vecto
   batch->records = std::move(kept);
 }
 
-RolloutBatch Rollout::RunGame(const RolloutOptions& options, Rng& rng) {
-  RolloutBatch batch;
-  const int E = options.episodes;
-  RolloutObserver* observer = options.observer;
-  std::vector<std::unique_ptr<State>> states;
-  std::vector<std::vector<size_t>> episode_records(E);
-  std::vector<bool> dropped(E, false);
-  for (int e = 0; e < E; ++e) {
-    const int group = e / std::max(1, options.group_size);
-    states.push_back(workflow_.game->NewInitialState(Rng::Mix(options.seed, static_cast<uint64_t>(group))));
-    if (observer) observer->EpisodeStarted(e, group);
+// One call of RunGame: the episodes in flight and, per tick, their decisions,
+// outputs and the model work they wait for. A tick asks every active episode
+// what is pending (Collect), answers all model calls in one batch per model
+// (Generate), then applies the outputs to the games (Apply).
+class Rollout::GameRun {
+ public:
+  GameRun(Rollout& r, const RolloutOptions& options, Rng& rng)
+      : r_(r),
+        w_(r.workflow_),
+        options_(options),
+        rng_(rng),
+        E_(options.episodes),
+        observer_(options.observer),
+        episode_records_(E_),
+        dropped_(E_, false),
+        sent_(E_),
+        cost_(E_) {
+    for (int e = 0; e < E_; ++e) {
+      const int group = e / std::max(1, options.group_size);
+      states_.push_back(w_.game->NewInitialState(Rng::Mix(options.seed, static_cast<uint64_t>(group))));
+      if (observer_) observer_->EpisodeStarted(e, group);
+    }
+    if (options.scripted_for_trained) teacher_ = StrategyFactory::Get().Create(options.teacher);
   }
-  std::unique_ptr<ScriptedStrategy> teacher;
-  if (options.scripted_for_trained) teacher = StrategyFactory::Get().Create(options.teacher);
-  const int64_t calls_before = policy_.forward_calls();
 
-  // Per tick: every active episode's pending decisions, grouped by model.
+  RolloutBatch Run() {
+    const int64_t calls_before = r_.policy_.forward_calls();
+    while (Collect()) {
+      Generate();
+      Apply();
+    }
+    Summarize();
+    r_.Finish(options_, episode_records_, &batch_);
+    batch_.forward_calls = r_.policy_.forward_calls() - calls_before;
+    return std::move(batch_);
+  }
+
+ private:
+  // A decision a model must answer this tick.
   struct Pending {
     int episode;
     size_t output;  // index into that episode's outputs
@@ -184,154 +206,189 @@ RolloutBatch Rollout::RunGame(const RolloutOptions& options, Rng& rng) {
     std::vector<int> options;  // guided first tokens, or empty
     int latent_steps = 0;      // a latent message: vectors to send before the text
   };
-  std::vector<std::vector<LatentMessage>> sent(E);  // per episode
-  std::vector<MessageCost> cost(E);
-  bool active = true;
-  while (active) {
-    active = false;
-    std::vector<std::vector<Decision>> decisions(E);
-    std::vector<std::vector<SeatOutput>> outputs(E);
-    std::vector<std::vector<Pending>> by_model(policy_.size());
-    std::vector<std::vector<size_t>> record_of_output(E);
-    for (int e = 0; e < E; ++e) {
-      if (dropped[e] || states[e]->IsTerminal()) continue;
+
+  // Each active episode's pending decisions: scripted seats and demonstrations
+  // answer at once, the rest wait for their model. False when every episode is over.
+  bool Collect() {
+    bool active = false;
+    decisions_.assign(E_, {});
+    outputs_.assign(E_, {});
+    by_model_.assign(r_.policy_.size(), {});
+    record_of_output_.assign(E_, {});
+    for (int e = 0; e < E_; ++e) {
+      if (dropped_[e] || states_[e]->IsTerminal()) continue;
       active = true;
-      decisions[e] = states[e]->PendingDecisions();
-      outputs[e].resize(decisions[e].size());
-      record_of_output[e].assign(outputs[e].size(), SIZE_MAX);
-      for (size_t k = 0; k < decisions[e].size(); ++k) {
-        const Decision& d = decisions[e][k];
-        const int role = workflow_.seat_role[d.seat];
-        const RoleInfo& info = workflow_.roles[role];
-        outputs[e][k].seat = d.seat;
-        if (!info.trained()) {
-          outputs[e][k].words = strategies_[role]->Act(*states[e], d, rng);
-        } else if (teacher) {
-          outputs[e][k].words = teacher->Act(*states[e], d, rng);
-          CallRecord rec = NewRecord(e, options.group_size, role, d.seat, states[e]->Turn(), d.phase);
-          PromptParts prompt = Prompt(role, d.observation, d.latent_messages, &sent[e]);
-          rec.prompt = std::move(prompt.tokens);
-          rec.soft_inputs = std::move(prompt.soft);
-          rec.soft_width = prompt.soft_width;
-          rec.response = workflow_.vocab.Encode(outputs[e][k].words);
-          if (static_cast<int>(rec.response.size()) < d.max_words) rec.response.push_back(Vocab::kEos);
-          rec.response.resize(std::min<size_t>(rec.response.size(), d.max_words));
-          record_of_output[e][k] = batch.records.size();
-          episode_records[e].push_back(batch.records.size());
-          batch.records.push_back(std::move(rec));
-        } else {
-          Pending p{e,
-                    k,
-                    role,
-                    Prompt(role, d.observation, d.latent_messages, &sent[e]),
-                    d.max_words,
-                    d.phase,
-                    options.guided ? workflow_.vocab.Encode(d.options) : std::vector<int>{}};
-          if (d.message && info.message_mode != config::TEXT) {
-            // A latent message: K vectors after <bot>, then <eot> and the words its readers see
-            // (LATENT: one, for the game's rules only).
-            p.prompt.tokens.push_back(bot_);
-            p.latent_steps = info.latent_vectors;
-            p.max_words = std::min(d.max_words, std::max(1, info.text_words));
-          }
-          by_model[info.model].push_back(std::move(p));
-        }
-      }
+      decisions_[e] = states_[e]->PendingDecisions();
+      outputs_[e].resize(decisions_[e].size());
+      record_of_output_[e].assign(outputs_[e].size(), SIZE_MAX);
+      for (size_t k = 0; k < decisions_[e].size(); ++k) Decide(e, k);
     }
-    if (!active) break;
-    std::vector<std::vector<GenerateQuery>> queries(by_model.size());
-    for (size_t m = 0; m < by_model.size(); ++m) {
-      for (const auto& p : by_model[m]) {
-        GenerateQuery q{workflow_.roles[p.role].slot, &p.prompt.tokens, p.max_words,
-                        p.options.empty() ? nullptr : &p.options, static_cast<int64_t>(p.episode)};
+    return active;
+  }
+
+  void Decide(int e, size_t k) {
+    const Decision& d = decisions_[e][k];
+    const int role = w_.seat_role[d.seat];
+    const RoleInfo& info = w_.roles[role];
+    outputs_[e][k].seat = d.seat;
+    if (!info.trained()) {
+      outputs_[e][k].words = r_.strategies_[role]->Act(*states_[e], d, rng_);
+      return;
+    }
+    if (teacher_) {  // a demonstration: the teacher answers for the trained seat
+      outputs_[e][k].words = teacher_->Act(*states_[e], d, rng_);
+      CallRecord rec = r_.NewRecord(e, options_.group_size, role, d.seat, states_[e]->Turn(), d.phase);
+      PromptParts prompt = r_.Prompt(role, d.observation, d.latent_messages, &sent_[e]);
+      rec.prompt = std::move(prompt.tokens);
+      rec.soft_inputs = std::move(prompt.soft);
+      rec.soft_width = prompt.soft_width;
+      rec.response = w_.vocab.Encode(outputs_[e][k].words);
+      if (static_cast<int>(rec.response.size()) < d.max_words) rec.response.push_back(Vocab::kEos);
+      rec.response.resize(std::min<size_t>(rec.response.size(), d.max_words));
+      Keep(e, k, std::move(rec));
+      return;
+    }
+    Pending p{e,
+              k,
+              role,
+              r_.Prompt(role, d.observation, d.latent_messages, &sent_[e]),
+              d.max_words,
+              d.phase,
+              options_.guided ? w_.vocab.Encode(d.options) : std::vector<int>{}};
+    if (d.message && info.message_mode != config::TEXT) {
+      // A latent message: K vectors after <bot>, then <eot> and the words its readers see
+      // (LATENT: one, for the game's rules only).
+      p.prompt.tokens.push_back(r_.bot_);
+      p.latent_steps = info.latent_vectors;
+      p.max_words = std::min(d.max_words, std::max(1, info.text_words));
+    }
+    by_model_[info.model].push_back(std::move(p));
+  }
+
+  // One batched generation per model for everything pending; each answer becomes a record.
+  void Generate() {
+    std::vector<std::vector<GenerateQuery>> queries(by_model_.size());
+    for (size_t m = 0; m < by_model_.size(); ++m) {
+      for (const auto& p : by_model_[m]) {
+        GenerateQuery q{w_.roles[p.role].slot, &p.prompt.tokens, p.max_words, p.options.empty() ? nullptr : &p.options,
+                        static_cast<int64_t>(p.episode)};
         if (!p.prompt.soft.empty()) {
           q.soft_inputs = &p.prompt.soft;
           q.soft_width = p.prompt.soft_width;
         }
         q.latent_steps = p.latent_steps;
-        q.latent_end = eot_;
+        q.latent_end = r_.eot_;
         queries[m].push_back(q);
       }
     }
-    std::vector<std::vector<Generation>> gens = GenerateTick(queries, options, rng, &batch);
-    for (size_t m = 0; m < by_model.size(); ++m) {
-      for (size_t i = 0; i < by_model[m].size(); ++i) {
-        Pending& p = by_model[m][i];
-        Generation& g = gens[m][i];
-        if (g.lost) {
-          dropped[p.episode] = true;
-          continue;
-        }
-        SeatOutput& out = outputs[p.episode][p.output];
-        out.words = workflow_.vocab.Decode(g.tokens);
-        CallRecord rec = NewRecord(p.episode, options.group_size, p.role, decisions[p.episode][p.output].seat,
-                                   states[p.episode]->Turn(), p.phase);
-        if (decisions[p.episode][p.output].message) cost[p.episode].Add(workflow_.roles[p.role], out.words, g.latents);
-        if (p.latent_steps > 0) {
-          // Readers get a reference to the message (its vectors and text). The record keeps
-          // the call's own slots (between <bot> and <eot>) for the trainer to recompute.
-          out.latent_message = static_cast<int>(sent[p.episode].size());
-          sent[p.episode].push_back(
-              {p.role, g.latents, workflow_.models[workflow_.roles[p.role].model].d_model, out.words});
-          p.prompt.tokens.insert(p.prompt.tokens.end(), p.latent_steps, Vocab::kSoft);
-          p.prompt.tokens.push_back(eot_);
-          rec.latent_steps = p.latent_steps;
-          rec.latents = std::move(g.latents);
-        }
-        rec.prompt = std::move(p.prompt.tokens);
-        rec.soft_inputs = std::move(p.prompt.soft);
-        rec.soft_width = p.prompt.soft_width;
-        rec.response = std::move(g.tokens);
-        rec.logprobs = std::move(g.logprobs);
-        rec.first_options = p.options;
-        record_of_output[p.episode][p.output] = batch.records.size();
-        episode_records[p.episode].push_back(batch.records.size());
-        batch.records.push_back(std::move(rec));
-      }
+    std::vector<std::vector<Generation>> gens = r_.GenerateTick(queries, options_, rng_, &batch_);
+    for (size_t m = 0; m < by_model_.size(); ++m) {
+      for (size_t i = 0; i < by_model_[m].size(); ++i) Answered(by_model_[m][i], gens[m][i]);
     }
-    for (int e = 0; e < E; ++e) {
-      if (outputs[e].empty() || dropped[e]) continue;
-      const int turn = states[e]->Turn();  // the turn the outputs belong to
-      std::vector<bool> valid = states[e]->Apply(outputs[e]);
-      const bool detailed = observer && observer->Detailed(e);
+  }
+
+  void Answered(Pending& p, Generation& g) {
+    if (g.lost) {
+      dropped_[p.episode] = true;
+      return;
+    }
+    SeatOutput& out = outputs_[p.episode][p.output];
+    const Decision& d = decisions_[p.episode][p.output];
+    out.words = w_.vocab.Decode(g.tokens);
+    CallRecord rec = r_.NewRecord(p.episode, options_.group_size, p.role, d.seat, states_[p.episode]->Turn(), p.phase);
+    if (d.message) cost_[p.episode].Add(w_.roles[p.role], out.words, g.latents);
+    if (p.latent_steps > 0) {
+      // Readers get a reference to the message (its vectors and text). The record keeps
+      // the call's own slots (between <bot> and <eot>) for the trainer to recompute.
+      out.latent_message = static_cast<int>(sent_[p.episode].size());
+      sent_[p.episode].push_back({p.role, g.latents, w_.models[w_.roles[p.role].model].d_model, out.words});
+      p.prompt.tokens.insert(p.prompt.tokens.end(), p.latent_steps, Vocab::kSoft);
+      p.prompt.tokens.push_back(r_.eot_);
+      rec.latent_steps = p.latent_steps;
+      rec.latents = std::move(g.latents);
+    }
+    rec.prompt = std::move(p.prompt.tokens);
+    rec.soft_inputs = std::move(p.prompt.soft);
+    rec.soft_width = p.prompt.soft_width;
+    rec.response = std::move(g.tokens);
+    rec.logprobs = std::move(g.logprobs);
+    rec.first_options = p.options;
+    Keep(p.episode, p.output, std::move(rec));
+  }
+
+  void Keep(int e, size_t k, CallRecord rec) {
+    record_of_output_[e][k] = batch_.records.size();
+    episode_records_[e].push_back(batch_.records.size());
+    batch_.records.push_back(std::move(rec));
+  }
+
+  // The tick's outputs to each game; what parsed and what was inert goes on the records.
+  void Apply() {
+    for (int e = 0; e < E_; ++e) {
+      if (outputs_[e].empty() || dropped_[e]) continue;
+      const int turn = states_[e]->Turn();  // the turn the outputs belong to
+      std::vector<bool> valid = states_[e]->Apply(outputs_[e]);
+      const bool detailed = observer_ && observer_->Detailed(e);
       for (size_t k = 0; k < valid.size(); ++k) {
-        const size_t r = record_of_output[e][k];
+        const size_t r = record_of_output_[e][k];
         if (r != SIZE_MAX) {
-          batch.records[r].valid = valid[k];
-          batch.records[r].inert = states[e]->Inert(outputs[e][k].seat);
-          batch.invalid += !valid[k];
+          batch_.records[r].valid = valid[k];
+          batch_.records[r].inert = states_[e]->Inert(outputs_[e][k].seat);
+          batch_.invalid += !valid[k];
         }
         if (!detailed) continue;
-        const Decision& d = decisions[e][k];
+        const Decision& d = decisions_[e][k];
         if (r != SIZE_MAX) {
-          observer->Acted(e, batch.records[r], outputs[e][k].words, false);
+          observer_->Acted(e, batch_.records[r], outputs_[e][k].words, false);
         } else {
-          CallRecord scripted = NewRecord(e, options.group_size, workflow_.seat_role[d.seat], d.seat, turn, d.phase);
+          CallRecord scripted = r_.NewRecord(e, options_.group_size, w_.seat_role[d.seat], d.seat, turn, d.phase);
           scripted.valid = valid[k];
-          observer->Acted(e, scripted, outputs[e][k].words, true);
+          observer_->Acted(e, scripted, outputs_[e][k].words, true);
         }
       }
-      if (detailed) observer->StateChanged(e, *states[e]);
+      if (detailed) observer_->StateChanged(e, *states_[e]);
     }
   }
-  for (int e = 0; e < E; ++e) {
-    EpisodeSummary s;
-    s.dropped = dropped[e];
-    if (!dropped[e]) {
-      for (size_t r : episode_records[e]) {
-        CallRecord& rec = batch.records[r];
-        rec.reward = CallReward(workflow_, rec, states[e].get(), 0.0, &rec.role_reward);
+
+  // Rewards of every call, and each episode's metrics and final state.
+  void Summarize() {
+    for (int e = 0; e < E_; ++e) {
+      EpisodeSummary s;
+      s.dropped = dropped_[e];
+      if (!dropped_[e]) {
+        for (size_t r : episode_records_[e]) {
+          CallRecord& rec = batch_.records[r];
+          rec.reward = CallReward(w_, rec, states_[e].get(), 0.0, &rec.role_reward);
+        }
+        s.metrics = states_[e]->Metrics();
+        if (cost_[e].messages > 0) cost_[e].Report(&s.metrics);
+        batch_.turns = std::max<int64_t>(batch_.turns, states_[e]->Turn());
       }
-      s.metrics = states[e]->Metrics();
-      if (cost[e].messages > 0) cost[e].Report(&s.metrics);
-      batch.turns = std::max<int64_t>(batch.turns, states[e]->Turn());
+      s.final_state = states_[e]->ToString();
+      batch_.episodes.push_back(std::move(s));
     }
-    s.final_state = states[e]->ToString();
-    batch.episodes.push_back(std::move(s));
   }
-  Finish(options, episode_records, &batch);
-  batch.forward_calls = policy_.forward_calls() - calls_before;
-  return batch;
-}
+
+  Rollout& r_;
+  const CompiledWorkflow& w_;
+  const RolloutOptions& options_;
+  Rng& rng_;
+  const int E_;
+  RolloutObserver* observer_;
+  std::unique_ptr<ScriptedStrategy> teacher_;
+  RolloutBatch batch_;
+  std::vector<std::unique_ptr<State>> states_;
+  std::vector<std::vector<size_t>> episode_records_;
+  std::vector<bool> dropped_;
+  std::vector<std::vector<LatentMessage>> sent_;  // per episode
+  std::vector<MessageCost> cost_;
+  // This tick's work.
+  std::vector<std::vector<Decision>> decisions_;
+  std::vector<std::vector<SeatOutput>> outputs_;
+  std::vector<std::vector<Pending>> by_model_;
+  std::vector<std::vector<size_t>> record_of_output_;
+};
+
+RolloutBatch Rollout::RunGame(const RolloutOptions& options, Rng& rng) { return GameRun(*this, options, rng).Run(); }
 
 }  // namespace troupe

@@ -82,6 +82,7 @@ class Rollout {
   RolloutBatch Run(const RolloutOptions& options, Rng& rng);
 
  private:
+  class GameRun;  // one RunGame call's episodes and ticks (rollout.cc)
   RolloutBatch RunGame(const RolloutOptions& options, Rng& rng);
   RolloutBatch RunPipeline(const RolloutOptions& options, Rng& rng);
   // `sent`: the episode's latent messages, to expand the handles the game shows.
