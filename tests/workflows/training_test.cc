@@ -334,3 +334,27 @@ TEST_CASE("the progress line and the end table show the headline metrics the gam
   REQUIRE(r.best.has_value());
   CHECK(r.best->metric == "team_b_score");
 }
+
+TEST_CASE("a resumed run reads its untrained evaluation back, and refuses one that is not JSON", "[training][resume]") {
+  const auto dir = Temp("resume-eval");
+  TrainOptions o;
+  o.out_dir = dir;
+  o.progress = false;
+  o.stop_at = 2;  // stop as if interrupted after two iterations
+  std::ostringstream sink;
+  TrainResult first = Train(Tiny(), o, sink);
+  REQUIRE(first.iterations == 2);
+  REQUIRE(first.before.has_value());
+  const fs::path untrained = fs::path(dir) / "eval_untrained.json";
+  std::ofstream(untrained) << "{\"episodes\":8,\"team_a_score\":";  // cut short
+  o.resume = true;
+  o.stop_at = 0;
+  CHECK_THROWS_WITH(Train(Tiny(), o, sink), Catch::Contains(untrained.string() + " is not JSON"));
+  std::ofstream(untrained) << "{\"episodes\":8,\"team_a_score\":1.5,\"forward_calls_per_turn\":3}\n";
+  TrainResult resumed = Train(Tiny(), o, sink);
+  CHECK(resumed.iterations == 4);
+  REQUIRE(resumed.before.has_value());
+  CHECK(resumed.before->episodes == 8);
+  CHECK(resumed.before->metrics.at("team_a_score") == 1.5);
+  CHECK(resumed.before->metrics.count("episodes") == 0);
+}

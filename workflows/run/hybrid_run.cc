@@ -4,8 +4,6 @@
 
 #include <google/protobuf/text_format.h>
 
-#include <nlohmann/json.hpp>
-
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -252,10 +250,8 @@ std::string Number17(double v) {
 }
 
 HybridEval EvalFromFile(const fs::path& path) {
-  std::ifstream in(path);
   HybridEval e;
-  const nlohmann::json j = nlohmann::json::parse(in);
-  for (const auto& [k, v] : j.items()) e.metrics[k] = v.get<double>();
+  e.metrics = ReadJsonNumbers(path.string());
   return e;
 }
 

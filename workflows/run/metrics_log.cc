@@ -7,7 +7,10 @@
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "comms/proto/tensorboard_event.pb.h"
+#include "core/base/errors.h"
 #include "core/base/record_file.h"
 
 namespace troupe {
@@ -96,6 +99,24 @@ void TruncateLines(const std::string& path, int64_t lines) {
   const std::string tmp = path + ".tmp";
   std::ofstream(tmp) << kept.str();
   std::rename(tmp.c_str(), path.c_str());
+}
+
+std::map<std::string, double> ReadJsonNumbers(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw CheckpointError("cannot read " + path);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw CheckpointError(path + " is not JSON: " + e.what());
+  }
+  if (!j.is_object()) throw CheckpointError(path + " is not a JSON object");
+  std::map<std::string, double> numbers;
+  for (const auto& [key, value] : j.items()) {
+    if (!value.is_number()) throw CheckpointError(path + ": '" + key + "' is not a number");
+    numbers[key] = value.get<double>();
+  }
+  return numbers;
 }
 
 }  // namespace troupe

@@ -39,6 +39,10 @@ class TensorBoardWriter {
   std::unique_ptr<RecordWriter> writer_;
 };
 
+// A flat JSON object of numbers from a file (an evaluation a run wrote); throws
+// CheckpointError naming the file when it is not one.
+std::map<std::string, double> ReadJsonNumbers(const std::string& path);
+
 // Keeps the first `lines` lines of a file and drops the rest (resume after a crash).
 void TruncateLines(const std::string& path, int64_t lines);
 

@@ -45,38 +45,14 @@ void WriteFile(const fs::path& p, const std::string& text) {
   fs::rename(tmp, p);
 }
 
-std::string ReadFile(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream b;
-  b << in.rdbuf();
-  return b.str();
-}
-
-// Parses a flat JSON object of numbers written by EvalJson.
-std::map<std::string, double> ParseFlatJson(const std::string& text) {
-  std::map<std::string, double> m;
-  size_t i = 0;
-  while ((i = text.find('"', i)) != std::string::npos) {
-    const size_t j = text.find('"', i + 1);
-    if (j == std::string::npos) break;
-    const std::string key = text.substr(i + 1, j - i - 1);
-    const size_t colon = text.find(':', j);
-    if (colon == std::string::npos) break;
-    m[key] = std::atof(text.c_str() + colon + 1);
-    i = text.find_first_of(",}", colon);
-    if (i == std::string::npos) break;
-  }
-  return m;
-}
-
-EvalResult EvalFromJson(const std::string& text) {
+// An evaluation as EvalJson wrote it (eval_untrained.json of a run being resumed).
+EvalResult EvalFromFile(const fs::path& path) {
   EvalResult r;
-  auto m = ParseFlatJson(text);
-  r.episodes = static_cast<int>(m["episodes"]);
-  r.forward_calls_per_turn = m["forward_calls_per_turn"];
-  m.erase("episodes");
-  m.erase("forward_calls_per_turn");
-  r.metrics = m;
+  r.metrics = ReadJsonNumbers(path.string());
+  r.episodes = static_cast<int>(r.metrics["episodes"]);
+  r.forward_calls_per_turn = r.metrics["forward_calls_per_turn"];
+  r.metrics.erase("episodes");
+  r.metrics.erase("forward_calls_per_turn");
   return r;
 }
 
@@ -235,7 +211,7 @@ class TrainingRun {
     credit_.LoadState(state["credit"]);
     elapsed_before_ = std::atof(state["elapsed_s"].c_str());
     if (fs::exists(dir_ / "eval_untrained.json")) {
-      result_.before = EvalFromJson(ReadFile(dir_ / "eval_untrained.json"));
+      result_.before = EvalFromFile(dir_ / "eval_untrained.json");
     }
     out_ << "resuming " << *ckpt << " at iteration " << start_ << "\n";
   }
