@@ -255,33 +255,6 @@ TEST_CASE("a sender emits K latent vectors of its width plus its text, and a rec
   CHECK(trainer.Answer({q})[0].size() == 2);
 }
 
-TEST_CASE("hybrid messages trained from config beat the no-communication baseline", "[hybrid][learning]") {
-  const std::string file = std::string(TROUPE_SOURCE_DIR) + "/workflows/shipped/split_facts_hybrid.textproto";
-  LoadedWorkflow loaded = LoadWorkflowFile(file);
-  // The shipped channels stay HYBRID: K vectors and one word each way.
-  for (const char* s :
-       {"trainer.hybrid.latent_vectors=2", "trainer.hybrid.stage1_steps=40", "trainer.hybrid.stage2_steps=120",
-        "trainer.hybrid.eval_every=1000", "trainer.eval_episodes=128", "game.param[0].int=4", "game.param[2].int=1",
-        "game.param[1].int=4"}) {
-    ApplyOverride(loaded, s);
-  }
-  CompiledWorkflow w = CompileWorkflow(loaded);
-  const fs::path dir = fs::temp_directory_path() / "troupe-hybrid-run";
-  fs::remove_all(dir);
-  TrainOptions o;
-  o.out_dir = dir.string();
-  o.progress = false;
-  std::ostringstream out;
-  HybridResult r = HybridTrain(w, o, out);
-  INFO(out.str());
-  INFO(HybridTable(r));
-  CHECK(r.before.metrics.at("accuracy") < 0.4);  // 4 values: guessing gives 0.25
-  CHECK(r.after.metrics.at("accuracy") > 0.45);
-  CHECK(r.after.metrics.at("text_tokens") == 2.0);     // one word each way
-  CHECK(r.after.metrics.at("latent_vectors") == 4.0);  // and two vectors each way
-  CHECK(fs::exists(dir / "metrics.jsonl"));
-}
-
 namespace {
 
 // Two agents on models of different widths exchanging hybrid messages (a short run).
@@ -296,6 +269,20 @@ channel { from: "b" to: "a" mode: HYBRID }
 reward { level: TRAJECTORY signal: "correct" }
 trainer { eval_episodes: 8 hybrid { latent_vectors: 2 stage1_steps: 2 stage2_steps: 3 batch: 8 eval_every: 100 } }
 )";
+
+// A hybrid run into a fresh `dir` (or resumed there), stopping at `stop_at` steps when > 0.
+HybridResult TrainHybrid(const CompiledWorkflow& w, const fs::path& dir, bool resume = false, int stop_at = 0) {
+  if (!resume) fs::remove_all(dir);
+  TrainOptions o;
+  o.out_dir = dir.string();
+  o.progress = false;
+  o.resume = resume;
+  o.stop_at = stop_at;
+  std::ostringstream out;
+  HybridResult r = HybridTrain(w, o, out);
+  UNSCOPED_INFO(out.str());
+  return r;
+}
 
 std::string SlurpFile(const fs::path& p) {
   std::ifstream in(p);
@@ -316,6 +303,28 @@ std::vector<std::string> MetricsWithoutTime(const fs::path& dir) {
 
 }  // namespace
 
+TEST_CASE("hybrid messages trained from config beat the no-communication baseline", "[hybrid][learning]") {
+  const std::string file = std::string(TROUPE_SOURCE_DIR) + "/workflows/shipped/split_facts_hybrid.textproto";
+  LoadedWorkflow loaded = LoadWorkflowFile(file);
+  // The shipped channels stay HYBRID: K vectors and one word each way.
+  for (const char* s :
+       {"trainer.hybrid.latent_vectors=2", "trainer.hybrid.stage1_steps=40", "trainer.hybrid.stage2_steps=120",
+        "trainer.hybrid.eval_every=1000", "trainer.eval_episodes=128", "game.param[0].int=4", "game.param[2].int=1",
+        "game.param[1].int=4"}) {
+    ApplyOverride(loaded, s);
+  }
+  CompiledWorkflow w = CompileWorkflow(loaded);
+  const fs::path dir = fs::temp_directory_path() / "troupe-hybrid-run";
+  HybridResult r = TrainHybrid(w, dir);
+  INFO(HybridTable(r));
+  CHECK(r.before.metrics.at("accuracy") < 0.4);  // 4 values: guessing gives 0.25
+  CHECK(r.after.metrics.at("accuracy") > 0.45);
+  CHECK(r.after.metrics.at("text_tokens") == 2.0);     // one word each way
+  CHECK(r.after.metrics.at("latent_vectors") == 4.0);  // and two vectors each way
+  CHECK(fs::exists(dir / "metrics.jsonl"));
+}
+
+
 TEST_CASE("a hybrid run between models of different widths trains and saves their adapters with the models",
           "[hybrid][adapters]") {
   LoadedWorkflow loaded = ParseWorkflowText(kWidths, "widths.textproto");
@@ -324,13 +333,7 @@ TEST_CASE("a hybrid run between models of different widths trains and saves thei
   CHECK(w.models[0].latent_in_width == 24);
   CHECK(w.models[1].latent_in_width == 16);
   const fs::path dir = fs::temp_directory_path() / "troupe-hybrid-widths";
-  fs::remove_all(dir);
-  TrainOptions o;
-  o.out_dir = dir.string();
-  o.progress = false;
-  std::ostringstream out;
-  HybridTrain(w, o, out);
-  INFO(out.str());
+  TrainHybrid(w, dir);
   auto adapter = [](ModelPool& pool, int m) {
     for (const auto& p : pool.impl().models[m]->named_parameters()) {
       if (p.key() == "latent_in.weight") return p.value().detach().clone();
@@ -355,24 +358,13 @@ TEST_CASE("a two-model hybrid run of different widths split by a resume equals t
   LoadedWorkflow loaded = ParseWorkflowText(kWidths, "widths.textproto");
   ApplyOverride(loaded, "trainer.hybrid.eval_every=2");  // lines after steps 2, 4 and 5
   CompiledWorkflow w = CompileWorkflow(loaded);
-  auto run = [&w](const fs::path& dir, bool resume, int stop_at) {
-    TrainOptions o;
-    o.out_dir = dir.string();
-    o.progress = false;
-    o.resume = resume;
-    o.stop_at = stop_at;
-    std::ostringstream out;
-    return HybridTrain(w, o, out);
-  };
   const fs::path whole = fs::temp_directory_path() / "troupe-hybrid-whole";
   const fs::path split = fs::temp_directory_path() / "troupe-hybrid-split";
-  fs::remove_all(whole);
-  fs::remove_all(split);
-  CHECK(run(whole, false, 0).steps == 5);
+  CHECK(TrainHybrid(w, whole).steps == 5);
   // Stop inside the evaluation window of steps 3-4, then resume from that checkpoint.
-  CHECK(run(split, false, 3).steps == 3);
+  CHECK(TrainHybrid(w, split, false, 3).steps == 3);
   CHECK(MetricsWithoutTime(split).size() == 1);
-  CHECK(run(split, true, 0).steps == 5);
+  CHECK(TrainHybrid(w, split, true).steps == 5);
   const std::vector<std::string> a = MetricsWithoutTime(whole), b = MetricsWithoutTime(split);
   REQUIRE(a.size() == 3);
   CHECK(a == b);

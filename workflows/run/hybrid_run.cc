@@ -2,8 +2,6 @@
 // messages, stage 1 and stage 2 steps, and evaluations with accounting.
 #include "workflows/run/hybrid_run.h"
 
-#include <google/protobuf/text_format.h>
-
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +15,7 @@
 #include "core/vocab.h"
 #include "workflows/run/metrics_log.h"
 #include "workflows/run/metrics_sink.h"
+#include "workflows/run/run_folder.h"
 #include "workflows/run/session_events.h"
 
 namespace troupe {
@@ -260,13 +259,7 @@ HybridEval EvalFromFile(const fs::path& path) {
 HybridResult HybridTrain(const CompiledWorkflow& w, const TrainOptions& options, std::ostream& out) {
   SetTorchThreads(w.run.threads);
   const fs::path dir(options.out_dir);
-  fs::create_directories(dir);
-  if (!options.resume && FindCheckpoint(dir.string())) {
-    throw Error("run folder " + dir.string() + " already holds a run: pass --resume to continue it, or another --out");
-  }
-  std::string resolved;
-  google::protobuf::TextFormat::PrintToString(w.proto, &resolved);
-  std::ofstream(dir / "workflow.resolved.textproto") << "# resolved from " << w.file << "\n" << resolved;
+  PrepareRunFolder(dir.string(), w, options.resume);
 
   ModelPool pool(w.models, w.seed);
   HybridLoop loop(w, pool);
@@ -279,21 +272,20 @@ HybridResult HybridTrain(const CompiledWorkflow& w, const TrainOptions& options,
   int start = 0;
   double elapsed_before = 0.0;
   if (options.resume) {
-    auto ckpt = FindCheckpoint(dir.string());
-    if (!ckpt) throw CheckpointError("--resume: no checkpoint in " + dir.string());
-    RunState state = LoadCheckpoint(*ckpt, [&](const std::string& d) {
-      pool.Load(d);
-      loop.trainer().Load(d);
-    });
-    if (state["vocab"] != w.vocab.Fingerprint()) {
-      throw CheckpointError("checkpoint " + *ckpt + " was trained on another vocabulary (the game or roles changed)");
-    }
+    std::string ckpt;
+    RunState state = ResumeRun(
+        dir.string(), w,
+        [&](const std::string& d) {
+          pool.Load(d);
+          loop.trainer().Load(d);
+        },
+        &ckpt);
     start = std::stoi(state["iteration"]);
     rng.Load(state["rng"]);
     window.Load(state["window"]);
     elapsed_before = std::atof(state["elapsed_s"].c_str());
     result.before = EvalFromFile(dir / "eval_untrained.json");
-    out << "resuming " << *ckpt << " at step " << start << "\n";
+    out << "resuming " << ckpt << " at step " << start << "\n";
   }
   // Evaluation lines already written: one per eval_every steps before `start`.
   SessionEvents events(w, options.publish.empty() ? w.runtime.publish : options.publish, options.record,

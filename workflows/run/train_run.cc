@@ -1,7 +1,6 @@
 // The training loop: rollout -> credit -> update, logged and checkpointed.
 #include "workflows/run/train_run.h"
 
-#include <google/protobuf/text_format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +18,7 @@
 #include "workflows/run/metrics_log.h"
 #include "workflows/run/metrics_sink.h"
 #include "workflows/run/rollout.h"
+#include "workflows/run/run_folder.h"
 #include "workflows/run/session_events.h"
 #include "workflows/runtime/worker_hub.h"
 
@@ -145,7 +145,7 @@ class TrainingRun {
         tty_(::isatty(STDOUT_FILENO) && &out == &std::cout) {}
 
   TrainResult Run(int* iteration) {
-    PrepareFolder();
+    PrepareRunFolder(dir_.string(), w_, options_.resume);
     result_.run_dir = dir_.string();
     result_.best = BestAchievable(w_);
     result_.headline = w_.headline_metrics;
@@ -187,25 +187,11 @@ class TrainingRun {
  private:
   double Elapsed() const { return elapsed_before_ + Now() - t0_; }
 
-  void PrepareFolder() {
-    fs::create_directories(dir_);
-    if (!options_.resume && FindCheckpoint(dir_.string())) {
-      throw Error("run folder " + dir_.string() +
-                  " already holds a run: pass --resume to continue it, or another --out");
-    }
-    std::string resolved;
-    google::protobuf::TextFormat::PrintToString(w_.proto, &resolved);
-    WriteFile(dir_ / "workflow.resolved.textproto", "# resolved from " + w_.file + "\n" + resolved);
-  }
-
   // Models, optimisers, RNGs and credit baselines from the latest checkpoint.
   void Resume() {
-    auto ckpt = FindCheckpoint(dir_.string());
-    if (!ckpt) throw CheckpointError("--resume: no checkpoint in " + dir_.string());
-    RunState state = LoadCheckpoint(*ckpt, [&](const std::string& d) { hub_.Load(d, true); });
-    if (state["vocab"] != w_.vocab.Fingerprint()) {
-      throw CheckpointError("checkpoint " + *ckpt + " was trained on another vocabulary (the game or roles changed)");
-    }
+    std::string ckpt;
+    RunState state = ResumeRun(
+        dir_.string(), w_, [&](const std::string& d) { hub_.Load(d, true); }, &ckpt);
     start_ = std::stoi(state["iteration"]);
     rng_.Load(state["rollout_rng"]);
     credit_.LoadState(state["credit"]);
@@ -213,7 +199,7 @@ class TrainingRun {
     if (fs::exists(dir_ / "eval_untrained.json")) {
       result_.before = EvalFromFile(dir_ / "eval_untrained.json");
     }
-    out_ << "resuming " << *ckpt << " at iteration " << start_ << "\n";
+    out_ << "resuming " << ckpt << " at iteration " << start_ << "\n";
   }
 
   // A fresh run: the untrained evaluation, then the supervised warm start if asked for.

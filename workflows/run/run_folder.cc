@@ -1,0 +1,39 @@
+// Run folders: preparing and resuming.
+#include "workflows/run/run_folder.h"
+
+#include <google/protobuf/text_format.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/base/errors.h"
+
+namespace troupe {
+
+namespace fs = std::filesystem;
+
+void PrepareRunFolder(const std::string& dir, const CompiledWorkflow& w, bool resume) {
+  fs::create_directories(dir);
+  if (!resume && FindCheckpoint(dir)) {
+    throw Error("run folder " + dir + " already holds a run: pass --resume to continue it, or another --out");
+  }
+  std::string resolved;
+  google::protobuf::TextFormat::PrintToString(w.proto, &resolved);
+  const fs::path path = fs::path(dir) / "workflow.resolved.textproto", tmp = path.string() + ".tmp";
+  std::ofstream(tmp) << "# resolved from " << w.file << "\n" << resolved;
+  fs::rename(tmp, path);
+}
+
+RunState ResumeRun(const std::string& dir, const CompiledWorkflow& w, const ModelStateIo& load_models,
+                   std::string* checkpoint) {
+  auto found = FindCheckpoint(dir);
+  if (!found) throw CheckpointError("--resume: no checkpoint in " + dir);
+  RunState state = LoadCheckpoint(*found, load_models);
+  if (state["vocab"] != w.vocab.Fingerprint()) {
+    throw CheckpointError("checkpoint " + *found + " was trained on another vocabulary (the game or roles changed)");
+  }
+  *checkpoint = *found;
+  return state;
+}
+
+}  // namespace troupe
