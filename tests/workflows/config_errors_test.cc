@@ -2,7 +2,13 @@
 // file:line:col, semantic errors at the offending field or naming the culprit.
 #include <catch2/catch.hpp>
 
+#include <fstream>
+#include <functional>
+#include <map>
+#include <regex>
 #include <sstream>
+
+#include <google/protobuf/text_format.h>
 
 #include "core/base/errors.h"
 #include "workflows/config/compiled_workflow.h"
@@ -327,4 +333,43 @@ TEST_CASE("defaults come from one table and the resolved workflow states every v
   const std::string zero = std::string(kBase) + "trainer { minibatch: 0 }\n";
   CHECK_THAT(ErrorOf(zero),
              Catch::StartsWith(At(zero, 11, "minibatch")) && Catch::Contains("minibatch must be positive"));
+}
+
+TEST_CASE("the schema's comments state the same defaults as the defaults table", "[config][defaults]") {
+  // Every default the table holds, by (message, field), as text.
+  std::map<std::pair<std::string, std::string>, std::string> table;
+  std::function<void(const google::protobuf::Message&)> collect = [&](const google::protobuf::Message& m) {
+    std::vector<const google::protobuf::FieldDescriptor*> fields;
+    m.GetReflection()->ListFields(m, &fields);
+    for (const auto* f : fields) {
+      if (f->type() == google::protobuf::FieldDescriptor::TYPE_MESSAGE) {
+        if (f->is_repeated()) collect(m.GetReflection()->GetRepeatedMessage(m, f, 0));
+        else collect(m.GetReflection()->GetMessage(m, f));
+        continue;
+      }
+      std::string value;
+      google::protobuf::TextFormat::PrintFieldValueToString(m, f, -1, &value);
+      table[{m.GetDescriptor()->name(), f->name()}] = value;
+    }
+  };
+  collect(WorkflowDefaults());
+  // Fields of workflow.proto whose comment says "default VALUE".
+  std::ifstream in(std::string(TROUPE_SOURCE_DIR) + "/comms/proto/workflow.proto");
+  const std::regex message_line(R"(^message (\w+) \{)");
+  const std::regex field_line(R"(^\s+optional \w+ (\w+) = \d+;.*\bdefault ([-+0-9.e]+|"[^"]*"))");
+  std::string line, message;
+  int checked = 0;
+  std::smatch m;
+  while (std::getline(in, line)) {
+    if (std::regex_search(line, m, message_line)) message = m[1];
+    if (!std::regex_search(line, m, field_line)) continue;
+    INFO(message << "." << m[1].str() << ": the comment says " << m[2].str());
+    const auto it = table.find({message, m[1].str()});
+    REQUIRE(it != table.end());
+    const std::string stated = m[2];
+    if (stated.front() == '"') CHECK(it->second == stated);
+    else CHECK(std::stod(it->second) == Approx(std::stod(stated)));
+    ++checked;
+  }
+  CHECK(checked >= 30);
 }
