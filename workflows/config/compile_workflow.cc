@@ -382,7 +382,7 @@ void ValidatePromptLengths(const LoadedWorkflow& w, const CompiledWorkflow& c) {
     const ModelConfig& m = c.models[mi];
     if (worst == nullptr || prompt + answer <= m.max_len) continue;
     const int i = static_cast<int>(mi);
-    const bool written = w.proto.model(i).transformer().max_len() != 0;
+    const bool written = w.proto.model(i).transformer().has_max_len();
     w.Fail(written ? std::vector<PathStep>{{"model", i}, {"transformer"}, {"max_len"}}
                    : std::vector<PathStep>{{"model", i}},
            "model '" + m.name + "': max_len " + std::to_string(m.max_len) + (written ? "" : " (the default)") +

@@ -23,16 +23,6 @@ std::optional<GroupKey> GroupKeyOf(int proto_value) {
   }
 }
 
-config::Estimator ToProto(Estimator e) {
-  switch (e) {
-    case Estimator::kGrpo: return config::GRPO;
-    case Estimator::kPpo: return config::PPO;
-    case Estimator::kRloo: return config::RLOO;
-    case Estimator::kReinforce: return config::REINFORCE;
-  }
-  return config::GRPO;  // unreachable: every Estimator is listed above
-}
-
 config::GroupKey ToProto(GroupKey k) {
   switch (k) {
     case GroupKey::kEpisodeGroup: return config::BY_EPISODE_GROUP;

@@ -12,7 +12,6 @@ namespace troupe {
 // nullopt for a value the schema does not name (proto3 enums are open).
 std::optional<Estimator> EstimatorOf(int proto_value);
 std::optional<GroupKey> GroupKeyOf(int proto_value);
-config::Estimator ToProto(Estimator e);
 config::GroupKey ToProto(GroupKey k);
 
 }  // namespace troupe
