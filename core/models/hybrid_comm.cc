@@ -1,12 +1,10 @@
-// Hybrid latent-text messages: latent generation with the KV cache, soft-input
-// splicing, and the two distillation stages.
+// The two distillation stages of hybrid messages: latents recomputed with the
+// KV cache, vectors spliced at a reader's soft slots, and the losses.
 #include "core/models/hybrid_comm.h"
-
-#include <ATen/CPUGeneratorImpl.h>
 
 #include <filesystem>
 #include <map>
-#include <mutex>
+#include <set>
 
 #include "core/base/errors.h"
 #include "core/models/model_pool_impl.h"
@@ -16,13 +14,13 @@ namespace troupe {
 
 namespace {
 
-torch::Tensor Longs(const std::vector<int64_t>& v, std::vector<int64_t> shape) {
-  return torch::from_blob(const_cast<int64_t*>(v.data()), shape, torch::kLong).clone();
+torch::Tensor Longs(const std::vector<int64_t>& v, std::vector<int64_t> shape, torch::Device device) {
+  return torch::from_blob(const_cast<int64_t*>(v.data()), shape, torch::kLong).clone().to(device);
 }
 
-torch::Tensor Ids(const std::vector<int>& ids) {
+torch::Tensor Ids(const std::vector<int>& ids, torch::Device device) {
   std::vector<int64_t> v(ids.begin(), ids.end());
-  return Longs(v, {static_cast<int64_t>(v.size())});
+  return Longs(v, {static_cast<int64_t>(v.size())}, device);
 }
 
 // Rows of input embeddings, left-padded into one batch: every row ends at the
@@ -37,12 +35,13 @@ PaddedBatch Pad(const std::vector<torch::Tensor>& rows) {
   int64_t T = 0;
   for (const auto& r : rows) T = std::max(T, r.size(0));
   const int64_t B = static_cast<int64_t>(rows.size()), d = rows.front().size(1);
+  const torch::Device device = rows.front().device();
   std::vector<torch::Tensor> padded;
   std::vector<int64_t> pos(B * T, 0);
   std::vector<uint8_t> valid(B * T, 0);
   for (int64_t i = 0; i < B; ++i) {
     const int64_t n = rows[i].size(0), off = T - n;
-    padded.push_back(off > 0 ? torch::cat({torch::zeros({off, d}), rows[i]}) : rows[i]);
+    padded.push_back(off > 0 ? torch::cat({torch::zeros({off, d}, rows[i].options()), rows[i]}) : rows[i]);
     for (int64_t t = 0; t < n; ++t) {
       pos[i * T + off + t] = t;
       valid[i * T + off + t] = 1;
@@ -50,8 +49,8 @@ PaddedBatch Pad(const std::vector<torch::Tensor>& rows) {
     b.lengths.push_back(n);
   }
   b.embeds = torch::stack(padded);
-  b.positions = Longs(pos, {B, T});
-  b.key_valid = torch::from_blob(valid.data(), {B, T}, torch::kUInt8).clone().to(torch::kBool);
+  b.positions = Longs(pos, {B, T}, device);
+  b.key_valid = torch::from_blob(valid.data(), {B, T}, torch::kUInt8).clone().to(torch::kBool).to(device);
   return b;
 }
 
@@ -60,7 +59,7 @@ PaddedBatch Pad(const std::vector<torch::Tensor>& rows) {
 // values would reward a large shared offset in the residual stream, which
 // shrinks the loss without making the student any closer to the teacher.
 torch::Tensor DistillLoss(const std::vector<torch::Tensor>& student, const std::vector<torch::Tensor>& teacher) {
-  torch::Tensor loss = torch::zeros({});
+  torch::Tensor loss = torch::zeros({}, student.front().options());
   for (size_t l = 0; l < student.size(); ++l) {
     torch::Tensor t = teacher[l].detach();
     const torch::Tensor spread = t.size(0) > 1 ? t.std(0).mean() : t.std();
@@ -69,32 +68,92 @@ torch::Tensor DistillLoss(const std::vector<torch::Tensor>& student, const std::
   return loss / static_cast<double>(student.size());
 }
 
+// Indices of `items` grouped by a key (e.g. model and answer length): rows of one group share a forward pass.
+template <class Item, class Key>
+std::map<Key, std::vector<size_t>> GroupBy(const std::vector<Item>& items, Key (*key)(const Item&)) {
+  std::map<Key, std::vector<size_t>> groups;
+  for (size_t i = 0; i < items.size(); ++i) groups[key(items[i])].push_back(i);
+  return groups;
+}
+
+using ModelAndLength = std::pair<int, size_t>;
+ModelAndLength SelfKey(const SelfDistillExample& e) { return {e.model, e.answer.size()}; }
+ModelAndLength SenderKey(const SenderExample& e) { return {e.model, e.text.size()}; }
+ModelAndLength ReceiverKey(const ReceiverExample& e) { return {e.model, e.answer.size()}; }
+
+// `prefix` followed by all but the last of `answer`: a teacher-forced row whose last |answer| logits predict it.
+std::vector<int> Forced(std::vector<int> prefix, const std::vector<int>& answer) {
+  if (!answer.empty()) prefix.insert(prefix.end(), answer.begin(), answer.end() - 1);
+  return prefix;
+}
+
 }  // namespace
+
+HybridBatch ExamplesOfModel(const HybridBatch& batch, int model, int as) {
+  HybridBatch out;
+  for (const auto& e : batch.self) {
+    if (e.model != model) continue;
+    out.self.push_back(e);
+    out.self.back().model = as;
+  }
+  std::vector<int> renumbered(batch.senders.size(), -1);
+  for (size_t i = 0; i < batch.senders.size(); ++i) {
+    if (batch.senders[i].model != model) continue;
+    renumbered[i] = static_cast<int>(out.senders.size());
+    out.senders.push_back(batch.senders[i]);
+    out.senders.back().model = as;
+  }
+  for (const auto& e : batch.receivers) {
+    if (e.model != model) continue;
+    out.receivers.push_back(e);
+    out.receivers.back().model = as;
+    for (int& i : out.receivers.back().from_senders) {
+      if (i < 0 || i >= static_cast<int>(renumbered.size()) || renumbered[i] < 0) {
+        throw ModelError("hybrid: a reader on model " + std::to_string(model) +
+                         " reads in-graph the latents of sender " + std::to_string(i) + ", which is not on that model");
+      }
+      i = renumbered[i];
+    }
+  }
+  return out;
+}
 
 struct HybridCommTrainer::Impl {
   ModelPool* pool = nullptr;
   HybridSettings s;
   // One AdamW per model, with that model's learning rate and weight decay (its
-  // gradients are clipped to its own grad_clip). A receiver reading vectors of
-  // another width adapts them with its own latent_in layer, a parameter of the
-  // model: optimised here and saved with it.
+  // gradients are clipped to its own grad_clip). A reader of vectors of another
+  // width adapts them with its own latent_in layer, a parameter of the model:
+  // optimised here and saved with it.
   std::vector<std::unique_ptr<torch::optim::AdamW>> optimizers;
 
   TransformerLM& Model(int m) { return pool->impl().models.at(m); }
+  torch::Device Device(int m) { return pool->impl().devices.at(m); }
+  torch::Tensor Slots(int m, const std::vector<int>& slots) {
+    return Longs(std::vector<int64_t>(slots.begin(), slots.end()), {static_cast<int64_t>(slots.size())}, Device(m));
+  }
 
   // Latent vectors z_1..z_K of each row's prompt (ending with <bot>), with the
   // KV cache left after them. Rows: one model. Returns [B,K,d].
-  torch::Tensor Latents(int m, const std::vector<const std::vector<int>*>& prompts, const std::vector<int>& slots,
-                        KvCache* cache, torch::Tensor* key_valid, std::vector<int64_t>* next_pos) {
+  struct LatentRun {
+    torch::Tensor z;
+    KvCache cache;
+    torch::Tensor key_valid;
+    std::vector<int64_t> next_pos;
+    std::vector<int> slots;
+  };
+  LatentRun Latents(int m, const std::vector<const std::vector<int>*>& prompts, std::vector<int> slots) {
     TransformerLM& model = Model(m);
+    const torch::Device device = Device(m);
+    LatentRun r;
+    r.slots = std::move(slots);
     std::vector<torch::Tensor> rows;
-    for (const auto* p : prompts) rows.push_back(model->embed(Ids(*p)));
+    for (const auto* p : prompts) rows.push_back(model->embed(Ids(*p, device)));
     PaddedBatch b = Pad(rows);
-    std::vector<int64_t> slot64(slots.begin(), slots.end());
-    const torch::Tensor role = Longs(slot64, {static_cast<int64_t>(slots.size())});
-    LMOutput o = model->forward_embeds(b.embeds, b.positions, b.key_valid, role, cache);
-    *key_valid = b.key_valid;
-    *next_pos = b.lengths;
+    const torch::Tensor role = Slots(m, r.slots);
+    LMOutput o = model->forward_embeds(b.embeds, b.positions, b.key_valid, role, &r.cache);
+    r.key_valid = b.key_valid;
+    r.next_pos = b.lengths;
     const int64_t B = static_cast<int64_t>(prompts.size());
     std::vector<torch::Tensor> zs;
     torch::Tensor h = o.hidden.select(1, o.hidden.size(1) - 1);
@@ -102,37 +161,37 @@ struct HybridCommTrainer::Impl {
       torch::Tensor z = model->project_latent(h);
       zs.push_back(z);
       if (k + 1 == s.latent_vectors) break;
-      *key_valid = torch::cat({*key_valid, torch::ones({B, 1}, torch::kBool)}, 1);
-      o = model->forward_embeds(z.unsqueeze(1), Longs(*next_pos, {B, 1}), *key_valid, role, cache);
-      for (auto& p : *next_pos) ++p;
+      r.key_valid = torch::cat({r.key_valid, torch::ones({B, 1}, r.key_valid.options())}, 1);
+      o = model->forward_embeds(z.unsqueeze(1), Longs(r.next_pos, {B, 1}, device), r.key_valid, role, &r.cache);
+      for (auto& p : r.next_pos) ++p;
       h = o.hidden.select(1, 0);
     }
     if (s.latent_vectors > 0) {
-      for (auto& p : *next_pos) ++p;  // the last z is fed with the next input
-      return torch::stack(zs, 1);
+      for (auto& p : r.next_pos) ++p;  // the last z is fed with the next input
+      r.z = torch::stack(zs, 1);
+    } else {
+      r.z = torch::zeros({B, 0, model->options().d_model()}, b.embeds.options());
     }
-    return torch::zeros({B, 0, model->options().d_model()});
+    return r;
   }
 
-  // Continues cached rows with `tokens` [B,n] (the last latent, if any, goes first).
-  LMOutput Continue(int m, const torch::Tensor& last_latents, const torch::Tensor& tokens,
-                    const std::vector<int>& slots, KvCache* cache, torch::Tensor* key_valid,
-                    std::vector<int64_t>* next_pos, bool all_layers) {
+  // Continues a latent run with `tokens` [B,n] (its last latent, if any, goes first).
+  LMOutput Continue(int m, LatentRun& run, const torch::Tensor& tokens, bool all_layers) {
     TransformerLM& model = Model(m);
     const int64_t B = tokens.size(0), n = tokens.size(1);
     torch::Tensor x = model->embed(tokens);
-    const bool with_latent = last_latents.defined() && last_latents.size(1) > 0;
-    if (with_latent) x = torch::cat({last_latents.select(1, last_latents.size(1) - 1).unsqueeze(1), x}, 1);
+    const bool with_latent = run.z.size(1) > 0;
+    if (with_latent) x = torch::cat({run.z.select(1, run.z.size(1) - 1).unsqueeze(1), x}, 1);
     const int64_t steps = x.size(1);
     std::vector<int64_t> pos(B * steps);
     for (int64_t b = 0; b < B; ++b) {
-      const int64_t start = (*next_pos)[b] - (with_latent ? 1 : 0);
+      const int64_t start = run.next_pos[b] - (with_latent ? 1 : 0);
       for (int64_t t = 0; t < steps; ++t) pos[b * steps + t] = start + t;
-      (*next_pos)[b] += n;
+      run.next_pos[b] += n;
     }
-    *key_valid = torch::cat({*key_valid, torch::ones({B, steps}, torch::kBool)}, 1);
-    std::vector<int64_t> slot64(slots.begin(), slots.end());
-    LMOutput o = model->forward_embeds(x, Longs(pos, {B, steps}), *key_valid, Longs(slot64, {B}), cache, all_layers);
+    run.key_valid = torch::cat({run.key_valid, torch::ones({B, steps}, run.key_valid.options())}, 1);
+    LMOutput o = model->forward_embeds(x, Longs(pos, {B, steps}, Device(m)), run.key_valid, Slots(m, run.slots),
+                                       &run.cache, all_layers);
     if (with_latent) {  // drop the latent's own position
       o.logits = o.logits.slice(1, 1);
       o.hidden = o.hidden.slice(1, 1);
@@ -141,39 +200,10 @@ struct HybridCommTrainer::Impl {
     return o;
   }
 
-  // Latents of rows that share model `m`, with what generation continues from.
-  struct LatentRun {
-    torch::Tensor z;  // [B,K,d]
-    KvCache cache;
-    torch::Tensor key_valid;
-    std::vector<int64_t> next_pos;
-    std::vector<int> slots;
-  };
-  LatentRun RunLatents(int m, const std::vector<const std::vector<int>*>& prompts, std::vector<int> slots) {
-    LatentRun r;
-    r.slots = std::move(slots);
-    r.z = Latents(m, prompts, r.slots, &r.cache, &r.key_valid, &r.next_pos);
-    return r;
-  }
-  // The same for rows `idx` of a batch, given how to read a row's prompt and role slot.
-  template <class Row>
-  LatentRun RunLatents(int m, const std::vector<size_t>& idx, const Row& row) {
-    std::vector<const std::vector<int>*> prompts;
-    std::vector<int> slots;
-    for (size_t i : idx) {
-      const auto [prompt, slot] = row(i);
-      prompts.push_back(prompt);
-      slots.push_back(slot);
-    }
-    return RunLatents(m, prompts, std::move(slots));
-  }
-
-  // Full forward of rows made of segments; the answer's teacher-forced tokens end every row.
+  // Full forward of rows of input embeddings (left-padded).
   LMOutput Rows(int m, const std::vector<torch::Tensor>& rows, const std::vector<int>& slots, bool all_layers) {
     PaddedBatch b = Pad(rows);
-    std::vector<int64_t> slot64(slots.begin(), slots.end());
-    return Model(m)->forward_embeds(b.embeds, b.positions, b.key_valid,
-                                    Longs(slot64, {static_cast<int64_t>(slots.size())}), nullptr, all_layers);
+    return Model(m)->forward_embeds(b.embeds, b.positions, b.key_valid, Slots(m, slots), nullptr, all_layers);
   }
 
   // CE of the last n positions against `targets` [B,n].
@@ -195,7 +225,7 @@ struct HybridCommTrainer::Impl {
                            HybridStepStats* st) const {
     const int64_t n = y.size(1);
     const torch::Tensor ce = LastCe(student.logits, y), tce = LastCe(teacher.logits, y);
-    torch::Tensor distill = torch::zeros({});
+    torch::Tensor distill = torch::zeros({}, ce.options());
     if (distill_on) distill = DistillLoss(LayersAt(student, n), LayersAt(teacher, n));
     st->answer_ce += ce.item<double>();
     st->teacher_ce += tce.item<double>();
@@ -203,26 +233,150 @@ struct HybridCommTrainer::Impl {
     return ce + s.distill_weight * distill + tce;
   }
 
-  HybridStepStats Step(const torch::Tensor& loss, HybridStepStats st) {
-    for (auto& o : optimizers) o->zero_grad();
-    loss.backward();
-    for (int m = 0; m < pool->size(); ++m) {
-      const double clip = pool->config(m).grad_clip;
-      if (clip > 0) torch::nn::utils::clip_grad_norm_(Model(m)->parameters(), clip);
-      optimizers[m]->step();
+  // A reader's prompt embedded, with the vectors it reads at its soft slots.
+  torch::Tensor ReaderEmbeds(int m, const ReceiverExample& e, const std::vector<torch::Tensor>& sender_latents) {
+    TransformerLM& model = Model(m);
+    torch::Tensor x = model->embed(Ids(e.prompt, Device(m)));
+    std::vector<int> where;
+    for (size_t t = 0; t < e.prompt.size(); ++t) {
+      if (e.prompt[t] == Vocab::kSoft) where.push_back(static_cast<int>(t));
     }
-    st.loss = loss.item<double>();
-    return st;
+    if (where.empty()) return x;
+    torch::Tensor vectors;
+    if (!e.from_senders.empty()) {
+      std::vector<torch::Tensor> parts;
+      for (int i : e.from_senders) {
+        if (i < 0 || i >= static_cast<int>(sender_latents.size()) || !sender_latents[i].defined()) {
+          throw ModelError("hybrid: a reader names sender " + std::to_string(i) + ", which the batch lacks");
+        }
+        parts.push_back(s.differentiable ? sender_latents[i] : sender_latents[i].detach());
+      }
+      vectors = torch::cat(parts).to(Device(m));
+    } else {
+      const int64_t n = static_cast<int64_t>(where.size());
+      if (e.soft_width <= 0 || static_cast<int64_t>(e.soft.size()) != n * e.soft_width) {
+        throw ModelError("hybrid: a reader's prompt has " + std::to_string(n) + " soft slots but " +
+                         std::to_string(e.soft.size()) + " values of width " + std::to_string(e.soft_width));
+      }
+      vectors =
+          torch::from_blob(const_cast<float*>(e.soft.data()), {n, e.soft_width}, torch::kFloat).clone().to(Device(m));
+    }
+    if (vectors.size(0) != static_cast<int64_t>(where.size())) {
+      throw ModelError("hybrid: a reader's prompt has " + std::to_string(where.size()) + " soft slots for " +
+                       std::to_string(vectors.size(0)) + " vectors");
+    }
+    return x.index_copy(0, Slots(m, where), model->adapt_latent(vectors));
   }
 
-  void Train(bool on) {
-    for (int m = 0; m < pool->size(); ++m) Model(m)->train(on);
+  // Stage 1: each agent's reasoning distilled into its own latents.
+  void SelfDistill(const std::vector<SelfDistillExample>& batch, std::vector<torch::Tensor>* losses,
+                   HybridStepStats* st) {
+    for (const auto& [key, idx] : GroupBy(batch, &SelfKey)) {
+      const int m = key.first;
+      const int64_t B = static_cast<int64_t>(idx.size()), n = static_cast<int64_t>(key.second);
+      if (n == 0) continue;
+      std::vector<const std::vector<int>*> prompts;
+      std::vector<int> slots;
+      std::vector<int64_t> forced, targets;
+      std::vector<torch::Tensor> teacher_rows;
+      for (size_t i : idx) {
+        const SelfDistillExample& e = batch[i];
+        prompts.push_back(&e.prompt);
+        slots.push_back(e.role_slot);
+        for (int t : Forced({s.eot}, e.answer)) forced.push_back(t);
+        targets.insert(targets.end(), e.answer.begin(), e.answer.end());
+        std::vector<int> t = e.prompt;
+        t.insert(t.end(), e.reasoning.begin(), e.reasoning.end());
+        t.push_back(s.eot);
+        teacher_rows.push_back(Model(m)->embed(Ids(Forced(t, e.answer), Device(m))));
+      }
+      LatentRun run = Latents(m, prompts, slots);
+      LMOutput student = Continue(m, run, Longs(forced, {B, n}, Device(m)), true);
+      LMOutput teacher = Rows(m, teacher_rows, slots, true);
+      losses->push_back(AnswerLoss(student, teacher, Longs(targets, {B, n}, Device(m)), true, st));
+    }
+  }
+
+  // Stage 2 senders: their latents (kept for in-graph readers) and the CE of their text.
+  std::vector<torch::Tensor> Senders(const std::vector<SenderExample>& senders,
+                                     const std::vector<ReceiverExample>& receivers, std::vector<torch::Tensor>* losses,
+                                     HybridStepStats* st) {
+    std::vector<torch::Tensor> latents(senders.size());
+    std::vector<bool> read(senders.size(), false);
+    for (const auto& r : receivers) {
+      for (int i : r.from_senders) {
+        if (i >= 0 && i < static_cast<int>(read.size())) read[i] = true;
+      }
+    }
+    for (const auto& [key, all] : GroupBy(senders, &SenderKey)) {
+      const int m = key.first;
+      const int64_t L = static_cast<int64_t>(key.second);
+      std::vector<size_t> idx;
+      for (size_t i : all) {
+        if (L > 0 || (read[i] && s.latent_vectors > 0)) idx.push_back(i);
+      }
+      if (idx.empty()) continue;
+      const int64_t B = static_cast<int64_t>(idx.size());
+      std::vector<int64_t> forced, targets;
+      std::vector<int> slots;
+      std::vector<const std::vector<int>*> prompts;
+      for (size_t i : idx) {
+        const SenderExample& e = senders[i];
+        prompts.push_back(&e.prompt);
+        slots.push_back(e.role_slot);
+        for (int t : Forced(s.latent_vectors > 0 ? std::vector<int>{s.eot} : std::vector<int>{}, e.text)) {
+          forced.push_back(t);
+        }
+        targets.insert(targets.end(), e.text.begin(), e.text.end());
+      }
+      torch::Tensor logits;
+      if (s.latent_vectors > 0) {
+        LatentRun run = Latents(m, prompts, slots);
+        for (int64_t b = 0; b < B; ++b) latents[idx[b]] = run.z[b];
+        if (L == 0) continue;
+        logits = Continue(m, run, Longs(forced, {B, L}, Device(m)), false).logits;
+      } else {
+        // Text-only: the text follows the prompt.
+        std::vector<torch::Tensor> rows;
+        for (size_t i : idx)
+          rows.push_back(Model(m)->embed(Ids(Forced(senders[i].prompt, senders[i].text), Device(m))));
+        logits = Rows(m, rows, slots, false).logits;
+      }
+      const torch::Tensor text_ce = LastCe(logits, Longs(targets, {B, L}, Device(m)));
+      losses->push_back(text_ce);
+      st->text_ce += text_ce.item<double>();
+    }
+    return latents;
+  }
+
+  // Stage 2 readers: the student reads the vectors, the teacher the messages as text.
+  void Receivers(const std::vector<ReceiverExample>& receivers, const std::vector<torch::Tensor>& sender_latents,
+                 std::vector<torch::Tensor>* losses, HybridStepStats* st) {
+    for (const auto& [key, idx] : GroupBy(receivers, &ReceiverKey)) {
+      const int m = key.first;
+      const int64_t B = static_cast<int64_t>(idx.size()), n = static_cast<int64_t>(key.second);
+      if (n == 0) continue;
+      TransformerLM& model = Model(m);
+      std::vector<torch::Tensor> student_rows, teacher_rows;
+      std::vector<int> slots;
+      std::vector<int64_t> targets;
+      for (size_t i : idx) {
+        const ReceiverExample& e = receivers[i];
+        const std::vector<int> tail = Forced({}, e.answer);
+        student_rows.push_back(torch::cat({ReaderEmbeds(m, e, sender_latents), model->embed(Ids(tail, Device(m)))}));
+        teacher_rows.push_back(model->embed(Ids(Forced(e.teacher_prompt, e.answer), Device(m))));
+        slots.push_back(e.role_slot);
+        targets.insert(targets.end(), e.answer.begin(), e.answer.end());
+      }
+      LMOutput student = Rows(m, student_rows, slots, true);
+      LMOutput teacher = Rows(m, teacher_rows, slots, true);
+      losses->push_back(AnswerLoss(student, teacher, Longs(targets, {B, n}, Device(m)), s.latent_vectors > 0, st));
+    }
   }
 };
 
-HybridCommTrainer::HybridCommTrainer(ModelPool& pool, HybridSettings settings) : impl_(std::make_unique<Impl>()) {
+HybridCommTrainer::HybridCommTrainer(ModelPool& pool) : impl_(std::make_unique<Impl>()) {
   impl_->pool = &pool;
-  impl_->s = settings;
   for (int m = 0; m < pool.size(); ++m) {
     const ModelConfig& c = pool.config(m);
     impl_->optimizers.push_back(std::make_unique<torch::optim::AdamW>(
@@ -232,213 +386,60 @@ HybridCommTrainer::HybridCommTrainer(ModelPool& pool, HybridSettings settings) :
 
 HybridCommTrainer::~HybridCommTrainer() = default;
 
-void HybridCommTrainer::SetDistillWeight(double weight) { impl_->s.distill_weight = weight; }
+HybridStepStats HybridCommTrainer::Step(const HybridBatch& batch, const HybridSettings& settings) {
+  Impl& I = *impl_;
+  I.s = settings;
+  std::set<int> models;
+  for (const auto& e : batch.self) models.insert(e.model);
+  for (const auto& e : batch.senders) models.insert(e.model);
+  for (const auto& e : batch.receivers) models.insert(e.model);
+  for (int m : models) {
+    if (m < 0 || m >= I.pool->size()) throw ModelError("hybrid: an example names model " + std::to_string(m));
+    I.Model(m)->train(true);
+  }
+  HybridStepStats st;
+  std::vector<torch::Tensor> losses;
+  I.SelfDistill(batch.self, &losses, &st);
+  const std::vector<torch::Tensor> latents = I.Senders(batch.senders, batch.receivers, &losses, &st);
+  I.Receivers(batch.receivers, latents, &losses, &st);
+  if (losses.empty()) return st;
+  torch::Tensor loss = torch::zeros({});
+  for (const auto& l : losses) loss = loss + l.to(torch::kCPU);
+  for (int m : models) I.optimizers[m]->zero_grad();
+  loss.backward();
+  for (int m : models) {
+    const double clip = I.pool->config(m).grad_clip;
+    if (clip > 0) torch::nn::utils::clip_grad_norm_(I.Model(m)->parameters(), clip);
+    I.optimizers[m]->step();
+  }
+  st.loss = loss.item<double>();
+  return st;
+}
 
 void HybridCommTrainer::Save(const std::string& dir) const {
   for (int m = 0; m < impl_->pool->size(); ++m) {
-    torch::save(*impl_->optimizers[m], dir + "/hybrid-optimizer-" + impl_->pool->config(m).name + ".pt");
+    const ModelConfig& c = impl_->pool->config(m);
+    torch::save(*impl_->optimizers[m], dir + "/hybrid-optimizer-" + c.name + ".pt");
+    if (c.latent)
+      torch::save(impl_->Model(m)->latent_projection().dropout_state(), dir + "/latent-dropout-" + c.name + ".pt");
   }
-  at::Generator generator = at::detail::getDefaultCPUGenerator();  // a handle on the one default generator
-  torch::Tensor state;
-  {
-    std::lock_guard<std::mutex> lock(generator.mutex());
-    state = generator.get_state();
-  }
-  torch::save(state, dir + "/torch-generator.pt");
 }
 
 void HybridCommTrainer::Load(const std::string& dir) {
   for (int m = 0; m < impl_->pool->size(); ++m) {
-    const std::string path = dir + "/hybrid-optimizer-" + impl_->pool->config(m).name + ".pt";
-    if (!std::filesystem::exists(path)) throw CheckpointError("checkpoint lacks optimizer file " + path);
-    torch::load(*impl_->optimizers[m], path);
-  }
-  torch::Tensor state;
-  torch::load(state, dir + "/torch-generator.pt");
-  at::Generator generator = at::detail::getDefaultCPUGenerator();
-  std::lock_guard<std::mutex> lock(generator.mutex());
-  generator.set_state(state);
-}
-
-int64_t HybridCommTrainer::ParameterCount() const {
-  int64_t n = 0;
-  for (int m = 0; m < impl_->pool->size(); ++m) n += impl_->pool->ParameterCount(m);
-  return n;
-}
-
-std::vector<SentMessage> HybridCommTrainer::Send(const std::vector<SendQuery>& queries) {
-  torch::NoGradGuard no_grad;
-  impl_->Train(false);
-  std::vector<SentMessage> out(queries.size());
-  std::map<int, std::vector<size_t>> by_model;
-  for (size_t i = 0; i < queries.size(); ++i) by_model[queries[i].model].push_back(i);
-  for (const auto& [m, idx] : by_model) {
-    Impl::LatentRun run =
-        impl_->RunLatents(m, idx, [&](size_t i) { return std::make_pair(&queries[i].prompt, queries[i].role_slot); });
-    const std::vector<int>& slots = run.slots;
-    const torch::Tensor& z = run.z;
-    const int64_t B = static_cast<int64_t>(idx.size()), d = impl_->Model(m)->options().d_model();
-    for (int64_t b = 0; b < B; ++b) {
-      SentMessage& msg = out[idx[b]];
-      msg.width = static_cast<int>(d);
-      torch::Tensor row = z[b].contiguous();
-      msg.latents.assign(row.data_ptr<float>(), row.data_ptr<float>() + row.numel());
+    const ModelConfig& c = impl_->pool->config(m);
+    std::vector<std::string> files = {dir + "/hybrid-optimizer-" + c.name + ".pt"};
+    if (c.latent) files.push_back(dir + "/latent-dropout-" + c.name + ".pt");
+    for (const auto& f : files) {
+      if (!std::filesystem::exists(f)) throw CheckpointError("checkpoint lacks the hybrid trainer's file " + f);
     }
-    int text = 0;
-    for (size_t i : idx) text = std::max(text, queries[i].text_tokens);
-    if (text == 0) continue;
-    std::vector<int64_t> next(B, impl_->s.eot);
-    torch::Tensor last = z;
-    for (int t = 0; t < text; ++t) {
-      LMOutput o =
-          impl_->Continue(m, last, Longs(next, {B, 1}), slots, &run.cache, &run.key_valid, &run.next_pos, false);
-      last = torch::Tensor();
-      torch::Tensor logits = o.logits.select(1, o.logits.size(1) - 1);
-      for (int64_t b = 0; b < B; ++b) {
-        const SendQuery& q = queries[idx[b]];
-        torch::Tensor row = logits[b].clone();
-        if (!q.text_options.empty()) {
-          torch::Tensor mask = torch::full_like(row, -1e9);
-          for (int tok : q.text_options) mask[tok] = 0;
-          row = row + mask;
-        }
-        next[b] = row.argmax().item<int64_t>();
-        if (t < q.text_tokens) out[idx[b]].text.push_back(static_cast<int>(next[b]));
-      }
+    torch::load(*impl_->optimizers[m], files[0]);
+    if (c.latent) {
+      torch::Tensor state;
+      torch::load(state, files[1]);
+      impl_->Model(m)->latent_projection().set_dropout_state(state);
     }
   }
-  return out;
-}
-
-std::vector<std::vector<int>> HybridCommTrainer::Answer(const std::vector<AnswerQuery>& queries) {
-  torch::NoGradGuard no_grad;
-  impl_->Train(false);
-  std::vector<std::vector<int>> out(queries.size());
-  for (size_t i = 0; i < queries.size(); ++i) {
-    // Small batches in evaluation: one row at a time keeps the splicing simple.
-    const AnswerQuery& q = queries[i];
-    TransformerLM& model = impl_->Model(q.model);
-    std::vector<int> tail = {impl_->s.eot};
-    for (int t = 0; t < q.answer_tokens; ++t) {
-      std::vector<torch::Tensor> segs = {model->embed(Ids(q.prompt))};
-      if (q.heard != nullptr && !q.heard->latents.empty()) {
-        torch::Tensor z =
-            torch::from_blob(const_cast<float*>(q.heard->latents.data()),
-                             {static_cast<int64_t>(q.heard->latents.size()) / q.heard->width, q.heard->width})
-                .clone();
-        segs.push_back(model->adapt_latent(z));
-      }
-      segs.push_back(model->embed(Ids(tail)));
-      LMOutput o = impl_->Rows(q.model, {torch::cat(segs)}, {q.role_slot}, false);
-      torch::Tensor row = o.logits[0][o.logits.size(1) - 1].clone();
-      if (!q.options.empty()) {
-        torch::Tensor mask = torch::full_like(row, -1e9);
-        for (int tok : q.options) mask[tok] = 0;
-        row = row + mask;
-      }
-      const int pick = static_cast<int>(row.argmax().item<int64_t>());
-      out[i].push_back(pick);
-      tail.push_back(pick);
-    }
-  }
-  return out;
-}
-
-HybridStepStats HybridCommTrainer::SelfDistill(const std::vector<SelfDistillExample>& batch) {
-  impl_->Train(true);
-  HybridStepStats st;
-  torch::Tensor loss = torch::zeros({});
-  std::map<int, std::vector<size_t>> by_model;
-  for (size_t i = 0; i < batch.size(); ++i) by_model[batch[i].model].push_back(i);
-  for (const auto& [m, idx] : by_model) {
-    TransformerLM& model = impl_->Model(m);
-    const int64_t B = static_cast<int64_t>(idx.size()), n = static_cast<int64_t>(batch[idx[0]].answer.size());
-    std::vector<const std::vector<int>*> prompts;
-    std::vector<int> slots;
-    std::vector<int64_t> forced, targets;
-    std::vector<torch::Tensor> teacher_rows;
-    for (size_t i : idx) {
-      const SelfDistillExample& e = batch[i];
-      if (static_cast<int64_t>(e.answer.size()) != n) throw ModelError("hybrid: answers of one batch differ in length");
-      prompts.push_back(&e.prompt);
-      slots.push_back(e.role_slot);
-      forced.push_back(impl_->s.eot);
-      for (int64_t t = 0; t + 1 < n; ++t) forced.push_back(e.answer[t]);
-      for (int a : e.answer) targets.push_back(a);
-      std::vector<int> t = e.prompt;
-      t.insert(t.end(), e.reasoning.begin(), e.reasoning.end());
-      t.push_back(impl_->s.eot);
-      t.insert(t.end(), e.answer.begin(), e.answer.end() - 1);
-      teacher_rows.push_back(model->embed(Ids(t)));
-    }
-    Impl::LatentRun run = impl_->RunLatents(m, prompts, slots);
-    LMOutput student =
-        impl_->Continue(m, run.z, Longs(forced, {B, n}), slots, &run.cache, &run.key_valid, &run.next_pos, true);
-    LMOutput teacher = impl_->Rows(m, teacher_rows, slots, true);
-    loss = loss + impl_->AnswerLoss(student, teacher, Longs(targets, {B, n}), true, &st);
-  }
-  return impl_->Step(loss, st);
-}
-
-HybridStepStats HybridCommTrainer::CoTrain(const std::vector<CoTrainExample>& batch) {
-  impl_->Train(true);
-  HybridStepStats st;
-  torch::Tensor loss = torch::zeros({});
-  // Senders: latents (and the text they write, teacher-forced), per model.
-  std::vector<torch::Tensor> latents(batch.size());
-  std::map<int, std::vector<size_t>> senders;
-  for (size_t i = 0; i < batch.size(); ++i) senders[batch[i].sender_model].push_back(i);
-  for (const auto& [m, idx] : senders) {
-    Impl::LatentRun run = impl_->RunLatents(
-        m, idx, [&](size_t i) { return std::make_pair(&batch[i].sender_prompt, batch[i].sender_slot); });
-    const std::vector<int>& slots = run.slots;
-    for (size_t b = 0; b < idx.size(); ++b) latents[idx[b]] = run.z[static_cast<int64_t>(b)];
-    const int64_t L = static_cast<int64_t>(batch[idx[0]].sender_text.size());
-    if (L == 0) continue;
-    std::vector<int64_t> forced, targets;
-    for (size_t i : idx) {
-      const auto& text = batch[i].sender_text;
-      if (static_cast<int64_t>(text.size()) != L)
-        throw ModelError("hybrid: sender texts of one batch differ in length");
-      forced.push_back(impl_->s.eot);
-      for (int64_t t = 0; t + 1 < L; ++t) forced.push_back(text[t]);
-      for (int t : text) targets.push_back(t);
-    }
-    const int64_t B = static_cast<int64_t>(idx.size());
-    LMOutput o =
-        impl_->Continue(m, run.z, Longs(forced, {B, L}), slots, &run.cache, &run.key_valid, &run.next_pos, false);
-    const torch::Tensor text_ce = Impl::LastCe(o.logits, Longs(targets, {B, L}));
-    loss = loss + text_ce;
-    st.text_ce += text_ce.item<double>();
-  }
-  // Receivers: the student reads the sender's latents; the teacher reads the message as text.
-  std::map<int, std::vector<size_t>> receivers;
-  for (size_t i = 0; i < batch.size(); ++i) receivers[batch[i].receiver_model].push_back(i);
-  for (const auto& [m, idx] : receivers) {
-    TransformerLM& model = impl_->Model(m);
-    const int64_t n = static_cast<int64_t>(batch[idx[0]].answer.size()), B = static_cast<int64_t>(idx.size());
-    std::vector<torch::Tensor> student_rows, teacher_rows;
-    std::vector<int> slots;
-    std::vector<int64_t> targets;
-    for (size_t i : idx) {
-      const CoTrainExample& e = batch[i];
-      if (static_cast<int64_t>(e.answer.size()) != n) throw ModelError("hybrid: answers of one batch differ in length");
-      std::vector<int> tail = {impl_->s.eot};
-      tail.insert(tail.end(), e.answer.begin(), e.answer.end() - 1);
-      torch::Tensor z = impl_->s.differentiable ? latents[i] : latents[i].detach();
-      z = model->adapt_latent(z);
-      student_rows.push_back(torch::cat({model->embed(Ids(e.receiver_prompt)), z, model->embed(Ids(tail))}));
-      std::vector<int> t = e.teacher_prompt;
-      t.insert(t.end(), tail.begin(), tail.end());
-      teacher_rows.push_back(model->embed(Ids(t)));
-      slots.push_back(e.receiver_slot);
-      for (int a : e.answer) targets.push_back(a);
-    }
-    LMOutput student = impl_->Rows(m, student_rows, slots, true);
-    LMOutput teacher = impl_->Rows(m, teacher_rows, slots, true);
-    loss = loss + impl_->AnswerLoss(student, teacher, Longs(targets, {B, n}), impl_->s.latent_vectors > 0, &st);
-  }
-  return impl_->Step(loss, st);
 }
 
 }  // namespace troupe

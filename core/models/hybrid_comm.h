@@ -1,14 +1,17 @@
-// Hybrid latent-text messages on a ModelPool (the HyLaT protocol, see the
-// README): a sender reads its prompt up to <bot>, then feeds z = Prj(h) back as
-// its next input K times (the KV cache kept), then writes <eot> and a short
-// text; a receiver splices the sender's K vectors into its own prompt as soft
-// input embeddings. Training: stage 1 distils each sender's reasoning text into
-// its latents (single agent); stage 2 co-trains a receiver reading a sender's
-// latents, with a teacher pass of the receiver's model that sees the whole
-// message as text. Loss = CE(student answer) + w * SmoothL1(student hidden,
-// teacher hidden at the position before the answer, every layer, divided by
-// the teacher's std) + CE(teacher answer) (+ CE of any text the sender writes).
-// Torch-free header; token ids in, token ids and floats out.
+// The two-stage distillation of hybrid latent-text messages (the HyLaT
+// protocol, see the README), as a training step on a ModelPool. A sender reads
+// its prompt up to <bot>, then feeds z = Prj(h) back as its next input K times
+// (the KV cache kept), then reads <eot> and writes its text; a reader's prompt
+// holds the vectors at its Vocab::kSoft slots. Generating messages is the
+// pool's (ModelPool::Generate with latent_steps and soft inputs); this file
+// only trains them.
+//
+// Stage 1 distils each sender's reasoning text into its own latents. Stage 2
+// co-trains readers of the senders' latents against a teacher pass of the
+// reader's model that sees the whole message as text. Loss = CE(student
+// answer) + w * SmoothL1(student hidden, teacher hidden at the position before
+// the answer, every layer, divided by the teacher's spread) + CE(teacher
+// answer) (+ CE of any text a sender writes). Torch-free header.
 #pragma once
 
 #include <memory>
@@ -19,37 +22,12 @@
 
 namespace troupe {
 
-// Set from a workflow's trainer.hybrid (its defaults: workflows/config/defaults.cc).
+// One step's settings, from a workflow's trainer.hybrid (its defaults: workflows/config/defaults.cc).
 struct HybridSettings {
-  int latent_vectors = 0;       // K (0: a text-only channel)
-  bool differentiable = false;  // stage 2: gradients flow from the receiver's loss into the sender
-  double distill_weight = 0.0;
-  int bot = 0, eot = 0;  // token ids of <bot> and <eot>
-};
-
-// One sender: its prompt ends with <bot>; after its latents and <eot> it writes `text_tokens` tokens.
-struct SendQuery {
-  int model = 0;
-  int role_slot = 0;
-  std::vector<int> prompt;
-  int text_tokens = 0;
-  std::vector<int> text_options;  // allowed text tokens (empty: any)
-};
-
-struct SentMessage {
-  std::vector<float> latents;  // K x d, row-major (empty for text-only)
-  int width = 0;               // d of the sender's model
-  std::vector<int> text;
-};
-
-// One receiver: prompt ends with <bot>; the sender's latents (if any) and <eot> follow; then `answer_tokens`.
-struct AnswerQuery {
-  int model = 0;
-  int role_slot = 0;
-  std::vector<int> prompt;
-  const SentMessage* heard = nullptr;  // another width: the model's latent_in adapter maps it
-  int answer_tokens = 1;
-  std::vector<int> options;
+  int latent_vectors = 0;       // K (0: text-only channels)
+  bool differentiable = false;  // readers' losses reach the latents of senders named by from_senders
+  double distill_weight = 0.0;  // w, after its warm-up
+  int eot = 0;                  // token id of <eot>
 };
 
 // Stage 1: one agent; the student encodes `reasoning` in its own latents, the teacher reads it as text.
@@ -60,16 +38,40 @@ struct SelfDistillExample {
   std::vector<int> answer;
 };
 
-// Stage 2: a sender and a receiver.
-struct CoTrainExample {
-  int sender_model = 0, sender_slot = 0;
-  std::vector<int> sender_prompt;  // ends with <bot>
-  std::vector<int> sender_text;    // text after the sender's <eot> (teacher-forced); may be empty
-  int receiver_model = 0, receiver_slot = 0;
-  std::vector<int> receiver_prompt;  // ends with <bot>: the student reads the latents here
-  std::vector<int> teacher_prompt;   // the receiver's prompt with the whole message in text, ends with <bot>
+// Stage 2, a sender: its K latents after `prompt` (which ends with <bot>), then
+// <eot> and `text`, teacher-forced (K = 0: the text follows the prompt).
+struct SenderExample {
+  int model = 0, role_slot = 0;
+  std::vector<int> prompt;
+  std::vector<int> text;  // may be empty (LATENT): the latents are then only for readers in this batch
+};
+
+// Stage 2, a reader. The student's prompt holds vectors at its Vocab::kSoft
+// slots: `soft` as data [slots, soft_width] (an adapter maps another width), or
+// the latents of the senders `from_senders` names (indices into the batch's
+// senders, K slots each, in order; senders on the same model). The teacher's
+// prompt holds the same messages as text. Both are followed by `answer`.
+struct ReceiverExample {
+  int model = 0, role_slot = 0;
+  std::vector<int> prompt;
+  std::vector<float> soft;
+  int soft_width = 0;
+  std::vector<int> from_senders;
+  std::vector<int> teacher_prompt;
   std::vector<int> answer;
 };
+
+// One step's examples: stage 1 has `self`, stage 2 `senders` and `receivers`.
+struct HybridBatch {
+  std::vector<SelfDistillExample> self;
+  std::vector<SenderExample> senders;
+  std::vector<ReceiverExample> receivers;
+  bool empty() const { return self.empty() && senders.empty() && receivers.empty(); }
+};
+
+// The examples of `batch` that name `model`, renumbered as model `as` (a model
+// worker's pool holds one model); from_senders follow their senders.
+HybridBatch ExamplesOfModel(const HybridBatch& batch, int model, int as);
 
 struct HybridStepStats {
   double loss = 0, answer_ce = 0, teacher_ce = 0, distill = 0, text_ce = 0;
@@ -77,18 +79,14 @@ struct HybridStepStats {
 
 class HybridCommTrainer {
  public:
-  HybridCommTrainer(ModelPool& pool, HybridSettings settings);
+  // One AdamW per model, with that model's learning rate and weight decay.
+  explicit HybridCommTrainer(ModelPool& pool);
   ~HybridCommTrainer();
-  // The weight of the hidden-state loss from now on (warm-up schedules).
-  void SetDistillWeight(double weight);
 
-  std::vector<SentMessage> Send(const std::vector<SendQuery>& queries);           // greedy, no gradients
-  std::vector<std::vector<int>> Answer(const std::vector<AnswerQuery>& queries);  // greedy, no gradients
-  HybridStepStats SelfDistill(const std::vector<SelfDistillExample>& batch);      // one optimiser step
-  HybridStepStats CoTrain(const std::vector<CoTrainExample>& batch);              // one optimiser step
-  int64_t ParameterCount() const;
-  // Optimiser states and LibTorch's generator (dropout masks), for exact resume;
-  // the models are the pool's to save.
+  // One optimiser step for each model the batch names.
+  HybridStepStats Step(const HybridBatch& batch, const HybridSettings& settings);
+  // Optimiser states and the projections' dropout generators, for exact
+  // resume; the models are the pool's to save.
   void Save(const std::string& dir) const;
   void Load(const std::string& dir);
 

@@ -62,6 +62,7 @@ ModelPool::ModelPool(std::vector<ModelConfig> configs, uint64_t seed) : impl_(st
                             .latent_in_width(c.latent_in_width)
                             .role_heads(c.role_heads));
     init_lock.unlock();
+    if (c.latent) model->latent_projection().seed_dropout(Rng::Mix(seed, 2000 + (c.index >= 0 ? c.index : m)));
     torch::Device device = ParseDevice(c.device);
     model->to(device);
     impl_->models.push_back(model);

@@ -2,7 +2,10 @@
 // KV cache, LM head and value head, with optional per-role adapters and heads.
 #include "core/models/transformer.h"
 
+#include <ATen/CPUGeneratorImpl.h>
+
 #include <cmath>
+#include <mutex>
 
 namespace troupe {
 
@@ -55,17 +58,42 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& al
   return y + fc2(torch::gelu(fc1(ln2(y), role)), role);
 }
 
-LatentProjectionImpl::LatentProjectionImpl(int64_t d, int64_t hidden) {
-  drop = register_module("drop", torch::nn::Dropout(0.1));
+LatentProjectionImpl::LatentProjectionImpl(int64_t d, int64_t hidden)
+    : generator_(at::make_generator<at::CPUGeneratorImpl>()) {
   fc1 = register_module("fc1", torch::nn::Linear(d, hidden));
   fc2 = register_module("fc2", torch::nn::Linear(hidden, d));
   norm = register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})));
 }
 
-torch::Tensor LatentProjectionImpl::forward(const torch::Tensor& h) { return norm(fc2(torch::gelu(fc1(drop(h))))); }
+torch::Tensor LatentProjectionImpl::forward(const torch::Tensor& h) {
+  torch::Tensor x = h;
+  if (is_training() && drop_p_ > 0) {
+    // Drawn on the CPU from this projection's generator, then moved to h's device.
+    torch::Tensor keep = torch::empty(h.sizes(), torch::kFloat).bernoulli_(1.0 - drop_p_, generator_);
+    x = h * (keep / (1.0 - drop_p_)).to(h.device(), h.scalar_type());
+  }
+  return norm(fc2(torch::gelu(fc1(x))));
+}
+
+void LatentProjectionImpl::seed_dropout(uint64_t seed) {
+  std::lock_guard<std::mutex> lock(generator_.mutex());
+  generator_.set_current_seed(seed);
+}
+
+torch::Tensor LatentProjectionImpl::dropout_state() const {
+  std::lock_guard<std::mutex> lock(generator_.mutex());
+  return generator_.get_state();
+}
+
+void LatentProjectionImpl::set_dropout_state(const torch::Tensor& state) {
+  std::lock_guard<std::mutex> lock(generator_.mutex());
+  generator_.set_state(state);
+}
 
 TransformerLMImpl::TransformerLMImpl(const TransformerLMOptions& o) : options_(o) {
   const int64_t d = o.d_model();
+  TORCH_CHECK(d > 0 && o.layers() > 0 && o.heads() > 0 && o.max_len() > 0 && o.ff_mult() > 0,
+              "a transformer needs positive d_model, layers, heads, max_len and ff_mult");
   TORCH_CHECK(d % o.heads() == 0, "d_model must be divisible by heads");
   tok_emb = register_module("tok_emb", torch::nn::Embedding(o.vocab_size(), d));
   pos_emb = register_module("pos_emb", torch::nn::Embedding(o.max_len(), d));
@@ -103,6 +131,11 @@ torch::Tensor TransformerLMImpl::adapt_latent(const torch::Tensor& z) {
   TORCH_CHECK(!latent_in.is_empty() && w == options_.latent_in_width(), "latent vectors of width ", w,
               " reach a model of width ", options_.d_model(), " that has no adapter for them");
   return latent_in(z);
+}
+
+LatentProjectionImpl& TransformerLMImpl::latent_projection() {
+  TORCH_CHECK(!latent_proj.is_empty(), "this model has no latent projection (hybrid messages are off)");
+  return *latent_proj;
 }
 
 void TransformerLMImpl::set_latent_dropout(bool on) {

@@ -10,14 +10,16 @@
 
 namespace troupe {
 
+// No defaults here: a workflow's are in one table (workflows/config/defaults.cc);
+// zero sizes are refused when the model is built.
 struct TransformerLMOptions {
   explicit TransformerLMOptions(int64_t vocab_size) : vocab_size_(vocab_size) {}
   TORCH_ARG(int64_t, vocab_size);
-  TORCH_ARG(int64_t, d_model) = 64;
-  TORCH_ARG(int64_t, layers) = 2;
-  TORCH_ARG(int64_t, heads) = 4;
-  TORCH_ARG(int64_t, max_len) = 160;
-  TORCH_ARG(int64_t, ff_mult) = 4;
+  TORCH_ARG(int64_t, d_model) = 0;
+  TORCH_ARG(int64_t, layers) = 0;
+  TORCH_ARG(int64_t, heads) = 0;
+  TORCH_ARG(int64_t, max_len) = 0;
+  TORCH_ARG(int64_t, ff_mult) = 0;
   TORCH_ARG(int64_t, num_roles) = 1;        // role embeddings (and adapters/heads) on this model
   TORCH_ARG(int64_t, lora_rank) = 0;        // > 0: per-role LoRA adapters on every projection
   TORCH_ARG(bool, role_heads) = false;      // per-role LM and value heads
@@ -63,13 +65,20 @@ struct LMOutput {
 };
 
 // Prj of hybrid messages: Dropout -> Linear(d, h') -> GELU -> Linear(h', d) -> LayerNorm(d).
+// The dropout masks come from the projection's own generator (not LibTorch's
+// global one): a model draws the same masks whichever thread or process serves
+// it, and a checkpoint saves where its generator stands.
 class LatentProjectionImpl : public torch::nn::Module {
  public:
   LatentProjectionImpl(int64_t d, int64_t hidden);
   torch::Tensor forward(const torch::Tensor& h);
+  void seed_dropout(uint64_t seed);
+  torch::Tensor dropout_state() const;
+  void set_dropout_state(const torch::Tensor& state);
 
  private:
-  torch::nn::Dropout drop{nullptr};
+  double drop_p_ = 0.1;
+  mutable at::Generator generator_;
   torch::nn::Linear fc1{nullptr}, fc2{nullptr};
   torch::nn::LayerNorm norm{nullptr};
 };
@@ -93,6 +102,8 @@ class TransformerLMImpl : public torch::nn::Module {
   // Reinforcement learning needs the vectors a call sent to be recomputed exactly
   // when training: its projection's dropout is switched off there (on by default).
   void set_latent_dropout(bool on);
+  // The projection's dropout generator (see LatentProjectionImpl); needs options.latent(true).
+  LatentProjectionImpl& latent_projection();
   const TransformerLMOptions& options() const { return options_; }
 
  private:

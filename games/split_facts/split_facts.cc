@@ -79,16 +79,39 @@ std::unique_ptr<State> SplitFactsGame::Deserialize(const std::string& text) cons
     SeatOutput out;
     words >> out.seat;
     std::string w;
-    while (words >> w) out.words.push_back(w);
+    while (words >> w) {
+      if (w != "=") {
+        out.words.push_back(w);
+      } else if (!(words >> out.latent_message)) {
+        throw GameError("split_facts: bad latent message handle in '" + line + "'");
+      }
+    }
     step.push_back(out);
   }
   return state;
 }
 
+std::vector<Decision> SplitFactsGame::LongestDecisions(int message_words) const {
+  // Observations have fixed lengths but for the message heard: the longest
+  // text, or a latent message's expansion in the reader's view.
+  SplitFactsState state(*this, 0);
+  std::vector<Decision> longest = state.PendingDecisions();
+  std::vector<SeatOutput> said;
+  for (int seat = 0; seat < 2; ++seat)
+    said.push_back({seat, std::vector<std::string>(message_words_, ValueNames()[0])});
+  state.Apply(said);
+  for (Decision d : state.PendingDecisions()) {
+    const int extra = message_words - message_words_;  // a latent message's expansion replaces the words
+    if (extra > 0) d.observation.insert(d.observation.end() - 1, extra, "nothing");
+    longest.push_back(std::move(d));
+  }
+  return longest;
+}
+
 SplitFactsState::SplitFactsState(const SplitFactsGame& game, uint64_t seed)
     : game_(&game), seed_(seed), episode_(game.Generate(seed)) {}
 
-std::vector<std::string> SplitFactsState::Observation(int seat) const {
+std::vector<std::string> SplitFactsState::Observation(int seat, std::vector<LatentRef>* refs) const {
   const auto& E = SplitFactsGame::EntityNames();
   const auto& V = SplitFactsGame::ValueNames();
   std::vector<std::string> o = {"you", seat == 0 ? "a" : "b", "know"};
@@ -105,8 +128,13 @@ std::vector<std::string> SplitFactsState::Observation(int seat) const {
   } else {
     o.push_back("heard");
     const auto& heard = messages_[1 - seat];
-    if (heard.empty()) o.push_back("nothing");
-    o.insert(o.end(), heard.begin(), heard.end());
+    if (latent_[1 - seat] >= 0) {
+      // The runtime puts the latent message (its vectors and words) here.
+      if (refs != nullptr) refs->push_back({o.size(), latent_[1 - seat]});
+    } else {
+      if (heard.empty()) o.push_back("nothing");
+      o.insert(o.end(), heard.begin(), heard.end());
+    }
     o.push_back("answer");
   }
   return o;
@@ -119,7 +147,8 @@ std::vector<Decision> SplitFactsState::PendingDecisions() const {
     Decision x;
     x.seat = seat;
     x.phase = phase_ == 0 ? "message" : "answer";
-    x.observation = Observation(seat);
+    x.message = phase_ == 0;
+    x.observation = Observation(seat, &x.latent_messages);
     x.max_words = phase_ == 0 ? game_->message_words() : game_->asks();
     if (phase_ == 1) {
       x.options.assign(SplitFactsGame::ValueNames().begin(), SplitFactsGame::ValueNames().begin() + game_->values());
@@ -142,6 +171,7 @@ std::vector<bool> SplitFactsState::Apply(const std::vector<SeatOutput>& outputs)
     if (phase_ == 0) {
       if (static_cast<int>(words.size()) > game_->message_words()) words.resize(game_->message_words());
       messages_[seat] = words;
+      latent_[seat] = outputs[k].latent_message;
       continue;
     }
     answers_[seat] = words;
@@ -195,6 +225,7 @@ std::string SplitFactsState::Serialize() const {
     for (int seat = 0; seat < 2; ++seat) {
       out << seat;
       for (const auto& w : p == 0 ? messages_[seat] : answers_[seat]) out << " " << w;
+      if (p == 0 && latent_[seat] >= 0) out << " = " << latent_[seat];  // a latent message's handle
       out << "\n";
     }
     out << "--\n";

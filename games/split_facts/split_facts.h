@@ -32,6 +32,8 @@ class SplitFactsGame : public Game {
   std::vector<std::string> SignalNames() const override { return {"correct", "team_correct"}; }
   std::vector<std::string> TurnSignalNames() const override { return {"correct", "team_correct"}; }
   std::vector<std::string> HeadlineMetrics(int) const override { return {"accuracy"}; }
+  std::vector<std::string> MessagePhases() const override { return {"message"}; }
+  std::vector<Decision> LongestDecisions(int message_words) const override;
   std::unique_ptr<State> NewInitialState(uint64_t seed) const override;
   std::unique_ptr<State> Deserialize(const std::string& text) const override;
 
@@ -70,12 +72,14 @@ class SplitFactsState : public State {
   const std::vector<std::string>& Heard(int seat) const { return messages_[1 - seat]; }
 
  private:
-  std::vector<std::string> Observation(int seat) const;
+  // `refs`, when given, receives where a latent message stands in it.
+  std::vector<std::string> Observation(int seat, std::vector<LatentRef>* refs = nullptr) const;
   const SplitFactsGame* game_;
   uint64_t seed_;
   SplitFactsEpisode episode_;
   int phase_ = 0;  // 0 message, 1 answer, 2 over
   std::vector<std::vector<std::string>> messages_{2}, answers_{2};
+  std::vector<int> latent_ = {-1, -1};  // per seat: the runtime's handle of its latent message, or -1
   std::vector<double> correct_ = {0.0, 0.0};
   int invalid_ = 0;
 };

@@ -1,8 +1,9 @@
 // Hybrid latent-text messages: latents are made by the projection fed back
-// through the model, spliced into the receiver as soft inputs (through an
+// through the model, read by a reader at its prompt's soft slots (through an
 // adapter when widths differ); detached by default, and with `differentiable`
-// the receiver's loss reaches the sender. A short hybrid run from config
-// learns to communicate beyond the no-communication baseline.
+// the reader's loss reaches the sender. A short trainer.hybrid run from config
+// learns to communicate beyond the no-communication baseline, saves its
+// adapters and resumes exactly.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -17,8 +18,8 @@
 #include "core/models/model_pool_impl.h"
 #include "workflows/config/compiled_workflow.h"
 #include "workflows/config/config_loader.h"
-#include "workflows/run/hybrid_run.h"
 #include "workflows/run/rollout.h"
+#include "workflows/run/train_run.h"
 
 using namespace troupe;
 namespace fs = std::filesystem;
@@ -41,17 +42,6 @@ ModelConfig Config(const std::string& name, int d) {
   return c;
 }
 
-CoTrainExample Example(int i) {
-  CoTrainExample x;
-  x.sender_model = 0;
-  x.sender_prompt = {1, 5 + i % 3, 6, 7, 18};
-  x.receiver_model = 1;
-  x.receiver_prompt = {1, 8, 9, 18};
-  x.teacher_prompt = {1, 8, 9, 5 + i % 3, 18};
-  x.answer = {10 + i % 3};
-  return x;
-}
-
 torch::Tensor SenderProjection(ModelPool& pool) {
   for (const auto& p : pool.impl().models[0]->named_parameters()) {
     if (p.key().find("latent_proj") != std::string::npos) return p.value().detach().clone();
@@ -59,21 +49,31 @@ torch::Tensor SenderProjection(ModelPool& pool) {
   return torch::Tensor();
 }
 
+constexpr int kBot = 18, kEot = 19;
+
+// Six LATENT messages from model 0 (width 16) read in-graph by model 1 (width 24, through its adapter).
+HybridBatch InGraphBatch() {
+  HybridBatch batch;
+  for (int i = 0; i < 6; ++i) {
+    batch.senders.push_back({0, 0, {1, 5 + i % 3, 6, 7, kBot}, {}});
+    ReceiverExample x;
+    x.model = 1;
+    x.prompt = {1, 8, 9, kBot, Vocab::kSoft, Vocab::kSoft, Vocab::kSoft, kEot};
+    x.from_senders = {i};
+    x.teacher_prompt = {1, 8, 9, 5 + i % 3};
+    x.answer = {10 + i % 3};
+    batch.receivers.push_back(x);
+  }
+  return batch;
+}
+
 double ProjectionChange(bool differentiable) {
   ModelConfig receiver = Config("receiver", 24);
   receiver.latent_in_width = 16;  // its adapter for the sender's vectors
   ModelPool pool({Config("sender", 16), receiver}, 1);
-  HybridSettings s;
-  s.latent_vectors = 3;
-  s.distill_weight = 20.0;
-  s.differentiable = differentiable;
-  s.bot = 18;
-  s.eot = 19;
-  HybridCommTrainer trainer(pool, s);
+  HybridCommTrainer trainer(pool);
   const torch::Tensor before = SenderProjection(pool);
-  std::vector<CoTrainExample> batch;
-  for (int i = 0; i < 6; ++i) batch.push_back(Example(i));
-  trainer.CoTrain(batch);
+  trainer.Step(InGraphBatch(), {3, differentiable, 20.0, kEot});
   return (SenderProjection(pool) - before).abs().max().item<double>();
 }
 
@@ -96,6 +96,9 @@ class DirectPolicy : public PolicyService {
   }
   std::vector<ModelTrainStats> Supervised(const std::vector<CallRecord>& d, int steps) override {
     return trainer.Supervised(d, steps);
+  }
+  std::vector<HybridStepStats> HybridStep(const HybridBatch&, const HybridSettings&) override {
+    throw std::logic_error("DirectPolicy serves rollouts and updates only");
   }
   void Save(const std::string&) override {}
   void Load(const std::string&, bool) override {}
@@ -227,32 +230,52 @@ TEST_CASE("latents crossing agents are detached unless differentiable, and adapt
   CHECK(ProjectionChange(true) > 0.0);    // with `differentiable` it does (through a 16 -> 24 adapter)
 }
 
-TEST_CASE("a sender emits K latent vectors of its width plus its text, and a receiver reads them", "[hybrid]") {
-  ModelPool pool({Config("m", 16)}, 2);
-  HybridSettings s;
-  s.latent_vectors = 4;
-  s.bot = 18;
-  s.eot = 19;
-  HybridCommTrainer trainer(pool, s);
-  std::vector<SentMessage> sent = trainer.Send({{0, 0, {1, 5, 6, 18}, 2, {10, 11}}, {0, 0, {1, 7, 18}, 0, {}}});
-  REQUIRE(sent.size() == 2);
-  CHECK(sent[0].latents.size() == 4u * 16u);
-  CHECK(sent[0].width == 16);
-  REQUIRE(sent[0].text.size() == 2);
-  for (int t : sent[0].text) CHECK((t == 10 || t == 11));
-  CHECK(sent[1].text.empty());
-  // Different spliced latents change what the receiver computes.
-  SentMessage other = sent[0];
-  for (auto& v : other.latents) v = -v * 3;
-  AnswerQuery q;
-  q.prompt = {1, 8, 18};
-  q.answer_tokens = 2;
-  q.heard = &sent[0];
-  std::vector<std::vector<int>> a = trainer.Answer({q});
-  CHECK(a[0].size() == 2);
-  // The same query with no message differs in its input length; it still answers.
-  q.heard = nullptr;
-  CHECK(trainer.Answer({q})[0].size() == 2);
+TEST_CASE("a reader's loss depends on the vectors at its prompt's soft slots, read through its adapter", "[hybrid]") {
+  auto answer_ce = [](float scale) {
+    ModelConfig reader = Config("reader", 24);
+    reader.latent_in_width = 16;
+    ModelPool pool({reader}, 3);
+    HybridCommTrainer trainer(pool);
+    HybridBatch batch;
+    ReceiverExample x;
+    x.prompt = {1, 8, kBot, Vocab::kSoft, Vocab::kSoft, kEot};
+    for (int i = 0; i < 2 * 16; ++i) x.soft.push_back(scale * static_cast<float>((i % 7) - 3) / 3.0f);
+    x.soft_width = 16;
+    x.teacher_prompt = {1, 8, 5, 6};
+    x.answer = {10, 11};
+    batch.receivers.push_back(x);
+    return trainer.Step(batch, {2, false, 1.0, kEot}).answer_ce;
+  };
+  CHECK(std::abs(answer_ce(1.0f) - answer_ce(-3.0f)) > 1e-4);
+  CHECK(answer_ce(1.0f) == answer_ce(1.0f));  // and the same vectors give the same loss
+
+  // Slots and vectors must agree.
+  ModelPool pool({Config("m", 16)}, 3);
+  HybridCommTrainer trainer(pool);
+  HybridBatch bad;
+  ReceiverExample x;
+  x.prompt = {1, 8, kBot, Vocab::kSoft, Vocab::kSoft, kEot};
+  x.soft.assign(3 * 16, 0.5f);
+  x.soft_width = 16;
+  x.teacher_prompt = {1, 8};
+  x.answer = {10};
+  bad.receivers.push_back(x);
+  CHECK_THROWS_WITH(trainer.Step(bad, {2, false, 1.0, kEot}), Catch::Contains("2 soft slots but 48 values"));
+}
+
+TEST_CASE("a model worker gets the examples of its model, with in-graph readers renumbered", "[hybrid]") {
+  HybridBatch batch = InGraphBatch();
+  batch.senders[0].model = 1;  // sender 0 now shares model 1 with the readers
+  // Readers 1-5 read senders of model 0 in-graph: a worker of model 1 cannot serve them.
+  REQUIRE_THROWS_WITH(ExamplesOfModel(batch, 1, 0), Catch::Contains("not on that model"));
+  batch.receivers.resize(1);  // the reader of sender 0 only
+  HybridBatch one = ExamplesOfModel(batch, 1, 0);
+  REQUIRE(one.senders.size() == 1);
+  CHECK(one.senders[0].model == 0);
+  REQUIRE(one.receivers.size() == 1);
+  CHECK(one.receivers[0].from_senders == std::vector<int>{0});
+  CHECK(one.receivers[0].model == 0);
+  CHECK(ExamplesOfModel(batch, 0, 0).senders.size() == 5);
 }
 
 namespace {
@@ -271,7 +294,7 @@ trainer { eval_episodes: 8 hybrid { latent_vectors: 2 stage1_steps: 2 stage2_ste
 )";
 
 // A hybrid run into a fresh `dir` (or resumed there), stopping at `stop_at` steps when > 0.
-HybridResult TrainHybrid(const CompiledWorkflow& w, const fs::path& dir, bool resume = false, int stop_at = 0) {
+TrainResult TrainHybrid(const CompiledWorkflow& w, const fs::path& dir, bool resume = false, int stop_at = 0) {
   if (!resume) fs::remove_all(dir);
   TrainOptions o;
   o.out_dir = dir.string();
@@ -279,7 +302,7 @@ HybridResult TrainHybrid(const CompiledWorkflow& w, const fs::path& dir, bool re
   o.resume = resume;
   o.stop_at = stop_at;
   std::ostringstream out;
-  HybridResult r = HybridTrain(w, o, out);
+  TrainResult r = Train(w, o, out);
   UNSCOPED_INFO(out.str());
   return r;
 }
@@ -315,15 +338,16 @@ TEST_CASE("hybrid messages trained from config beat the no-communication baselin
   }
   CompiledWorkflow w = CompileWorkflow(loaded);
   const fs::path dir = fs::temp_directory_path() / "troupe-hybrid-run";
-  HybridResult r = TrainHybrid(w, dir);
-  INFO(HybridTable(r));
-  CHECK(r.before.metrics.at("accuracy") < 0.4);  // 4 values: guessing gives 0.25
-  CHECK(r.after.metrics.at("accuracy") > 0.45);
-  CHECK(r.after.metrics.at("text_tokens") == 2.0);     // one word each way
-  CHECK(r.after.metrics.at("latent_vectors") == 4.0);  // and two vectors each way
+  TrainResult r = TrainHybrid(w, dir);
+  INFO(ResultTable(r));
+  REQUIRE(r.before);
+  REQUIRE(r.after);
+  CHECK(r.before->metrics.at("accuracy") < 0.4);  // 4 values: guessing gives 0.25
+  CHECK(r.after->metrics.at("accuracy") > 0.45);
+  CHECK(r.after->metrics.at("text_tokens") == 2.0);     // one word each way
+  CHECK(r.after->metrics.at("latent_vectors") == 4.0);  // and two vectors each way
   CHECK(fs::exists(dir / "metrics.jsonl"));
 }
-
 
 TEST_CASE("a hybrid run between models of different widths trains and saves their adapters with the models",
           "[hybrid][adapters]") {
@@ -360,11 +384,11 @@ TEST_CASE("a two-model hybrid run of different widths split by a resume equals t
   CompiledWorkflow w = CompileWorkflow(loaded);
   const fs::path whole = fs::temp_directory_path() / "troupe-hybrid-whole";
   const fs::path split = fs::temp_directory_path() / "troupe-hybrid-split";
-  CHECK(TrainHybrid(w, whole).steps == 5);
+  CHECK(TrainHybrid(w, whole).iterations == 5);
   // Stop inside the evaluation window of steps 3-4, then resume from that checkpoint.
-  CHECK(TrainHybrid(w, split, false, 3).steps == 3);
+  CHECK(TrainHybrid(w, split, false, 3).iterations == 3);
   CHECK(MetricsWithoutTime(split).size() == 1);
-  CHECK(TrainHybrid(w, split, true).steps == 5);
+  CHECK(TrainHybrid(w, split, true).iterations == 5);
   const std::vector<std::string> a = MetricsWithoutTime(whole), b = MetricsWithoutTime(split);
   REQUIRE(a.size() == 3);
   CHECK(a == b);

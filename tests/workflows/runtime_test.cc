@@ -155,6 +155,49 @@ TEST_CASE("the same seed gives identical metrics with in-process and tcp model w
   CHECK(x == y);
 }
 
+// Hybrid message distillation (trainer.hybrid) between models of different widths.
+const char* kHybridWidths = R"(name: "widths" seed: 5
+game { name: "split_facts" param { name: "entities" int: 4 } param { name: "values" int: 4 } param { name: "asks" int: 1 } }
+model { name: "narrow" transformer { d_model: 16 layers: 1 heads: 2 ff_mult: 2 max_len: 48 } optimizer { lr: 0.003 } }
+model { name: "wide" transformer { d_model: 24 layers: 1 heads: 2 ff_mult: 2 max_len: 48 } optimizer { lr: 0.003 } }
+role { name: "a" seats: "a" model: "narrow" }
+role { name: "b" seats: "b" model: "wide" }
+channel { from: "a" to: "b" mode: HYBRID }
+channel { from: "b" to: "a" mode: HYBRID }
+reward { level: TRAJECTORY signal: "correct" }
+trainer { eval_episodes: 16 hybrid { latent_vectors: 2 stage1_steps: 3 stage2_steps: 4 batch: 8 eval_every: 2 } }
+)";
+
+TEST_CASE("hybrid distillation (stage 1 and 2) through a troupe worker over tcp gives the same metrics as in-process",
+          "[runtime][hybrid][determinism]") {
+  const std::string local = Temp("hybrid-local.textproto"), remote = Temp("hybrid-remote.textproto");
+  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(Port(6));
+  std::ofstream(local) << kHybridWidths;
+  std::ofstream(remote) << kHybridWidths << "runtime { endpoint: \"" << endpoint << "\" worker { model: \"wide\" } }\n";
+  const std::string run_local = Temp("hybrid-run-local"), run_remote = Temp("hybrid-run-remote");
+  Process a({"train", local, "--out", run_local, "--quiet"}, Temp("hybrid-local.log"));
+  REQUIRE(a.Wait(120) == 0);
+  Process controller({"train", remote, "--out", run_remote, "--quiet"}, Temp("hybrid-controller.log"));
+  Process worker({"worker", "--model", "wide", "--connect", endpoint}, Temp("hybrid-worker.log"));
+  const int status = controller.Wait(120);
+  INFO(controller.Output());
+  INFO(worker.Output());
+  REQUIRE(status == 0);
+  CHECK(worker.Wait(20) == 0);
+  CHECK_THAT(worker.Output(), Catch::Contains("shut down by the controller"));
+  // Lines after steps 2, 4 and 6 (stage 2 from step 4) and the last step, 7.
+  const auto x = MetricLines(run_local, true), y = MetricLines(run_remote, true);
+  REQUIRE(x.size() == 4);
+  CHECK_THAT(x[3], Catch::Contains("\"stage\":2"));
+  CHECK(x == y);
+  auto slurp = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  CHECK(slurp(run_local + "/eval_trained.json") == slurp(run_remote + "/eval_trained.json"));
+  CHECK_FALSE(slurp(run_local + "/eval_trained.json").empty());
+}
+
 TEST_CASE("a killed worker is detected within its timeout, reported, and the recording stays intact",
           "[runtime][faults]") {
   const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(Port(2));

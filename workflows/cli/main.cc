@@ -29,7 +29,6 @@
 #include "workflows/config/compiled_workflow.h"
 #include "workflows/config/config_loader.h"
 #include "workflows/run/evaluate.h"
-#include "workflows/run/hybrid_run.h"
 #include "workflows/run/train_run.h"
 #include "workflows/runtime/model_worker.h"
 #include "workflows/runtime/worker_hub.h"
@@ -188,20 +187,15 @@ int Train(const Args& a) {
   signal(SIGINT, on_signal);
   signal(SIGTERM, on_signal);
   std::cout << "run folder: " << o.out_dir << "\n";
-  if (w.hybrid()) {
-    troupe::HybridResult h = troupe::HybridTrain(w, o, std::cout);
-    std::cout << "trained " << h.steps << " steps in " << static_cast<int>(h.seconds) << " s\n\n"
-              << troupe::HybridTable(h) << "(means over " << w.run.eval_episodes << " evaluation episodes, greedy)\n";
-    return 0;
-  }
   troupe::TrainResult r = troupe::Train(w, o, std::cout);
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
-  std::cout << "trained " << r.iterations << " iterations in " << static_cast<int>(r.seconds) << " s; peak memory "
-            << usage.ru_maxrss / 1024 << " MiB\n";
+  std::cout << "trained " << r.iterations << (w.hybrid() ? " steps" : " iterations") << " in "
+            << static_cast<int>(r.seconds) << " s; peak memory " << usage.ru_maxrss / 1024 << " MiB\n";
   if (r.before && r.after) {
     std::cout << "\n" << troupe::ResultTable(r);
-    std::cout << "(means over " << r.after->episodes << " evaluation episodes each, sampled policy)\n";
+    std::cout << "(means over " << r.after->episodes << " evaluation episodes each, "
+              << (w.hybrid() ? "greedy" : "sampled policy") << ")\n";
   }
   return 0;
 }

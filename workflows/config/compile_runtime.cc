@@ -95,6 +95,26 @@ void CompileRuntime(const LoadedWorkflow& w, CompiledWorkflow& c) {
   if (h.differentiable() && c.hybrid_mode == config::TEXT) {
     w.Fail({{"trainer"}, {"hybrid"}, {"differentiable"}}, "differentiable needs LATENT or HYBRID channels");
   }
+  if (c.game->MessagePhases().empty()) {
+    w.Fail({{"trainer"}, {"hybrid"}},
+           "trainer.hybrid trains the messages of a game; game '" + c.game->Name() + "' has no message phase");
+  }
+  // Senders write what the distillation teaches: K vectors (and for HYBRID the first words).
+  for (int i = 0; i < w.proto.channel_size(); ++i) {
+    const config::ChannelSpec& ch = w.proto.channel(i);
+    if (ch.mode() == config::TEXT) continue;
+    RoleInfo& from = c.roles[c.RoleIndex(ch.from())];
+    from.message_mode = ch.mode();
+    from.latent_vectors = h.latent_vectors();
+    from.text_words = ch.mode() == config::HYBRID ? h.text_words() : 0;
+    const int reader = c.roles[c.RoleIndex(ch.to())].model;
+    if (h.differentiable() && reader != from.model) {
+      // The gradient would have to cross from one model worker to another.
+      w.Fail({{"channel", i}}, "differentiable latents need the sender and the reader on one model; channel " +
+                                   std::to_string(i) + " joins models '" + c.models[from.model].name + "' and '" +
+                                   c.models[reader].name + "'");
+    }
+  }
 }
 
 }  // namespace troupe

@@ -359,8 +359,8 @@ void CompileTraining(const LoadedWorkflow& w, CompiledWorkflow& c) {
 // encodes it (<bos>, role token, observation, a latent speaker's <bot> K <eot>)
 // plus its answer. Refused at the model's max_len, naming the prompt.
 void ValidatePromptLengths(const LoadedWorkflow& w, const CompiledWorkflow& c) {
-  if (!c.game || c.hybrid()) return;  // trainer.hybrid builds its own prompts (workflows/run/hybrid_run.cc)
-  int message_words = 0;              // a latent message in a reader's view: <bot> K vectors <eot> and its words
+  if (!c.game) return;
+  int message_words = 0;  // a latent message in a reader's view: <bot> K vectors <eot> and its words
   for (const auto& r : c.roles) {
     if (r.message_mode != config::TEXT) message_words = std::max(message_words, 2 + r.latent_vectors + r.text_words);
   }
@@ -426,6 +426,9 @@ CompiledWorkflow CompileWorkflow(const LoadedWorkflow& w) {
         break;
       }
     }
+    // What messages trained by distillation cost, beside what they achieve.
+    if (c.hybrid())
+      c.headline_metrics.insert(c.headline_metrics.end(), {"text_tokens", "latent_vectors", "wire_bytes"});
   }
 
   std::vector<std::string> words = c.game ? c.game->Vocabulary() : c.pipeline->task->Vocabulary();

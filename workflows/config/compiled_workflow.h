@@ -125,7 +125,7 @@ struct CompiledWorkflow {
   TrainerConfig trainer;
   RunSettings run;
   RuntimeSettings runtime;
-  // trainer.hybrid (messages trained by distillation, workflows/run/hybrid_run.cc):
+  // trainer.hybrid (messages trained by distillation, workflows/run/distill_objective.cc):
   // its settings are proto.trainer().hybrid(), resolved; the one derived value
   // is the mode every channel shares.
   bool hybrid() const { return proto.trainer().has_hybrid(); }

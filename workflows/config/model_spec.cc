@@ -21,7 +21,8 @@ wire::ModelServeSpec MakeServeSpec(const CompiledWorkflow& c, int model) {
   s.set_latent(m.latent);
   s.set_latent_in_width(m.latent_in_width);
   *s.mutable_trainer() = c.proto.trainer();
-  s.mutable_trainer()->clear_hybrid();  // the distillation settings are the controller's
+  s.mutable_trainer()->clear_hybrid();  // the distillation settings come with each step
+  s.set_hybrid(c.hybrid());
   *s.mutable_credit() = c.proto.credit();
   return s;
 }

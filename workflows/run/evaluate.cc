@@ -18,7 +18,7 @@ std::map<std::string, double> MeanMetrics(const RolloutBatch& batch) {
 }
 
 EvalResult Evaluate(const CompiledWorkflow& workflow, PolicyService& policy, int episodes, uint64_t seed, bool greedy,
-                    double temperature, int show) {
+                    double temperature, int show, RolloutObserver* observer) {
   Rollout rollout(workflow, policy);
   Rng rng(Rng::Mix(seed, 0xE7A1));
   EvalResult result;
@@ -34,6 +34,7 @@ EvalResult Evaluate(const CompiledWorkflow& workflow, PolicyService& policy, int
     o.greedy = greedy;
     o.temperature = temperature;
     o.guided = workflow.run.guided_choices;
+    o.observer = observer;
     RolloutBatch b = rollout.Run(o, rng);
     for (const auto& e : b.episodes) {
       if (e.dropped) continue;

@@ -19,8 +19,9 @@ struct EvalResult {
   std::vector<std::string> shown;  // the first episodes' final states, when asked for
 };
 
+// `observer`, when given, sees the episodes (session events of in-training evaluations).
 EvalResult Evaluate(const CompiledWorkflow& workflow, PolicyService& policy, int episodes, uint64_t seed, bool greedy,
-                    double temperature, int show = 0);
+                    double temperature, int show = 0, RolloutObserver* observer = nullptr);
 
 // Means of every episode metric in a rollout batch.
 std::map<std::string, double> MeanMetrics(const RolloutBatch& batch);

@@ -80,15 +80,17 @@ class Rollout {
  public:
   Rollout(const CompiledWorkflow& workflow, PolicyService& policy);
   RolloutBatch Run(const RolloutOptions& options, Rng& rng);
+  // A role's prompt for an observation, as its model reads it: <bos>, the role
+  // token, the words, and at each of `latent` (where latent messages stand)
+  // <bot>, the message's vectors as soft slots, <eot> and its first words.
+  // `sent`: the episode's latent messages, which the handles index.
+  PromptParts Prompt(int role, const std::vector<std::string>& observation, const std::vector<LatentRef>& latent = {},
+                     const std::vector<LatentMessage>* sent = nullptr) const;
 
  private:
   class GameRun;  // one RunGame call's episodes and ticks (rollout.cc)
   RolloutBatch RunGame(const RolloutOptions& options, Rng& rng);
   RolloutBatch RunPipeline(const RolloutOptions& options, Rng& rng);
-  // `sent`: the episode's latent messages, to expand the handles the game shows.
-  // `latent`: where latent messages stand in the observation, expanded from `sent`.
-  PromptParts Prompt(int role, const std::vector<std::string>& observation, const std::vector<LatentRef>& latent = {},
-                     const std::vector<LatentMessage>* sent = nullptr) const;
   CallRecord NewRecord(int episode, int group_size, int role, int seat, int turn, const std::string& phase) const;
   // One tick's model work: each model's queries as one batch, all sent together.
   std::vector<std::vector<Generation>> GenerateTick(std::vector<std::vector<GenerateQuery>>& per_model,

@@ -252,18 +252,6 @@ void SessionEvents::SummarizeLatents(const std::vector<float>& latents, int widt
   }
 }
 
-void SessionEvents::HybridMessage(int episode, int seat, const std::string& channel,
-                                  const std::vector<std::string>& words, const std::vector<float>& latents, int width,
-                                  int64_t wire_bytes) {
-  if (!enabled()) return;
-  session::Event e;
-  auto* m = NewMessage(&e, episode, workflow_.seat_role.at(seat), seat, 0, "message", channel, words);
-  m->set_wire_bytes(wire_bytes);
-  m->set_valid(true);
-  SummarizeLatents(latents, width, m);
-  Emit(e);
-}
-
 void SessionEvents::RunEnded(int iterations, double seconds, bool failed, const std::string& reason) {
   if (!enabled() || ended_) return;
   ended_ = true;

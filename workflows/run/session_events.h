@@ -39,9 +39,6 @@ class SessionEvents : public RolloutObserver {
   void Metrics(int iteration, const std::map<std::string, double>& values, double episodes_per_s,
                double forward_calls_per_turn);
   void RunEnded(int iterations, double seconds, bool failed, const std::string& reason);
-  // A message of a hybrid channel: its text, a summary of its K x `width` latents, its bytes on the wire.
-  void HybridMessage(int episode, int seat, const std::string& channel, const std::vector<std::string>& words,
-                     const std::vector<float>& latents, int width, int64_t wire_bytes);
 
   bool Detailed(int episode) const override;
   void EpisodeStarted(int episode, int group) override;

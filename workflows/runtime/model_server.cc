@@ -9,7 +9,9 @@ namespace troupe {
 ModelServer::ModelServer(const wire::ModelServeSpec& spec)
     : model_index_(spec.model_index()),
       pool_({ModelConfigOf(spec)}, spec.seed()),
-      trainer_(pool_, TrainerConfigOf(spec), Rng::Mix(spec.seed(), 500 + static_cast<uint64_t>(spec.model_index()))) {}
+      trainer_(pool_, TrainerConfigOf(spec), Rng::Mix(spec.seed(), 500 + static_cast<uint64_t>(spec.model_index()))) {
+  if (spec.hybrid()) hybrid_ = std::make_unique<HybridCommTrainer>(pool_);
+}
 
 ModelServer::~ModelServer() = default;
 
@@ -36,14 +38,24 @@ ModelTrainStats ModelServer::Supervised(const std::vector<CallRecord>& demos, in
   return trainer_.Supervised(Mine(demos), steps).at(0);
 }
 
+HybridStepStats ModelServer::HybridStep(const HybridBatch& batch, const HybridSettings& settings) {
+  if (!hybrid_) throw ModelError("model '" + config().name + "' is not served for trainer.hybrid");
+  const HybridBatch mine = ExamplesOfModel(batch, model_index_, 0);  // this server's pool holds one model
+  if (mine.empty()) return {};
+  return hybrid_->Step(mine, settings);
+}
+
 void ModelServer::Save(const std::string& dir) const {
   pool_.Save(dir);
   trainer_.Save(dir);
+  if (hybrid_) hybrid_->Save(dir);
 }
 
 void ModelServer::Load(const std::string& dir, bool with_optimizer) {
   pool_.Load(dir);
-  if (with_optimizer) trainer_.Load(dir);
+  if (!with_optimizer) return;
+  trainer_.Load(dir);
+  if (hybrid_) hybrid_->Load(dir);
 }
 
 std::string ModelServer::SaveWeights() const { return pool_.SaveBytes(0); }
@@ -70,6 +82,12 @@ std::vector<ModelTrainStats> LocalPolicy::Update(const std::vector<CallRecord>& 
 std::vector<ModelTrainStats> LocalPolicy::Supervised(const std::vector<CallRecord>& demos, int steps) {
   std::vector<ModelTrainStats> out;
   for (auto& s : servers_) out.push_back(s->Supervised(demos, steps));
+  return out;
+}
+
+std::vector<HybridStepStats> LocalPolicy::HybridStep(const HybridBatch& batch, const HybridSettings& settings) {
+  std::vector<HybridStepStats> out;
+  for (auto& s : servers_) out.push_back(s->HybridStep(batch, settings));
   return out;
 }
 

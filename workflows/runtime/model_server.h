@@ -22,6 +22,8 @@ class ModelServer {
   // Records of other models are ignored.
   ModelTrainStats Update(const std::vector<CallRecord>& records);
   ModelTrainStats Supervised(const std::vector<CallRecord>& demos, int steps);
+  // Examples of other models are ignored.
+  HybridStepStats HybridStep(const HybridBatch& batch, const HybridSettings& settings);
   void Save(const std::string& dir) const;
   void Load(const std::string& dir, bool with_optimizer);
   std::string SaveWeights() const;
@@ -36,6 +38,7 @@ class ModelServer {
   int model_index_;
   ModelPool pool_;
   Trainer trainer_;
+  std::unique_ptr<HybridCommTrainer> hybrid_;  // when the spec says trainer.hybrid
 };
 
 class LocalPolicy : public PolicyService {
@@ -46,6 +49,7 @@ class LocalPolicy : public PolicyService {
   std::vector<std::vector<Generation>> Generate(const std::vector<GenerateBatch>& batches) override;
   std::vector<ModelTrainStats> Update(const std::vector<CallRecord>& records) override;
   std::vector<ModelTrainStats> Supervised(const std::vector<CallRecord>& demos, int steps) override;
+  std::vector<HybridStepStats> HybridStep(const HybridBatch& batch, const HybridSettings& settings) override;
   void Save(const std::string& dir) override;
   void Load(const std::string& dir, bool with_optimizer) override;
   int64_t forward_calls() const override;

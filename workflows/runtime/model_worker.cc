@@ -130,6 +130,12 @@ std::string ServeModel(const WorkerOptions& o, const std::atomic<bool>* stop) {
           ToWire(stats, out.mutable_updated()->mutable_stats());
           break;
         }
+        case wire::Envelope::kHybridStep: {
+          HybridSettings settings;
+          const HybridBatch batch = FromWire(in.hybrid_step(), server.model_index(), &settings);
+          ToWire(server.HybridStep(batch, settings), out.mutable_hybrid_stepped());
+          break;
+        }
         case wire::Envelope::kCheckpoint:
           if (in.checkpoint().load()) server.Load(in.checkpoint().dir(), in.checkpoint().with_optimizer());
           else server.Save(in.checkpoint().dir());

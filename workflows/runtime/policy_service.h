@@ -1,5 +1,6 @@
 // PolicyService: what the controller needs from the physical models of a
-// workflow: batched generation, training updates and checkpoints. Two
+// workflow: batched generation, training updates (reinforcement learning,
+// supervised, hybrid message distillation) and checkpoints. Two
 // implementations: LocalPolicy (the models in this thread; tests, benches) and
 // WorkerHub (model workers over ZeroMQ, in-process or in other processes).
 // Both run the same ModelServer per model, so they give identical results.
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/models/hybrid_comm.h"
 #include "core/models/model_pool.h"
 #include "core/models/trainer.h"
 #include "core/trajectory.h"
@@ -35,6 +37,9 @@ class PolicyService {
   // One policy update per model from the records that name it.
   virtual std::vector<ModelTrainStats> Update(const std::vector<CallRecord>& records) = 0;
   virtual std::vector<ModelTrainStats> Supervised(const std::vector<CallRecord>& demos, int steps) = 0;
+  // One distillation step of hybrid messages (trainer.hybrid) per model, from
+  // the examples that name it; a model named by none is left as it is.
+  virtual std::vector<HybridStepStats> HybridStep(const HybridBatch& batch, const HybridSettings& settings) = 0;
   // Models and optimiser states of every model, into or from a checkpoint folder.
   virtual void Save(const std::string& dir) = 0;
   virtual void Load(const std::string& dir, bool with_optimizer) = 0;

@@ -166,4 +166,81 @@ ModelTrainStats FromWire(const wire::TrainStats& w) {
   return s;
 }
 
+void ToWire(const HybridBatch& b, const HybridSettings& s, wire::HybridStepRequest* out) {
+  out->set_latent_vectors(s.latent_vectors);
+  out->set_differentiable(s.differentiable);
+  out->set_distill_weight(s.distill_weight);
+  out->set_eot(s.eot);
+  for (const auto& e : b.self) {
+    auto* x = out->add_self();
+    x->set_role_slot(e.role_slot);
+    x->mutable_prompt()->Add(e.prompt.begin(), e.prompt.end());
+    x->mutable_reasoning()->Add(e.reasoning.begin(), e.reasoning.end());
+    x->mutable_answer()->Add(e.answer.begin(), e.answer.end());
+  }
+  for (const auto& e : b.senders) {
+    auto* x = out->add_senders();
+    x->set_role_slot(e.role_slot);
+    x->mutable_prompt()->Add(e.prompt.begin(), e.prompt.end());
+    x->mutable_text()->Add(e.text.begin(), e.text.end());
+  }
+  for (const auto& e : b.receivers) {
+    auto* x = out->add_receivers();
+    x->set_role_slot(e.role_slot);
+    x->mutable_prompt()->Add(e.prompt.begin(), e.prompt.end());
+    if (!e.soft.empty()) PutVectors(e.soft, e.soft_width, x->mutable_soft());
+    x->mutable_from_senders()->Add(e.from_senders.begin(), e.from_senders.end());
+    x->mutable_teacher_prompt()->Add(e.teacher_prompt.begin(), e.teacher_prompt.end());
+    x->mutable_answer()->Add(e.answer.begin(), e.answer.end());
+  }
+}
+
+HybridBatch FromWire(const wire::HybridStepRequest& w, int model, HybridSettings* s) {
+  s->latent_vectors = w.latent_vectors();
+  s->differentiable = w.differentiable();
+  s->distill_weight = w.distill_weight();
+  s->eot = w.eot();
+  HybridBatch b;
+  for (const auto& x : w.self()) {
+    b.self.push_back({model,
+                      x.role_slot(),
+                      {x.prompt().begin(), x.prompt().end()},
+                      {x.reasoning().begin(), x.reasoning().end()},
+                      {x.answer().begin(), x.answer().end()}});
+  }
+  for (const auto& x : w.senders()) {
+    b.senders.push_back(
+        {model, x.role_slot(), {x.prompt().begin(), x.prompt().end()}, {x.text().begin(), x.text().end()}});
+  }
+  for (const auto& x : w.receivers()) {
+    ReceiverExample e;
+    e.model = model;
+    e.role_slot = x.role_slot();
+    e.prompt.assign(x.prompt().begin(), x.prompt().end());
+    e.soft_width = GetVectors(x.soft(), &e.soft);
+    e.from_senders.assign(x.from_senders().begin(), x.from_senders().end());
+    for (int i : e.from_senders) {
+      if (i < 0 || i >= w.senders_size())
+        throw CommsError("a hybrid reader names sender " + std::to_string(i) + " of " +
+                         std::to_string(w.senders_size()));
+    }
+    e.teacher_prompt.assign(x.teacher_prompt().begin(), x.teacher_prompt().end());
+    e.answer.assign(x.answer().begin(), x.answer().end());
+    b.receivers.push_back(std::move(e));
+  }
+  return b;
+}
+
+void ToWire(const HybridStepStats& s, wire::HybridStepReply* out) {
+  out->set_loss(s.loss);
+  out->set_answer_ce(s.answer_ce);
+  out->set_teacher_ce(s.teacher_ce);
+  out->set_distill(s.distill);
+  out->set_text_ce(s.text_ce);
+}
+
+HybridStepStats FromWire(const wire::HybridStepReply& w) {
+  return {w.loss(), w.answer_ce(), w.teacher_ce(), w.distill(), w.text_ce()};
+}
+
 }  // namespace troupe

@@ -27,4 +27,11 @@ Generation FromWire(const wire::GenerationRow& row);
 void ToWire(const ModelTrainStats& stats, wire::TrainStats* out);
 ModelTrainStats FromWire(const wire::TrainStats& stats);
 
+// A hybrid distillation step for one model: its examples (model fields are not
+// sent; FromWire sets them to `model`) and the step's settings.
+void ToWire(const HybridBatch& batch, const HybridSettings& settings, wire::HybridStepRequest* out);
+HybridBatch FromWire(const wire::HybridStepRequest& request, int model, HybridSettings* settings);
+void ToWire(const HybridStepStats& stats, wire::HybridStepReply* out);
+HybridStepStats FromWire(const wire::HybridStepReply& reply);
+
 }  // namespace troupe

@@ -344,6 +344,16 @@ void WorkerHub::SyncReplicas(int model) {
   AwaitAll();
 }
 
+std::vector<HybridStepStats> WorkerHub::HybridStep(const HybridBatch& batch, const HybridSettings& settings) {
+  std::vector<HybridStepStats> stats(workflow_.models.size());
+  std::vector<wire::Envelope> requests(workflow_.models.size());
+  for (int m = 0; m < size(); ++m) ToWire(ExamplesOfModel(batch, m, m), settings, requests[m].mutable_hybrid_step());
+  OnPrimaries([&](int m) { return requests[m]; },
+              [&](int m, const wire::Envelope& reply) { stats[m] = FromWire(reply.hybrid_stepped()); });
+  for (int m = 0; m < size(); ++m) SyncReplicas(m);
+  return stats;
+}
+
 std::vector<ModelTrainStats> WorkerHub::Update(const std::vector<CallRecord>& records) {
   return Train(records, false, 0);
 }

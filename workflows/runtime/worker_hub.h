@@ -48,6 +48,7 @@ class WorkerHub : public PolicyService {
   std::vector<std::vector<Generation>> Generate(const std::vector<GenerateBatch>& batches) override;
   std::vector<ModelTrainStats> Update(const std::vector<CallRecord>& records) override;
   std::vector<ModelTrainStats> Supervised(const std::vector<CallRecord>& demos, int steps) override;
+  std::vector<HybridStepStats> HybridStep(const HybridBatch& batch, const HybridSettings& settings) override;
   void Save(const std::string& dir) override;
   void Load(const std::string& dir, bool with_optimizer) override;
   int64_t forward_calls() const override;

@@ -1,0 +1,148 @@
+// Rollout -> credit -> update, and the figures of each iteration.
+#include "workflows/run/rl_objective.h"
+
+#include <chrono>
+#include <cstdio>
+#include <iomanip>
+#include <ostream>
+#include <sstream>
+
+#include "workflows/run/evaluate.h"
+#include "workflows/run/rollout.h"
+#include "workflows/run/session_events.h"
+
+namespace troupe {
+
+namespace {
+
+double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+// The per-iteration figures of metrics.jsonl (all but the wall-clock time/ ones),
+// and " role=reward" pairs for the progress line.
+JsonLine IterationLine(const CompiledWorkflow& w, int iteration, const RolloutBatch& batch, const CreditStats& cs,
+                       const std::vector<ModelTrainStats>& ts, const std::map<std::string, double>& game_metrics,
+                       std::string* progress_roles) {
+  JsonLine line;
+  line.Add("iteration", iteration);
+  line.Add("episodes", static_cast<double>(batch.episodes.size()));
+  line.Add("episodes_dropped", static_cast<double>(batch.dropped));
+  const std::vector<session::RoleCredit> by_role = CreditByRole(batch.records, static_cast<int>(w.roles.size()));
+  for (size_t r = 0; r < w.roles.size(); ++r) {
+    if (!w.roles[r].trained()) continue;
+    const session::RoleCredit& rc = by_role[r];
+    const std::string& name = w.roles[r].name;
+    line.Add("reward/" + name, rc.reward_mean());
+    line.Add("advantage_mean/" + name, rc.advantage_mean());
+    line.Add("advantage_std/" + name, rc.advantage_std());
+    line.Add("invalid_rate/" + name, rc.invalid_fraction());
+    char buf[64];
+    std::snprintf(buf, sizeof buf, " %s=%.3f", name.c_str(), rc.reward_mean());
+    *progress_roles += buf;
+  }
+  for (size_t m = 0; m < ts.size(); ++m) {
+    const std::string& name = w.models[m].name;
+    line.Add("loss/" + name, ts[m].loss);
+    line.Add("policy_loss/" + name, ts[m].policy_loss);
+    if (w.trainer.estimator == Estimator::kPpo) line.Add("value_loss/" + name, ts[m].value_loss);
+    line.Add("entropy/" + name, ts[m].entropy);
+    line.Add("kl/" + name, ts[m].kl);
+    line.Add("grad_norm/" + name, ts[m].grad_norm);
+    line.Add("clip_fraction/" + name, ts[m].clip_fraction);
+  }
+  line.Add("credit/advantage_mean", cs.advantage_mean);
+  line.Add("credit/advantage_std", cs.advantage_std);
+  for (const auto& [k, v] : game_metrics) line.Add("game/" + k, v);
+  line.Add("forward_calls_per_turn", batch.turns > 0 ? static_cast<double>(batch.forward_calls) / batch.turns : 0);
+  return line;
+}
+
+class ReinforcementObjective : public TrainingObjective {
+ public:
+  ReinforcementObjective(const CompiledWorkflow& w, PolicyService& policy, SessionEvents& events)
+      : w_(w), policy_(policy), events_(events), credit_(w.credit), rollout_(w, policy), rng_(Rng::Mix(w.seed, 1)) {}
+
+  int iterations() const override { return w_.run.iterations; }
+  int checkpoint_every() const override { return w_.run.checkpoint_every; }
+  int LinesAfter(int iterations) const override { return iterations; }
+  std::string unit() const override { return "iteration"; }
+  bool greedy_evaluation() const override { return false; }
+
+  // The supervised warm start, if asked for.
+  void WarmStart(std::ostream& out) override {
+    if (w_.run.sft_episodes <= 0) return;
+    RolloutOptions demo;
+    demo.episodes = w_.run.sft_episodes;
+    demo.seed = Rng::Mix(w_.seed, 3);
+    demo.scripted_for_trained = true;
+    demo.teacher = w_.run.sft_teacher;
+    Rng demo_rng(Rng::Mix(w_.seed, 4));
+    RolloutBatch demos = rollout_.Run(demo, demo_rng);
+    auto st = policy_.Supervised(demos.records, w_.run.sft_steps);
+    out << "sft warm start: " << demos.records.size() << " demonstrations from " << w_.run.sft_teacher << ", "
+        << w_.run.sft_steps << " steps, final loss " << st.front().loss << "\n";
+  }
+
+  IterationReport Iterate(int it) override {
+    const double ti = Now();
+    RolloutOptions ro;
+    ro.episodes = w_.run.episodes_per_iteration;
+    ro.group_size = w_.run.group_size;
+    ro.seed = Rng::Mix(w_.seed, 2, static_cast<uint64_t>(it));
+    ro.temperature = w_.trainer.temperature;
+    ro.correlated = w_.run.correlated_team_sampling;
+    ro.guided = w_.run.guided_choices;
+    ro.observer = events_.enabled() ? &events_ : nullptr;
+    events_.BeginIteration(it + 1, false);
+    RolloutBatch batch = rollout_.Run(ro, rng_);
+    const double rollout_s = Now() - ti;
+    CreditStats cs = credit_.Assign(batch.records);
+    events_.Credit(it + 1, batch.records);
+    std::vector<ModelTrainStats> ts = policy_.Update(batch.records);
+    const double dt = Now() - ti;
+
+    const auto game_metrics = MeanMetrics(batch);
+    std::string roles;
+    IterationReport r;
+    r.has_line = true;
+    r.line = IterationLine(w_, it + 1, batch, cs, ts, game_metrics, &roles);
+    r.episodes_per_s = batch.episodes.size() / std::max(1e-9, dt);
+    r.forward_calls_per_turn = batch.turns > 0 ? static_cast<double>(batch.forward_calls) / batch.turns : 0;
+    r.line.Add("time/iteration_s", dt);
+    r.line.Add("time/rollout_s", rollout_s);
+    r.line.Add("time/episodes_per_s", r.episodes_per_s);
+    std::ostringstream p;
+    p << std::fixed << std::setprecision(1) << r.episodes_per_s << " ep/s  reward" << roles;
+    for (const std::string& key : w_.headline_metrics) {
+      auto f = game_metrics.find(key);
+      if (f != game_metrics.end()) p << "  " << key << "=" << std::setprecision(2) << f->second;
+    }
+    r.progress = p.str();
+    return r;
+  }
+
+  void Save(RunState* state) const override {
+    (*state)["rollout_rng"] = rng_.Save();
+    (*state)["credit"] = credit_.SaveState();
+  }
+  void Load(RunState& state) override {
+    rng_.Load(state["rollout_rng"]);
+    credit_.LoadState(state["credit"]);
+  }
+
+ private:
+  const CompiledWorkflow& w_;
+  PolicyService& policy_;
+  SessionEvents& events_;
+  CreditAssigner credit_;
+  Rollout rollout_;
+  Rng rng_;
+};
+
+}  // namespace
+
+std::unique_ptr<TrainingObjective> MakeReinforcementObjective(const CompiledWorkflow& workflow, PolicyService& policy,
+                                                              SessionEvents& events) {
+  return std::make_unique<ReinforcementObjective>(workflow, policy, events);
+}
+
+}  // namespace troupe
