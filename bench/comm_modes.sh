@@ -6,18 +6,20 @@
 # wire per episode. The no-communication baseline is 1/values (1/6 here).
 # Usage: bash bench/comm_modes.sh [STAGE1_STEPS] [STAGE2_STEPS] [extra --set ...]
 # (the study's hidden-state weight: add --set trainer.hybrid.distill_weight=20)
+# TROUPE=path/to/troupe runs another build; COMM_MODES_OUT=DIR keeps the runs there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 s1=${1:-300}
 s2=${2:-900}
 shift $(( $# > 2 ? 2 : $# )) || true
 out=${COMM_MODES_OUT:-$(mktemp -d)}
+troupe=${TROUPE:-./build/workflows/troupe}
 mkdir -p "$out"
 for run in TEXT LATENT HYBRID LATENT+diff HYBRID+diff; do
   mode=${run%+diff}
   diff=false
   [ "$run" != "$mode" ] && diff=true
-  ./build/workflows/troupe train workflows/shipped/split_facts_hybrid.textproto --out "$out/$run" --quiet \
+  "$troupe" train workflows/shipped/split_facts_hybrid.textproto --out "$out/$run" --quiet \
     --set channel[0].mode=$mode --set channel[1].mode=$mode --set trainer.hybrid.differentiable=$diff \
     --set trainer.hybrid.stage1_steps=$s1 --set trainer.hybrid.stage2_steps=$s2 "$@" > "$out/$run.log"
 done

@@ -13,6 +13,7 @@
 
 #include "workflows/config/compiled_workflow.h"
 #include "workflows/config/config_loader.h"
+#include "workflows/config/model_spec.h"
 #include "workflows/run/rollout.h"
 #include "workflows/runtime/model_server.h"
 #include "workflows/runtime/worker_hub.h"
@@ -30,8 +31,8 @@ int main(int argc, char** argv) {
     CompiledWorkflow w = CompileWorkflow(LoadWorkflowFile(file));
     SetTorchThreads(w.run.threads);
     std::unique_ptr<PolicyService> pool;
-    if (direct) pool = std::make_unique<LocalPolicy>(w);
-    else pool = std::make_unique<WorkerHub>(w);  // the production path: a model worker over inproc://
+    if (direct) pool = std::make_unique<LocalPolicy>(MakeHubSpec(w).models);
+    else pool = std::make_unique<WorkerHub>(MakeHubSpec(w));  // the production path: a model worker over inproc://
     std::printf("%s\n", direct ? "models called directly in this thread" : "models in a worker over inproc://");
     Rollout rollout(w, *pool);
     Rng rng(1);

@@ -24,7 +24,12 @@ std::string LayerOf(const std::string& path) {
   if (starts("comms/proto/")) return "proto";
   if (starts("comms/")) return "comms";
   if (starts("games/")) return "games";
-  if (starts("workflows/")) return "workflows";
+  // The narrow specs the runtime is given: no workflow, no game.
+  if (path == "workflows/config/model_spec.h" || path == "workflows/config/runtime_settings.h") return "specs";
+  if (starts("workflows/config/")) return "config";
+  if (starts("workflows/runtime/")) return "runtime";
+  if (starts("workflows/run/")) return "run";
+  if (starts("workflows/")) return "workflows";  // cli: the top
   if (starts("viewer/")) return "viewer";
   return "";
 }
@@ -45,7 +50,15 @@ const std::map<std::string, Rule>& Rules() {
       {"core", {{"base", "core"}, false, false, false}},
       {"models", {{"base", "core", "models"}, true, false, false}},
       {"games", {{"base", "core", "games"}, false, false, false}},
-      {"workflows", {{"base", "proto", "comms", "core", "models", "workflows"}, false, true, true}},
+      {"specs", {{"base", "proto", "core", "models", "specs"}, false, false, true}},
+      {"config", {{"base", "proto", "comms", "core", "models", "specs", "config"}, false, false, true}},
+      {"runtime", {{"base", "proto", "comms", "core", "models", "specs", "runtime"}, false, true, true}},
+      {"run", {{"base", "proto", "comms", "core", "models", "specs", "config", "runtime", "run"}, false, true, true}},
+      {"workflows",
+       {{"base", "proto", "comms", "core", "models", "games", "specs", "config", "runtime", "run", "workflows"},
+        false,
+        true,
+        true}},
       {"viewer", {{"base", "proto", "comms", "viewer"}, false, true, true}},
   };
   return rules;
@@ -98,16 +111,22 @@ TEST_CASE("the layering check finds a lower layer reaching up", "[layering]") {
   fs::create_directories(root / "core/base");
   fs::create_directories(root / "viewer");
   fs::create_directories(root / "comms");
+  fs::create_directories(root / "workflows/runtime");
   std::ofstream(root / "core/base/ok.h") << "#include <string>\n#include \"core/base/errors.h\"\n";
   std::ofstream(root / "core/base/up.cc") << "#include \"workflows/run/train_run.h\"\n";
   std::ofstream(root / "viewer/torch.cc") << "#  include <torch/torch.h>\n";
   std::ofstream(root / "comms/models.cc") << "#include \"core/models/trainer.h\"\n";
+  // The runtime gets narrow specs, never the compiled workflow (and its game).
+  std::ofstream(root / "workflows/runtime/spec.cc") << "#include \"workflows/config/model_spec.h\"\n"
+                                                    << "#include \"workflows/config/compiled_workflow.h\"\n";
   const std::vector<std::string> v = LayeringViolations(root);
-  REQUIRE(v.size() == 3);
+  REQUIRE(v.size() == 4);
   std::string all;
   for (const auto& s : v) all += s + "\n";
-  CHECK_THAT(all, Catch::Contains("core/base/up.cc: includes workflows/run/train_run.h (layer workflows"));
+  CHECK_THAT(all, Catch::Contains("core/base/up.cc: includes workflows/run/train_run.h (layer run"));
   CHECK_THAT(all, Catch::Contains("viewer/torch.cc: includes torch/torch.h (LibTorch"));
   CHECK_THAT(all, Catch::Contains("comms/models.cc: includes core/models/trainer.h (layer models"));
+  CHECK_THAT(all,
+             Catch::Contains("workflows/runtime/spec.cc: includes workflows/config/compiled_workflow.h (layer config"));
   fs::remove_all(root);
 }

@@ -138,15 +138,8 @@ torch::Tensor FirstTokenMask(const std::vector<GenerateQuery>& queries, int64_t 
   return mask;
 }
 
-// One KV-cached decoding of a batch: left-padded prompts (other agents' vectors
-// at their soft slots), then one step per position for every row at once. A row
-// that sends vectors (hybrid messages) feeds K of them back before its closing
-// token and samples only after that; the others sample from the first step.
-std::vector<Generation> GenerateBatch(TransformerLM& model, torch::Device device,
-                                      const std::vector<GenerateQuery>& queries, Rng& rng, double temperature,
-                                      bool greedy, int64_t* forward_calls, const std::string& name) {
-  const int64_t B = static_cast<int64_t>(queries.size());
-  const int64_t d = model->options().d_model();
+// Refuses a batch whose longest row (prompt, vectors, <eot>, answer) exceeds max_len.
+void CheckFits(TransformerLM& model, const std::vector<GenerateQuery>& queries, const std::string& name) {
   int64_t Tp = 0, longest = 0;
   for (const auto& q : queries) {
     const int64_t p = static_cast<int64_t>(q.prompt->size());
@@ -158,20 +151,36 @@ std::vector<Generation> GenerateBatch(TransformerLM& model, torch::Device device
                      " tokens with its vectors and answer needs " + std::to_string(longest) +
                      " positions, over max_len " + std::to_string(model->options().max_len()));
   }
-  // Agents of one role with the same prompt and vectors (teammates reading the
-  // same deliberation) are encoded once; their rows are copied before the first step.
+}
+
+// A batch's prompts as the model's first input. Agents of one role with the
+// same prompt and vectors (teammates reading the same deliberation) share a
+// row, copied per query after the first step. Rows are left-padded; other
+// agents' vectors go in at their soft slots.
+struct PromptBatch {
+  torch::Tensor embeds, positions, key_valid, role;  // [U,Tp,d], [U,Tp], [U,Tp], [U]
+  std::vector<int64_t> row_of;                       // per query: its row
+  int64_t rows = 0, length = 0;                      // U, Tp
+};
+
+PromptBatch EncodePrompts(TransformerLM& model, torch::Device device, const std::vector<GenerateQuery>& queries,
+                          const std::string& name) {
+  const int64_t B = static_cast<int64_t>(queries.size()), d = model->options().d_model();
+  PromptBatch pb;
   std::map<std::tuple<int, std::vector<int>, std::vector<float>>, int64_t> unique_of;
-  std::vector<int64_t> row_of(B), firsts, next_pos(B);
+  std::vector<int64_t> firsts;
+  pb.row_of.resize(B);
   for (int64_t b = 0; b < B; ++b) {
     const GenerateQuery& q = queries[b];
+    pb.length = std::max<int64_t>(pb.length, static_cast<int64_t>(q.prompt->size()));
     auto [it, fresh] = unique_of.emplace(
         std::make_tuple(q.role_slot, *q.prompt, q.soft_inputs ? *q.soft_inputs : std::vector<float>{}),
         static_cast<int64_t>(firsts.size()));
     if (fresh) firsts.push_back(b);
-    row_of[b] = it->second;
-    next_pos[b] = static_cast<int64_t>(q.prompt->size());
+    pb.row_of[b] = it->second;
   }
-  const int64_t U = static_cast<int64_t>(firsts.size());
+  const int64_t U = static_cast<int64_t>(firsts.size()), Tp = pb.length;
+  pb.rows = U;
   std::vector<int64_t> tok(U * Tp, Vocab::kPad), pos(U * Tp, 0), roles(U);
   std::vector<uint8_t> valid(U * Tp, 0);
   std::map<int, std::pair<std::vector<int64_t>, std::vector<float>>> soft;  // width -> (flat positions, rows)
@@ -202,11 +211,11 @@ std::vector<Generation> GenerateBatch(TransformerLM& model, torch::Device device
     roles[u] = q.role_slot;
   }
   auto long_opts = torch::TensorOptions().dtype(torch::kLong);
-  torch::Tensor tokens = torch::from_blob(tok.data(), {U, Tp}, long_opts).clone().to(device);
-  torch::Tensor positions = torch::from_blob(pos.data(), {U, Tp}, long_opts).clone().to(device);
-  torch::Tensor key_valid = torch::from_blob(valid.data(), {U, Tp}, torch::kUInt8).clone().to(torch::kBool).to(device);
-  torch::Tensor role = torch::from_blob(roles.data(), {U}, long_opts).clone().to(device);
-  torch::Tensor embeds = model->embed(tokens).view({U * Tp, d});
+  pb.positions = torch::from_blob(pos.data(), {U, Tp}, long_opts).clone().to(device);
+  pb.key_valid = torch::from_blob(valid.data(), {U, Tp}, torch::kUInt8).clone().to(torch::kBool).to(device);
+  pb.role = torch::from_blob(roles.data(), {U}, long_opts).clone().to(device);
+  torch::Tensor embeds = model->embed(torch::from_blob(tok.data(), {U, Tp}, long_opts).clone().to(device));
+  embeds = embeds.view({U * Tp, d});
   for (auto& [width, where_rows] : soft) {
     auto& [where, rows] = where_rows;
     const int64_t n = static_cast<int64_t>(where.size());
@@ -214,86 +223,111 @@ std::vector<Generation> GenerateBatch(TransformerLM& model, torch::Device device
     torch::Tensor index = torch::from_blob(where.data(), {n}, long_opts).clone().to(device);
     embeds = embeds.index_copy(0, index, model->adapt_latent(vectors));
   }
-  embeds = embeds.view({U, Tp, d});
+  pb.embeds = embeds.view({U, Tp, d});
+  return pb;
+}
 
+// Where one query's decoding stands. A row that sends vectors (hybrid
+// messages) feeds K of them back, then reads its closing token, and samples
+// only after that; the others sample from the first step.
+struct RowProgress {
+  int latents_left = 0;
+  bool end_due = false;
+  bool done = false;
+  int sampled = 0;
+  bool sampling() const { return !done && latents_left == 0 && !end_due; }
+};
+
+// One KV-cached decoding of a batch: the prompts, then one step per position
+// for every row at once.
+std::vector<Generation> GenerateBatch(TransformerLM& model, torch::Device device,
+                                      const std::vector<GenerateQuery>& queries, Rng& rng, double temperature,
+                                      bool greedy, int64_t* forward_calls, const std::string& name) {
+  CheckFits(model, queries, name);
+  const int64_t B = static_cast<int64_t>(queries.size()), d = model->options().d_model();
+  PromptBatch pb = EncodePrompts(model, device, queries, name);
+  auto long_opts = torch::TensorOptions().dtype(torch::kLong);
   std::vector<Generation> out(B);
-  std::vector<int> latents_left(B), sampled(B, 0);
-  std::vector<bool> end_due(B), done(B, false);
+  std::vector<RowProgress> rows(B);
+  std::vector<int64_t> next_pos(B);
   for (int64_t b = 0; b < B; ++b) {
-    latents_left[b] = std::max(0, queries[b].latent_steps);
-    end_due[b] = latents_left[b] > 0;
+    rows[b].latents_left = std::max(0, queries[b].latent_steps);
+    rows[b].end_due = rows[b].latents_left > 0;
+    next_pos[b] = static_cast<int64_t>(queries[b].prompt->size());
   }
   const torch::Tensor first_mask = FirstTokenMask(queries, model->options().vocab_size()).to(device);
   KvCache cache;
-  std::vector<int> picked(B);
-  std::vector<float> picked_logp(B);
-  LMOutput o = model->forward_embeds(embeds, positions, key_valid, role, &cache);
+  torch::Tensor key_valid = pb.key_valid, role = pb.role;
+  LMOutput o = model->forward_embeds(pb.embeds, pb.positions, key_valid, role, &cache);
   ++*forward_calls;
-  if (U < B) {  // one row per query from here on
-    torch::Tensor expand = torch::from_blob(row_of.data(), {B}, long_opts).clone().to(device);
-    o.hidden = o.hidden.narrow(1, Tp - 1, 1).index_select(0, expand);
-    o.logits = o.logits.narrow(1, Tp - 1, 1).index_select(0, expand);
+  if (pb.rows < B) {  // one row per query from here on
+    torch::Tensor expand = torch::from_blob(pb.row_of.data(), {B}, long_opts).clone().to(device);
+    o.hidden = o.hidden.narrow(1, pb.length - 1, 1).index_select(0, expand);
+    o.logits = o.logits.narrow(1, pb.length - 1, 1).index_select(0, expand);
     for (auto& k : cache.keys) k = k.index_select(0, expand);
     for (auto& v : cache.values) v = v.index_select(0, expand);
     key_valid = key_valid.index_select(0, expand);
     role = role.index_select(0, expand);
   }
+  std::vector<int> picked(B);
+  std::vector<float> picked_logp(B);
   while (true) {
     torch::Tensor hidden = o.hidden.select(1, o.hidden.size(1) - 1);  // [B,d]
     torch::Tensor logits = o.logits.select(1, o.logits.size(1) - 1);  // [B,V]
-    // Who does what at this position: send a vector, read <eot>, or sample.
-    std::vector<int64_t> next(B, Vocab::kPad);
-    std::vector<float> use_vector(B, 0.f), first_now(B, 0.f);
+    std::vector<float> first_now(B, 0.f);
     std::vector<bool> skip(B);
-    bool any_vector = false;
+    bool any_vector = false, any_first = false;
     for (int64_t b = 0; b < B; ++b) {
-      skip[b] = done[b] || latents_left[b] > 0 || end_due[b];
-      if (!skip[b] && sampled[b] == 0) first_now[b] = 1.f;
+      skip[b] = !rows[b].sampling();
+      first_now[b] = !skip[b] && rows[b].sampled == 0 ? 1.f : 0.f;
+      any_first = any_first || first_now[b] > 0;
+      any_vector = any_vector || rows[b].latents_left > 0;
     }
-    torch::Tensor z;
-    for (int64_t b = 0; b < B; ++b) any_vector = any_vector || latents_left[b] > 0;
-    if (any_vector) z = model->project_latent(hidden);  // [B,d]
     // Guided first tokens: only for rows that sample their first token now.
     torch::Tensor scaled = logits / temperature;
-    if (std::find(first_now.begin(), first_now.end(), 1.f) != first_now.end()) {
+    if (any_first) {
       scaled = scaled + first_mask * torch::from_blob(first_now.data(), {B, 1}, torch::kFloat).clone().to(device);
     }
     torch::Tensor logp = torch::log_softmax(scaled, -1).to(torch::kCPU, torch::kFloat).contiguous();
     SampleRows(logp, rng, greedy, skip, &picked, &picked_logp);
+    torch::Tensor z = any_vector ? model->project_latent(hidden) : torch::Tensor();  // [B,d]
     torch::Tensor z_cpu = any_vector ? z.to(torch::kCPU, torch::kFloat).contiguous() : torch::Tensor();
+    // Each row's next input: a vector it sends, its closing token, or what it sampled.
+    std::vector<int64_t> next(B, Vocab::kPad);
+    std::vector<float> use_vector(B, 0.f);
     bool all_done = true;
     for (int64_t b = 0; b < B; ++b) {
-      if (done[b]) continue;
-      if (latents_left[b] > 0) {
+      RowProgress& r = rows[b];
+      if (r.done) continue;
+      if (r.latents_left > 0) {
         const float* row = z_cpu.data_ptr<float>() + b * d;
         out[b].latents.insert(out[b].latents.end(), row, row + d);
         use_vector[b] = 1.f;
-        --latents_left[b];
-      } else if (end_due[b]) {
+        --r.latents_left;
+      } else if (r.end_due) {
         next[b] = queries[b].latent_end;
-        end_due[b] = false;
+        r.end_due = false;
       } else {
         out[b].tokens.push_back(picked[b]);
         out[b].logprobs.push_back(picked_logp[b]);
-        ++sampled[b];
+        ++r.sampled;
         next[b] = picked[b];
-        if (picked[b] == Vocab::kEos || sampled[b] >= queries[b].max_new_tokens) done[b] = true;
+        r.done = picked[b] == Vocab::kEos || r.sampled >= queries[b].max_new_tokens;
       }
-      all_done = all_done && done[b];
+      all_done = all_done && r.done;
     }
     if (all_done) break;
     std::vector<int64_t> npos(B);
     for (int64_t b = 0; b < B; ++b) npos[b] = std::min<int64_t>(next_pos[b]++, model->options().max_len() - 1);
-    torch::Tensor step_tokens = torch::from_blob(next.data(), {B, 1}, long_opts).clone().to(device);
-    torch::Tensor step = model->embed(step_tokens);  // [B,1,d]
+    torch::Tensor step = model->embed(torch::from_blob(next.data(), {B, 1}, long_opts).clone().to(device));  // [B,1,d]
     if (any_vector) {
       torch::Tensor pick = torch::from_blob(use_vector.data(), {B, 1, 1}, torch::kFloat).clone().to(device);
       step = torch::where(pick > 0.5f, z.unsqueeze(1), step);
     }
-    positions = torch::from_blob(npos.data(), {B, 1}, long_opts).clone().to(device);
     key_valid =
         torch::cat({key_valid, torch::ones({B, 1}, torch::TensorOptions().dtype(torch::kBool).device(device))}, 1);
-    o = model->forward_embeds(step, positions, key_valid, role, &cache);
+    o = model->forward_embeds(step, torch::from_blob(npos.data(), {B, 1}, long_opts).clone().to(device), key_valid,
+                              role, &cache);
     ++*forward_calls;
   }
   return out;

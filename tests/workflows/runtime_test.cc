@@ -297,7 +297,7 @@ TEST_CASE("troupe record follows a live run from outside and replay --summary re
 TEST_CASE("forward calls per tick do not grow with the number of concurrent episodes", "[runtime][batching]") {
   LoadedWorkflow loaded = ParseWorkflowText(kTiny, "tiny.textproto");
   CompiledWorkflow w = CompileWorkflow(loaded);
-  WorkerHub hub(w);
+  WorkerHub hub(MakeHubSpec(w));
   Rollout rollout(w, hub);
   Rng rng(3);
   std::vector<double> per_tick;

@@ -31,6 +31,7 @@
 #include "workflows/run/evaluate.h"
 #include "workflows/run/train_run.h"
 #include "workflows/runtime/model_worker.h"
+#include "workflows/config/model_spec.h"
 #include "workflows/runtime/worker_hub.h"
 
 namespace {
@@ -205,7 +206,7 @@ int Eval(const Args& a) {
   troupe::SetTorchThreads(w.run.threads);
   auto ckpt = troupe::FindCheckpoint(a.checkpoint);
   if (!ckpt) throw troupe::CheckpointError("no checkpoint in " + a.checkpoint);
-  troupe::WorkerHub pool(w);
+  troupe::WorkerHub pool(troupe::MakeHubSpec(w));
   troupe::RunState state = troupe::LoadCheckpoint(*ckpt, [&](const std::string& d) { pool.Load(d, false); });
   if (state["vocab"] != w.vocab.Fingerprint()) {
     throw troupe::CheckpointError("checkpoint " + *ckpt +

@@ -410,6 +410,9 @@ CompiledWorkflow CompileWorkflow(const LoadedWorkflow& w) {
   else CompilePipelineTask(w, c);
   CompileModels(w, c);
   CompileRoles(w, c);
+  for (auto& r : c.roles) {
+    if (r.trained()) r.latent_width = c.models[r.model].d_model;
+  }
   if (has_pipeline) ValidatePipelineGraph(w, c);
   ValidateChannels(w, c);
   CompileChannels(w, c);

@@ -17,6 +17,7 @@
 #include "core/models/trainer.h"
 #include "core/pipeline_task.h"
 #include "core/vocab.h"
+#include "workflows/config/runtime_settings.h"
 
 namespace troupe {
 
@@ -33,6 +34,7 @@ struct RoleInfo {
   config::ChannelMode message_mode = config::TEXT;
   int latent_vectors = 0;
   int text_words = 0;
+  int latent_width = 0;  // width of the vectors its messages carry (its model's d_model)
   bool trained() const { return model >= 0; }
 };
 
@@ -88,39 +90,30 @@ struct RunSettings {
   std::string sft_teacher;
 };
 
-struct WorkerPlacement {
-  int model = 0;
-  int replicas = 0;
-};
-
-struct RuntimeSettings {
-  std::string endpoint;                   // empty: private inproc://
-  std::vector<WorkerPlacement> external;  // models served by `troupe worker`
-  int heartbeat_ms = 0;
-  int worker_timeout_ms = 0;
-  int request_timeout_ms = 0;
-  int join_timeout_ms = 0;
-  bool continue_on_loss = false;
-  std::string keys_dir;
-  std::string publish;
-  int detail_episodes = 0;
-};
-
-struct CompiledWorkflow {
-  std::string file;
-  config::Workflow proto;  // with defaults filled in: the resolved config
-  uint64_t seed = 0;
-
+// What a rollout reads (Rollout, CallReward, and the prompts of hybrid
+// distillation): the game or pipeline, who plays each seat, the roles, the
+// vocabulary and the reward terms. No models, trainer or runtime.
+struct RolloutSpec {
   std::unique_ptr<Game> game;                  // seat-driven workflows
   std::unique_ptr<CompiledPipeline> pipeline;  // node-driven workflows
   std::vector<std::string> seat_names;
   std::vector<int> seat_role;  // seat -> role index
-
   std::vector<RoleInfo> roles;
-  std::vector<ModelConfig> models;
-  std::vector<std::string> sharing;  // per model: "shared", "separate", "partial (LoRA r=4)"...
   Vocab vocab;
   std::vector<RewardTerm> rewards;
+};
+
+// The whole compiled workflow: the rollout's spec and everything else. Its
+// consumers take the narrow piece they need: Rollout a RolloutSpec, WorkerHub a
+// HubSpec and each model worker a ModelServeSpec (workflows/config/model_spec.h);
+// the run loops (workflows/run) and the session's description take it whole.
+struct CompiledWorkflow : RolloutSpec {
+  std::string file;
+  config::Workflow proto;  // with defaults filled in: the resolved config
+  uint64_t seed = 0;
+
+  std::vector<ModelConfig> models;
+  std::vector<std::string> sharing;  // per model: "shared", "separate", "partial (LoRA r=4)"...
   CreditConfig credit;
   TrainerConfig trainer;
   RunSettings run;

@@ -27,6 +27,13 @@ wire::ModelServeSpec MakeServeSpec(const CompiledWorkflow& c, int model) {
   return s;
 }
 
+HubSpec MakeHubSpec(const CompiledWorkflow& c) {
+  HubSpec h;
+  for (size_t m = 0; m < c.models.size(); ++m) h.models.push_back(MakeServeSpec(c, static_cast<int>(m)));
+  h.runtime = c.runtime;
+  return h;
+}
+
 ModelConfig ArchitectureOf(const config::ModelSpec& spec) {
   ModelConfig m;
   m.name = spec.name();

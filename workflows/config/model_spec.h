@@ -7,12 +7,15 @@
 #include "comms/proto/runtime.pb.h"
 #include "core/models/model_pool.h"
 #include "core/models/trainer.h"
+#include "workflows/config/runtime_settings.h"
 
 namespace troupe {
 
 struct CompiledWorkflow;
 
 wire::ModelServeSpec MakeServeSpec(const CompiledWorkflow& workflow, int model);
+// Every model's serve spec and the runtime section: all WorkerHub needs.
+HubSpec MakeHubSpec(const CompiledWorkflow& workflow);
 // Throw ConfigError when the spec names something this build does not know.
 ModelConfig ModelConfigOf(const wire::ModelServeSpec& spec);
 TrainerConfig TrainerConfigOf(const wire::ModelServeSpec& spec);

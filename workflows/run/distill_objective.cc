@@ -266,7 +266,7 @@ class DistillationObjective : public TrainingObjective {
       const std::vector<std::string> text = TextPart(t.said[k]);
       LatentMessage m;
       m.role = w_.seat_role[d.seat];
-      m.width = w_.models[r.model].d_model;
+      m.width = r.latent_width;
       m.text = text;
       if (!latents.empty()) m.latents = latents.at(t.latents[k]).latents;
       else m.latents.assign(static_cast<size_t>(latent_vectors()) * m.width, 0.0f);  // placeholders: read in-graph

@@ -7,7 +7,7 @@
 
 namespace troupe {
 
-Rollout::Rollout(const CompiledWorkflow& workflow, PolicyService& policy)
+Rollout::Rollout(const RolloutSpec& workflow, PolicyService& policy)
     : workflow_(workflow), policy_(policy), bot_(workflow.vocab.Id("<bot>")), eot_(workflow.vocab.Id("<eot>")) {
   for (const auto& r : workflow_.roles) {
     strategies_.push_back(r.trained() ? nullptr : StrategyFactory::Get().Create(r.scripted));
@@ -83,7 +83,7 @@ CallRecord Rollout::NewRecord(int episode, int group_size, int role, int seat, i
   return rec;
 }
 
-double CallReward(const CompiledWorkflow& workflow, const CallRecord& record, const State* state, double task_score,
+double CallReward(const RolloutSpec& workflow, const CallRecord& record, const State* state, double task_score,
                   double* role_part) {
   double reward = 0.0;
   if (role_part != nullptr) *role_part = 0.0;
@@ -301,7 +301,7 @@ class Rollout::GameRun {
       // Readers get a reference to the message (its vectors and text). The record keeps
       // the call's own slots (between <bot> and <eot>) for the trainer to recompute.
       out.latent_message = static_cast<int>(sent_[p.episode].size());
-      sent_[p.episode].push_back({p.role, g.latents, w_.models[w_.roles[p.role].model].d_model, out.words});
+      sent_[p.episode].push_back({p.role, g.latents, w_.roles[p.role].latent_width, out.words});
       p.prompt.tokens.insert(p.prompt.tokens.end(), p.latent_steps, Vocab::kSoft);
       p.prompt.tokens.push_back(r_.eot_);
       rec.latent_steps = p.latent_steps;
@@ -370,7 +370,7 @@ class Rollout::GameRun {
   }
 
   Rollout& r_;
-  const CompiledWorkflow& w_;
+  const RolloutSpec& w_;
   const RolloutOptions& options_;
   Rng& rng_;
   const int E_;

@@ -78,7 +78,7 @@ struct PromptParts {
 
 class Rollout {
  public:
-  Rollout(const CompiledWorkflow& workflow, PolicyService& policy);
+  Rollout(const RolloutSpec& workflow, PolicyService& policy);
   RolloutBatch Run(const RolloutOptions& options, Rng& rng);
   // A role's prompt for an observation, as its model reads it: <bos>, the role
   // token, the words, and at each of `latent` (where latent messages stand)
@@ -99,7 +99,7 @@ class Rollout {
   void Finish(const RolloutOptions& options, const std::vector<std::vector<size_t>>& episode_records,
               RolloutBatch* batch);
 
-  const CompiledWorkflow& workflow_;
+  const RolloutSpec& workflow_;
   PolicyService& policy_;
   std::vector<std::unique_ptr<ScriptedStrategy>> strategies_;  // per role (null when trained)
   int bot_ = Vocab::kUnk, eot_ = Vocab::kUnk;                  // the tokens around a message's vectors
@@ -107,7 +107,7 @@ class Rollout {
 
 // Sums the workflow's reward terms for one call record of a finished episode.
 // `role_part`, when given, receives the ROLE-level part of the sum.
-double CallReward(const CompiledWorkflow& workflow, const CallRecord& record, const State* state, double task_score,
+double CallReward(const RolloutSpec& workflow, const CallRecord& record, const State* state, double task_score,
                   double* role_part = nullptr);
 
 }  // namespace troupe

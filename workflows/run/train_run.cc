@@ -14,6 +14,7 @@
 
 #include "core/base/errors.h"
 #include "core/models/checkpoint.h"
+#include "workflows/config/model_spec.h"
 #include "workflows/run/distill_objective.h"
 #include "workflows/run/metrics_log.h"
 #include "workflows/run/metrics_sink.h"
@@ -233,7 +234,7 @@ TrainResult Train(const CompiledWorkflow& w, const TrainOptions& options, std::o
   int iteration = 0;
   const double t0 = Now();
   try {
-    WorkerHub hub(w, [&](const WorkerNotice& n) { events.WorkerChanged(n); });
+    WorkerHub hub(MakeHubSpec(w), [&](const WorkerNotice& n) { events.WorkerChanged(n); });
     std::unique_ptr<TrainingObjective> objective =
         w.hybrid() ? MakeDistillationObjective(w, hub, events, out) : MakeReinforcementObjective(w, hub, events);
     return TrainingRun(w, options, out, hub, events, *objective).Run(&iteration);

@@ -61,10 +61,8 @@ void ModelServer::Load(const std::string& dir, bool with_optimizer) {
 std::string ModelServer::SaveWeights() const { return pool_.SaveBytes(0); }
 void ModelServer::LoadWeights(const std::string& bytes) { pool_.LoadBytes(0, bytes); }
 
-LocalPolicy::LocalPolicy(const CompiledWorkflow& workflow) {
-  for (size_t m = 0; m < workflow.models.size(); ++m) {
-    servers_.push_back(std::make_unique<ModelServer>(MakeServeSpec(workflow, static_cast<int>(m))));
-  }
+LocalPolicy::LocalPolicy(const std::vector<wire::ModelServeSpec>& models) {
+  for (const auto& spec : models) servers_.push_back(std::make_unique<ModelServer>(spec));
 }
 
 std::vector<std::vector<Generation>> LocalPolicy::Generate(const std::vector<GenerateBatch>& batches) {

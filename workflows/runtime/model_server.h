@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "comms/proto/runtime.pb.h"
-#include "workflows/config/compiled_workflow.h"
 #include "workflows/runtime/policy_service.h"
 
 namespace troupe {
@@ -43,7 +42,7 @@ class ModelServer {
 
 class LocalPolicy : public PolicyService {
  public:
-  explicit LocalPolicy(const CompiledWorkflow& workflow);
+  explicit LocalPolicy(const std::vector<wire::ModelServeSpec>& models);
   int size() const override { return static_cast<int>(servers_.size()); }
   const ModelConfig& config(int model) const override { return servers_.at(model)->config(); }
   std::vector<std::vector<Generation>> Generate(const std::vector<GenerateBatch>& batches) override;

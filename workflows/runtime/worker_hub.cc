@@ -24,9 +24,10 @@ std::string Ms(double seconds) { return std::to_string(static_cast<int64_t>(seco
 
 }  // namespace
 
-WorkerHub::WorkerHub(const CompiledWorkflow& workflow, std::function<void(const WorkerNotice&)> notify)
-    : workflow_(workflow), notify_(std::move(notify)) {
-  const RuntimeSettings& rt = workflow_.runtime;
+WorkerHub::WorkerHub(HubSpec spec, std::function<void(const WorkerNotice&)> notify)
+    : spec_(std::move(spec)), notify_(std::move(notify)) {
+  for (const auto& m : spec_.models) configs_.push_back(ModelConfigOf(m));
+  const RuntimeSettings& rt = spec_.runtime;
   endpoint_ = rt.endpoint.empty() ? UniqueInprocEndpoint("troupe-workers") : rt.endpoint;
   SocketOptions so;
   so.security.keys_dir = rt.keys_dir;
@@ -36,27 +37,27 @@ WorkerHub::WorkerHub(const CompiledWorkflow& workflow, std::function<void(const 
   socket_ = FramedSocket::Bind(zmq::socket_type::router, endpoint_, so);
   if (endpoint_.rfind("tcp://", 0) == 0) endpoint_ = socket_->endpoint();  // port 0 resolved
 
-  std::vector<int> replicas(workflow_.models.size(), 1);
-  std::vector<bool> external(workflow_.models.size(), false);
+  std::vector<int> replicas(configs_.size(), 1);
+  std::vector<bool> external(configs_.size(), false);
   for (const auto& p : rt.external) {
     replicas[p.model] = p.replicas;
     external[p.model] = true;
   }
-  for (size_t m = 0; m < workflow_.models.size(); ++m) {
+  for (size_t m = 0; m < configs_.size(); ++m) {
     for (int r = 0; r < replicas[m]; ++r) {
       Worker w;
       w.model = static_cast<int>(m);
       w.replica = r;
-      w.identity = WorkerIdentity(workflow_.models[m].name, r);
+      w.identity = WorkerIdentity(configs_[m].name, r);
       workers_.push_back(w);
     }
   }
   auto errors = std::make_shared<std::pair<std::mutex, std::vector<std::string>>>();
-  for (size_t m = 0; m < workflow_.models.size(); ++m) {
+  for (size_t m = 0; m < configs_.size(); ++m) {
     if (external[m]) continue;
     WorkerOptions o;
     o.endpoint = endpoint_;
-    o.model = workflow_.models[m].name;
+    o.model = configs_[m].name;
     o.security = so.security;
     o.heartbeat_ms = rt.heartbeat_ms;
     o.controller_timeout_ms = std::max(rt.request_timeout_ms, 60000);
@@ -86,7 +87,7 @@ WorkerHub::WorkerHub(const CompiledWorkflow& workflow, std::function<void(const 
         std::string commands;
         for (const auto& w : workers_) {
           if (!w.joined && external[w.model]) {
-            commands += "\n  troupe worker --model " + workflow_.models[w.model].name + " --replica " +
+            commands += "\n  troupe worker --model " + configs_[w.model].name + " --replica " +
                         std::to_string(w.replica) + " --connect " + endpoint_ +
                         (rt.keys_dir.empty() ? "" : " --keys " + rt.keys_dir);
           }
@@ -134,7 +135,7 @@ void WorkerHub::Handle(const std::string& identity, const wire::Envelope& env) {
     wire::Envelope reply;
     if (index < 0) {
       std::string names;
-      for (const auto& m : workflow_.models) names += (names.empty() ? "" : ", ") + m.name;
+      for (const auto& m : configs_) names += (names.empty() ? "" : ", ") + m.name;
       reply.mutable_failure()->set_message("this run declares no worker " + base + " (models: " + names + ")");
       socket_->Send(reply, identity, true);
       return;
@@ -144,10 +145,10 @@ void WorkerHub::Handle(const std::string& identity, const wire::Envelope& env) {
     w.joined = w.alive = true;
     w.last_heard = Now();
     auto* welcome = reply.mutable_welcome();
-    *welcome->mutable_spec() = MakeServeSpec(workflow_, w.model);
+    *welcome->mutable_spec() = spec_.models.at(w.model);
     socket_->Send(reply, identity);
     if (notify_)
-      notify_({workflow_.models[w.model].name, w.replica, false,
+      notify_({configs_[w.model].name, w.replica, false,
                "from " + env.hello().host() + " pid " + std::to_string(env.hello().pid()), endpoint_});
     return;
   }
@@ -193,7 +194,7 @@ void WorkerHub::Lose(int worker, const std::string& why) {
   if (!w.alive) return;
   w.alive = false;
   ++lost_;
-  const std::string name = workflow_.models[w.model].name;
+  const std::string name = configs_[w.model].name;
   const std::string message = "model worker " + w.identity + " at " + endpoint_ + " lost: " + why;
   spdlog::warn("{}", message);
   if (notify_) notify_({name, w.replica, true, why, endpoint_});
@@ -206,7 +207,7 @@ void WorkerHub::Lose(int worker, const std::string& why) {
       ++it;
     }
   }
-  if (!workflow_.runtime.continue_on_loss) {
+  if (!spec_.runtime.continue_on_loss) {
     pending_.clear();
     throw WorkerLostError(message + " (runtime.on_worker_loss is FAIL)");
   }
@@ -218,7 +219,7 @@ void WorkerHub::Lose(int worker, const std::string& why) {
 }
 
 void WorkerHub::AwaitAll() {
-  const RuntimeSettings& rt = workflow_.runtime;
+  const RuntimeSettings& rt = spec_.runtime;
   while (!pending_.empty()) {
     wire::Envelope env;
     std::string identity;
@@ -255,7 +256,7 @@ std::vector<std::vector<Generation>> WorkerHub::Generate(const std::vector<Gener
     const GenerateBatch& b = batches[bi];
     out[bi].resize(b.queries.size());
     const std::vector<int> alive = Alive(b.model);
-    if (alive.empty()) throw WorkerLostError("no live worker serves model " + workflow_.models[b.model].name);
+    if (alive.empty()) throw WorkerLostError("no live worker serves model " + configs_[b.model].name);
     const size_t n = b.queries.size();
     const size_t parts = std::min(alive.size(), n);
     for (size_t c = 0; c < parts; ++c) {
@@ -283,8 +284,8 @@ std::vector<std::vector<Generation>> WorkerHub::Generate(const std::vector<Gener
 }
 
 std::vector<ModelTrainStats> WorkerHub::Train(const std::vector<CallRecord>& records, bool supervised, int steps) {
-  std::vector<ModelTrainStats> stats(workflow_.models.size());
-  std::vector<wire::Envelope> requests(workflow_.models.size());
+  std::vector<ModelTrainStats> stats(configs_.size());
+  std::vector<wire::Envelope> requests(configs_.size());
   for (auto& r : requests) {
     r.mutable_update()->set_supervised(supervised);
     r.mutable_update()->set_steps(steps);
@@ -345,8 +346,8 @@ void WorkerHub::SyncReplicas(int model) {
 }
 
 std::vector<HybridStepStats> WorkerHub::HybridStep(const HybridBatch& batch, const HybridSettings& settings) {
-  std::vector<HybridStepStats> stats(workflow_.models.size());
-  std::vector<wire::Envelope> requests(workflow_.models.size());
+  std::vector<HybridStepStats> stats(configs_.size());
+  std::vector<wire::Envelope> requests(configs_.size());
   for (int m = 0; m < size(); ++m) ToWire(ExamplesOfModel(batch, m, m), settings, requests[m].mutable_hybrid_step());
   OnPrimaries([&](int m) { return requests[m]; },
               [&](int m, const wire::Envelope& reply) { stats[m] = FromWire(reply.hybrid_stepped()); });

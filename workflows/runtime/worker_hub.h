@@ -18,7 +18,7 @@
 #include "comms/framed_socket.h"
 #include "comms/proto/runtime.pb.h"
 #include "core/base/errors.h"
-#include "workflows/config/compiled_workflow.h"
+#include "workflows/config/runtime_settings.h"
 #include "workflows/runtime/policy_service.h"
 
 namespace troupe {
@@ -40,11 +40,11 @@ struct WorkerNotice {
 class WorkerHub : public PolicyService {
  public:
   // Waiting for workers and losing them are logged (spdlog); `notify` hears of both too.
-  explicit WorkerHub(const CompiledWorkflow& workflow, std::function<void(const WorkerNotice&)> notify = nullptr);
+  explicit WorkerHub(HubSpec spec, std::function<void(const WorkerNotice&)> notify = nullptr);
   ~WorkerHub() override;
 
-  int size() const override { return static_cast<int>(workflow_.models.size()); }
-  const ModelConfig& config(int model) const override { return workflow_.models.at(model); }
+  int size() const override { return static_cast<int>(configs_.size()); }
+  const ModelConfig& config(int model) const override { return configs_.at(model); }
   std::vector<std::vector<Generation>> Generate(const std::vector<GenerateBatch>& batches) override;
   std::vector<ModelTrainStats> Update(const std::vector<CallRecord>& records) override;
   std::vector<ModelTrainStats> Supervised(const std::vector<CallRecord>& demos, int steps) override;
@@ -91,7 +91,8 @@ class WorkerHub : public PolicyService {
                    const std::function<void(int, const wire::Envelope&)>& on_reply);
   void SyncReplicas(int model);
 
-  const CompiledWorkflow& workflow_;
+  const HubSpec spec_;
+  std::vector<ModelConfig> configs_;  // from spec_.models
   std::function<void(const WorkerNotice&)> notify_;
   std::string endpoint_;
   std::unique_ptr<FramedSocket> socket_;
