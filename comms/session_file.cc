@@ -2,6 +2,7 @@
 #include "comms/session_file.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <sstream>
 
@@ -10,13 +11,28 @@
 namespace troupe {
 
 namespace {
-const std::string& Fresh(const std::string& path, bool append) {
+
+// The first record of every session file: what it is, and its format version.
+constexpr const char* kHeaderName = "troupe-session";
+constexpr int kFormatVersion = 1;
+
+std::string Header() { return std::string(kHeaderName) + " " + std::to_string(kFormatVersion); }
+
+// Whether a new header is due: a fresh file, or an append to one that holds nothing yet.
+bool Fresh(const std::string& path, bool append) {
   if (!append) std::remove(path.c_str());
-  return path;
+  std::error_code ec;
+  return !append || !std::filesystem::exists(path, ec) || std::filesystem::file_size(path, ec) == 0;
 }
+
 }  // namespace
 
-SessionWriter::SessionWriter(const std::string& path, bool append) : writer_(Fresh(path, append)) {}
+SessionWriter::SessionWriter(const std::string& path, bool append) : writer_((fresh_ = Fresh(path, append), path)) {
+  if (fresh_) {
+    writer_.Write(Header());
+    writer_.Flush();
+  }
+}
 
 void SessionWriter::Write(const session::Event& event, bool flush) {
   event.SerializeToString(&buffer_);
@@ -28,6 +44,20 @@ void SessionWriter::Write(const session::Event& event, bool flush) {
 SessionContents ReadSessionFile(const std::string& path) {
   SessionContents c;
   RecordReader reader(path);
+  // Other files of checksummed records (TensorBoard event files) read as records too: the header tells them apart.
+  const std::optional<std::string> header = reader.Next();
+  const std::string prefix = std::string(kHeaderName) + " ";
+  if (!header || header->rfind(prefix, 0) != 0) {
+    throw CommsError(path + " is not a troupe session file (" +
+                     (header                   ? std::string("it does not start with a session header")
+                      : reader.error().empty() ? std::string("it holds no record")
+                                               : reader.error()) +
+                     ")");
+  }
+  if (header->substr(prefix.size()) != std::to_string(kFormatVersion)) {
+    throw CommsError(path + " is a troupe session of format " + header->substr(prefix.size()) +
+                     "; this build reads format " + std::to_string(kFormatVersion));
+  }
   while (auto record = reader.Next()) {
     session::Event e;
     if (!e.ParseFromString(*record)) {
@@ -37,12 +67,6 @@ SessionContents ReadSessionFile(const std::string& path) {
     c.events.push_back(std::move(e));
   }
   if (c.error.empty()) c.error = reader.error();
-  // A session cut short still has its first complete event; a file without one
-  // (empty, random bytes, another format) is not a session at all.
-  if (c.events.empty()) {
-    throw CommsError(path + " is not a troupe session file (" +
-                     (c.error.empty() ? std::string("it holds no record") : c.error) + ")");
-  }
   return c;
 }
 

@@ -1,4 +1,5 @@
-// Session files: session events as checksummed records (comms/record_file.h).
+// Session files: a header record ("troupe-session 1": the format and its
+// version), then session events as checksummed records (core/base/record_file.h).
 // A file cut short by a crash reads back up to its last complete record.
 #pragma once
 
@@ -21,6 +22,7 @@ class SessionWriter {
   int64_t written() const { return written_; }
 
  private:
+  bool fresh_ = false;  // set before writer_ is built: whether the header is written
   RecordWriter writer_;
   std::string buffer_;
   int64_t written_ = 0;
@@ -33,7 +35,8 @@ struct SessionContents {
 
 // Reads every complete event of a session file; a file cut short reads up to
 // its last complete event (`error` says where it stopped). Throws CommsError
-// when the file cannot be opened or holds no complete session event.
+// when the file cannot be opened, does not start with the session header (an
+// empty file, random bytes, a TensorBoard event file), or is of another format version.
 SessionContents ReadSessionFile(const std::string& path);
 
 // A few lines saying what a session holds (`troupe replay FILE --summary`).

@@ -11,6 +11,7 @@
 
 #include "comms/session_file.h"
 #include "tests/test_support.h"
+#include "workflows/run/metrics_log.h"
 
 namespace fs = std::filesystem;
 
@@ -89,7 +90,14 @@ TEST_CASE("replay refuses a file that is not a session and reads a session cut s
   fs::create_directories(dir);
   std::ofstream(dir / "empty.session");
   std::ofstream(dir / "junk.session") << "random bytes that no session file starts with, long enough for a header";
-  for (const char* name : {"empty.session", "junk.session", "missing.session"}) {
+  {
+    // A TensorBoard event file is made of checksummed records too, and its events parse as protobuf.
+    fs::create_directories(dir / "tb");
+    troupe::TensorBoardWriter tensorboard((dir / "tb").string());
+    tensorboard.Scalars(1, {{"loss", 0.5}, {"reward", 1.0}});
+  }
+  for (const auto& f : fs::directory_iterator(dir / "tb")) fs::copy_file(f.path(), dir / "tensorboard.session");
+  for (const char* name : {"empty.session", "junk.session", "tensorboard.session", "missing.session"}) {
     Result r = Troupe("replay " + (dir / name).string() + " --summary");
     INFO(name << ": " << r.output);
     CHECK(r.status == 3);
