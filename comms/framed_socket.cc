@@ -31,30 +31,29 @@ FramedSocket::FramedSocket(zmq::socket_type type, const SocketOptions& options)
   if (type == zmq::socket_type::sub) socket_.set(zmq::sockopt::subscribe, options.subscribe);
 }
 
-std::unique_ptr<FramedSocket> FramedSocket::Bind(zmq::socket_type type, const std::string& endpoint,
-                                                 const SocketOptions& options) {
+std::unique_ptr<FramedSocket> FramedSocket::Open(zmq::socket_type type, const std::string& endpoint,
+                                                 const SocketOptions& options, bool bind) {
   RequireSecurityFor(endpoint, options.security);
   std::unique_ptr<FramedSocket> s(new FramedSocket(type, options));
-  ApplyCurveServer(s->socket_, options.security);
+  if (bind) ApplyCurveServer(s->socket_, options.security);
+  else ApplyCurveClient(s->socket_, options.security);
   try {
-    s->socket_.bind(endpoint);
+    if (bind) s->socket_.bind(endpoint);
+    else s->socket_.connect(endpoint);
   } catch (const zmq::error_t& e) {
-    throw CommsError("cannot bind " + endpoint + ": " + e.what());
+    throw CommsError((bind ? "cannot bind " : "cannot connect to ") + endpoint + ": " + e.what());
   }
   return s;
 }
 
+std::unique_ptr<FramedSocket> FramedSocket::Bind(zmq::socket_type type, const std::string& endpoint,
+                                                 const SocketOptions& options) {
+  return Open(type, endpoint, options, true);
+}
+
 std::unique_ptr<FramedSocket> FramedSocket::Connect(zmq::socket_type type, const std::string& endpoint,
                                                     const SocketOptions& options) {
-  RequireSecurityFor(endpoint, options.security);
-  std::unique_ptr<FramedSocket> s(new FramedSocket(type, options));
-  ApplyCurveClient(s->socket_, options.security);
-  try {
-    s->socket_.connect(endpoint);
-  } catch (const zmq::error_t& e) {
-    throw CommsError("cannot connect to " + endpoint + ": " + e.what());
-  }
-  return s;
+  return Open(type, endpoint, options, false);
 }
 
 std::string FramedSocket::endpoint() const { return socket_.get(zmq::sockopt::last_endpoint); }

@@ -68,6 +68,8 @@ class FramedSocket {
 
  private:
   FramedSocket(zmq::socket_type type, const SocketOptions& options);
+  static std::unique_ptr<FramedSocket> Open(zmq::socket_type type, const std::string& endpoint,
+                                            const SocketOptions& options, bool bind);
   enum class Got { kNothing, kFrame, kRefused, kInterrupted };
   // Waits up to `wait_ms` (0: not at all) for the first part of a message.
   // A wait changes the socket's receive timeout only when it differs from the last.

@@ -1,11 +1,13 @@
 // Helpers shared by the test files: a tiny Red-Black workflow that trains in
-// seconds, and running a command line in a real process.
+// seconds, running a command line in a real process, reading a file whole.
 #pragma once
 
 #include <sys/wait.h>
 
 #include <array>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 namespace troupe::testing {
@@ -25,6 +27,23 @@ credit { group_size: 4 }
          "\n";
 }
 
+// split_facts between two agents on models of different widths (16 and 24,
+// the wide one with weight decay) exchanging HYBRID messages, trained by
+// trainer.hybrid with `hybrid` (and `eval_episodes`).
+inline std::string HybridWidths(int eval_episodes, const std::string& hybrid) {
+  return R"(name: "widths" seed: 5
+game { name: "split_facts" param { name: "entities" int: 4 } param { name: "values" int: 4 } param { name: "asks" int: 1 } }
+model { name: "narrow" transformer { d_model: 16 layers: 1 heads: 2 ff_mult: 2 max_len: 48 } optimizer { lr: 0.003 } }
+model { name: "wide" transformer { d_model: 24 layers: 1 heads: 2 ff_mult: 2 max_len: 48 } optimizer { lr: 0.003 weight_decay: 0.01 } }
+role { name: "a" seats: "a" model: "narrow" }
+role { name: "b" seats: "b" model: "wide" }
+channel { from: "a" to: "b" mode: HYBRID }
+channel { from: "b" to: "a" mode: HYBRID }
+reward { level: TRAJECTORY signal: "correct" }
+trainer { eval_episodes: )" +
+         std::to_string(eval_episodes) + " hybrid { " + hybrid + " } }\n";
+}
+
 struct CommandResult {
   int status = -1;     // exit status, -1 when it did not exit normally
   std::string output;  // stdout and stderr
@@ -40,6 +59,12 @@ inline CommandResult RunCommand(const std::string& command) {
   const int status = pclose(pipe);
   r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+// A file's whole content ("" when it cannot be read).
+inline std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 }  // namespace troupe::testing

@@ -227,9 +227,9 @@ struct HybridCommTrainer::Impl {
     const torch::Tensor ce = LastCe(student.logits, y), tce = LastCe(teacher.logits, y);
     torch::Tensor distill = torch::zeros({}, ce.options());
     if (distill_on) distill = DistillLoss(LayersAt(student, n), LayersAt(teacher, n));
-    st->answer_ce += ce.item<double>();
-    st->teacher_ce += tce.item<double>();
-    st->distill += distill.item<double>();
+    (*st)["answer_ce"] += ce.item<double>();
+    (*st)["teacher_ce"] += tce.item<double>();
+    (*st)["distill"] += distill.item<double>();
     return ce + s.distill_weight * distill + tce;
   }
 
@@ -344,7 +344,7 @@ struct HybridCommTrainer::Impl {
       }
       const torch::Tensor text_ce = LastCe(logits, Longs(targets, {B, L}, Device(m)));
       losses->push_back(text_ce);
-      st->text_ce += text_ce.item<double>();
+      (*st)["text_ce"] += text_ce.item<double>();
     }
     return latents;
   }
@@ -412,7 +412,7 @@ HybridStepStats HybridCommTrainer::Step(const HybridBatch& batch, const HybridSe
     if (clip > 0) torch::nn::utils::clip_grad_norm_(I.Model(m)->parameters(), clip);
     I.optimizers[m]->step();
   }
-  st.loss = loss.item<double>();
+  st["loss"] = loss.item<double>();
   return st;
 }
 

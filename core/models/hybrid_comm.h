@@ -14,6 +14,7 @@
 // answer) (+ CE of any text a sender writes). Torch-free header.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -73,9 +74,9 @@ struct HybridBatch {
 // worker's pool holds one model); from_senders follow their senders.
 HybridBatch ExamplesOfModel(const HybridBatch& batch, int model, int as);
 
-struct HybridStepStats {
-  double loss = 0, answer_ce = 0, teacher_ce = 0, distill = 0, text_ce = 0;
-};
+// A step's figures by name: loss, answer_ce (student), teacher_ce, distill
+// (hidden-state loss) and text_ce (senders' text), each present when the step had it.
+using HybridStepStats = std::map<std::string, double>;
 
 class HybridCommTrainer {
  public:

@@ -244,7 +244,7 @@ TEST_CASE("a reader's loss depends on the vectors at its prompt's soft slots, re
     x.teacher_prompt = {1, 8, 5, 6};
     x.answer = {10, 11};
     batch.receivers.push_back(x);
-    return trainer.Step(batch, {2, false, 1.0, kEot}).answer_ce;
+    return trainer.Step(batch, {2, false, 1.0, kEot}).at("answer_ce");
   };
   CHECK(std::abs(answer_ce(1.0f) - answer_ce(-3.0f)) > 1e-4);
   CHECK(answer_ce(1.0f) == answer_ce(1.0f));  // and the same vectors give the same loss
@@ -281,17 +281,8 @@ TEST_CASE("a model worker gets the examples of its model, with in-graph readers 
 namespace {
 
 // Two agents on models of different widths exchanging hybrid messages (a short run).
-const char* kWidths = R"(name: "widths" seed: 5
-game { name: "split_facts" param { name: "entities" int: 4 } param { name: "values" int: 4 } param { name: "asks" int: 1 } }
-model { name: "narrow" transformer { d_model: 16 layers: 1 heads: 2 ff_mult: 2 max_len: 48 } optimizer { lr: 0.003 } }
-model { name: "wide" transformer { d_model: 24 layers: 1 heads: 2 ff_mult: 2 max_len: 48 } optimizer { lr: 0.003 weight_decay: 0.01 } }
-role { name: "a" seats: "a" model: "narrow" }
-role { name: "b" seats: "b" model: "wide" }
-channel { from: "a" to: "b" mode: HYBRID }
-channel { from: "b" to: "a" mode: HYBRID }
-reward { level: TRAJECTORY signal: "correct" }
-trainer { eval_episodes: 8 hybrid { latent_vectors: 2 stage1_steps: 2 stage2_steps: 3 batch: 8 eval_every: 100 } }
-)";
+const std::string kWidths =
+    testing::HybridWidths(8, "latent_vectors: 2 stage1_steps: 2 stage2_steps: 3 batch: 8 eval_every: 100");
 
 // A hybrid run into a fresh `dir` (or resumed there), stopping at `stop_at` steps when > 0.
 TrainResult TrainHybrid(const CompiledWorkflow& w, const fs::path& dir, bool resume = false, int stop_at = 0) {
@@ -305,11 +296,6 @@ TrainResult TrainHybrid(const CompiledWorkflow& w, const fs::path& dir, bool res
   TrainResult r = Train(w, o, out);
   UNSCOPED_INFO(out.str());
   return r;
-}
-
-std::string SlurpFile(const fs::path& p) {
-  std::ifstream in(p);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 std::vector<std::string> MetricsWithoutTime(const fs::path& dir) {
@@ -392,5 +378,5 @@ TEST_CASE("a two-model hybrid run of different widths split by a resume equals t
   const std::vector<std::string> a = MetricsWithoutTime(whole), b = MetricsWithoutTime(split);
   REQUIRE(a.size() == 3);
   CHECK(a == b);
-  CHECK(SlurpFile(whole / "eval_trained.json") == SlurpFile(split / "eval_trained.json"));
+  CHECK(testing::ReadFile(whole / "eval_trained.json") == testing::ReadFile(split / "eval_trained.json"));
 }

@@ -132,70 +132,57 @@ bool WaitFor(const std::function<bool()>& done, double seconds) {
   return false;
 }
 
-}  // namespace
-
-TEST_CASE("the same seed gives identical metrics with in-process and tcp model workers", "[runtime][determinism]") {
-  const std::string local = WriteWorkflow("local", "");
-  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(Port(1));
-  const std::string remote =
-      WriteWorkflow("remote", "runtime { endpoint: \"" + endpoint + "\" worker { model: \"m\" } }\n");
-  const std::string run_local = Temp("run-local"), run_remote = Temp("run-remote");
-  Process a({"train", local, "--out", run_local, "--quiet", "--no-eval"}, Temp("local.log"));
+// Trains `workflow` twice: all in-process, then with `model` served by a
+// `troupe worker` process over tcp. Returns the two run folders.
+std::pair<std::string, std::string> TrainLocalAndOverTcp(const std::string& name, const std::string& workflow,
+                                                         const std::string& model, int port_offset,
+                                                         const std::vector<std::string>& options) {
+  const std::string local = Temp(name + "-local.textproto"), remote = Temp(name + "-remote.textproto");
+  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(Port(port_offset));
+  std::ofstream(local) << workflow;
+  std::ofstream(remote) << workflow << "runtime { endpoint: \"" << endpoint << "\" worker { model: \"" << model
+                        << "\" } }\n";
+  const std::string run_local = Temp(name + "-run-local"), run_remote = Temp(name + "-run-remote");
+  auto train = [&](const std::string& file, const std::string& out) {
+    std::vector<std::string> args = {"train", file, "--out", out, "--quiet"};
+    args.insert(args.end(), options.begin(), options.end());
+    return args;
+  };
+  Process a(train(local, run_local), Temp(name + "-local.log"));
   REQUIRE(a.Wait(120) == 0);
-  Process controller({"train", remote, "--out", run_remote, "--quiet", "--no-eval"}, Temp("controller.log"));
-  Process worker({"worker", "--model", "m", "--connect", endpoint}, Temp("worker.log"));
+  Process controller(train(remote, run_remote), Temp(name + "-controller.log"));
+  Process worker({"worker", "--model", model, "--connect", endpoint}, Temp(name + "-worker.log"));
   const int status = controller.Wait(120);
   INFO(controller.Output());
   INFO(worker.Output());
   REQUIRE(status == 0);
   CHECK(worker.Wait(20) == 0);
   CHECK_THAT(worker.Output(), Catch::Contains("shut down by the controller"));
+  return {run_local, run_remote};
+}
+
+}  // namespace
+
+TEST_CASE("the same seed gives identical metrics with in-process and tcp model workers", "[runtime][determinism]") {
+  const auto [run_local, run_remote] = TrainLocalAndOverTcp("rl", kTiny, "m", 1, {"--no-eval"});
   const auto x = MetricLines(run_local, true), y = MetricLines(run_remote, true);
   REQUIRE(x.size() == 3);
   CHECK(x == y);
 }
 
-// Hybrid message distillation (trainer.hybrid) between models of different widths.
-const char* kHybridWidths = R"(name: "widths" seed: 5
-game { name: "split_facts" param { name: "entities" int: 4 } param { name: "values" int: 4 } param { name: "asks" int: 1 } }
-model { name: "narrow" transformer { d_model: 16 layers: 1 heads: 2 ff_mult: 2 max_len: 48 } optimizer { lr: 0.003 } }
-model { name: "wide" transformer { d_model: 24 layers: 1 heads: 2 ff_mult: 2 max_len: 48 } optimizer { lr: 0.003 } }
-role { name: "a" seats: "a" model: "narrow" }
-role { name: "b" seats: "b" model: "wide" }
-channel { from: "a" to: "b" mode: HYBRID }
-channel { from: "b" to: "a" mode: HYBRID }
-reward { level: TRAJECTORY signal: "correct" }
-trainer { eval_episodes: 16 hybrid { latent_vectors: 2 stage1_steps: 3 stage2_steps: 4 batch: 8 eval_every: 2 } }
-)";
-
 TEST_CASE("hybrid distillation (stage 1 and 2) through a troupe worker over tcp gives the same metrics as in-process",
           "[runtime][hybrid][determinism]") {
-  const std::string local = Temp("hybrid-local.textproto"), remote = Temp("hybrid-remote.textproto");
-  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(Port(6));
-  std::ofstream(local) << kHybridWidths;
-  std::ofstream(remote) << kHybridWidths << "runtime { endpoint: \"" << endpoint << "\" worker { model: \"wide\" } }\n";
-  const std::string run_local = Temp("hybrid-run-local"), run_remote = Temp("hybrid-run-remote");
-  Process a({"train", local, "--out", run_local, "--quiet"}, Temp("hybrid-local.log"));
-  REQUIRE(a.Wait(120) == 0);
-  Process controller({"train", remote, "--out", run_remote, "--quiet"}, Temp("hybrid-controller.log"));
-  Process worker({"worker", "--model", "wide", "--connect", endpoint}, Temp("hybrid-worker.log"));
-  const int status = controller.Wait(120);
-  INFO(controller.Output());
-  INFO(worker.Output());
-  REQUIRE(status == 0);
-  CHECK(worker.Wait(20) == 0);
-  CHECK_THAT(worker.Output(), Catch::Contains("shut down by the controller"));
+  const auto [run_local, run_remote] = TrainLocalAndOverTcp(
+      "hybrid", testing::HybridWidths(16, "latent_vectors: 2 stage1_steps: 3 stage2_steps: 4 batch: 8 eval_every: 2"),
+      "wide", 6, {});
   // Lines after steps 2, 4 and 6 (stage 2 from step 4) and the last step, 7.
   const auto x = MetricLines(run_local, true), y = MetricLines(run_remote, true);
   REQUIRE(x.size() == 4);
   CHECK_THAT(x[3], Catch::Contains("\"stage\":2"));
   CHECK(x == y);
-  auto slurp = [](const std::string& path) {
-    std::ifstream in(path);
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  };
-  CHECK(slurp(run_local + "/eval_trained.json") == slurp(run_remote + "/eval_trained.json"));
-  CHECK_FALSE(slurp(run_local + "/eval_trained.json").empty());
+  const std::string trained = testing::ReadFile(run_local + "/eval_trained.json");
+  CHECK_FALSE(trained.empty());
+  CHECK(trained == testing::ReadFile(run_remote + "/eval_trained.json"));
 }
 
 TEST_CASE("a killed worker is detected within its timeout, reported, and the recording stays intact",

@@ -95,13 +95,6 @@ void CheckWithin(const nlohmann::json& line, const std::vector<std::string>& key
   }
 }
 
-std::string SlurpFile(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream b;
-  b << in.rdbuf();
-  return b.str();
-}
-
 }  // namespace
 
 TEST_CASE("the same seed gives identical metrics from two runs", "[training][determinism]") {
@@ -208,8 +201,7 @@ TEST_CASE("a run folder holds the resolved config, metrics, checkpoints and Tens
   const auto dir = Temp("outputs");
   Run(Tiny({"trainer.iterations=2"}), dir);
   CHECK(fs::exists(fs::path(dir) / "workflow.resolved.textproto"));
-  CHECK(SlurpFile(fs::path(dir) / "workflow.resolved.textproto").find("episodes_per_iteration: 8") !=
-        std::string::npos);
+  CHECK(testing::ReadFile(dir + "/workflow.resolved.textproto").find("episodes_per_iteration: 8") != std::string::npos);
   std::string events;
   for (const auto& e : fs::directory_iterator(dir)) {
     if (e.path().filename().string().rfind("events.out.tfevents.", 0) == 0) events = e.path().string();

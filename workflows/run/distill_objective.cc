@@ -17,28 +17,27 @@ namespace troupe {
 
 namespace {
 
-// Step statistics summed since the last metrics line.
+// Step figures summed since the last metrics line.
 struct Window {
   HybridStepStats sum;
   int steps = 0;
   void Add(const HybridStepStats& st) {
-    sum.loss += st.loss;
-    sum.answer_ce += st.answer_ce;
-    sum.teacher_ce += st.teacher_ce;
-    sum.distill += st.distill;
-    sum.text_ce += st.text_ce;
+    for (const auto& [k, v] : st) sum[k] += v;
     ++steps;
   }
   std::string Save() const {
     std::ostringstream o;
     o.precision(17);
-    o << steps << ' ' << sum.loss << ' ' << sum.answer_ce << ' ' << sum.teacher_ce << ' ' << sum.distill << ' '
-      << sum.text_ce;
+    o << steps;
+    for (const auto& [k, v] : sum) o << ' ' << k << ' ' << v;
     return o.str();
   }
   void Load(const std::string& text) {
     std::istringstream in(text);
-    in >> steps >> sum.loss >> sum.answer_ce >> sum.teacher_ce >> sum.distill >> sum.text_ce;
+    in >> steps;
+    std::string key;
+    double value = 0;
+    while (in >> key >> value) sum[key] = value;
   }
 };
 
@@ -90,13 +89,9 @@ class DistillationObjective : public TrainingObjective {
     settings.distill_weight =
         h_.distill_weight() * std::min(1.0, static_cast<double>(into_stage) / std::max(1, h_.distill_warmup_steps()));
     const HybridBatch batch = Examples(stage, Rng::Mix(w_.seed, 0x57E9, static_cast<uint64_t>(step)));
-    HybridStepStats st;
+    HybridStepStats st;  // all models
     for (const HybridStepStats& m : policy_.HybridStep(batch, settings)) {
-      st.loss += m.loss;
-      st.answer_ce += m.answer_ce;
-      st.teacher_ce += m.teacher_ce;
-      st.distill += m.distill;
-      st.text_ce += m.text_ce;
+      for (const auto& [k, v] : m) st[k] += v;
     }
     window_.Add(st);
     IterationReport r;
@@ -108,14 +103,10 @@ class DistillationObjective : public TrainingObjective {
     r.has_line = true;
     r.line.Add("step", step + 1);
     r.line.Add("stage", stage);
-    r.line.Add("loss", window_.sum.loss / n);
-    r.line.Add("answer_ce", window_.sum.answer_ce / n);
-    r.line.Add("teacher_ce", window_.sum.teacher_ce / n);
-    r.line.Add("distill", window_.sum.distill / n);
-    r.line.Add("text_ce", window_.sum.text_ce / n);
+    for (const auto& [k, v] : window_.sum) r.line.Add(k, v / n);
     for (const auto& [k, v] : ev.metrics) r.line.Add("eval/" + k, v);
     std::ostringstream p;
-    p << "stage " << stage << "  loss " << std::fixed << std::setprecision(3) << window_.sum.loss / n;
+    p << "stage " << stage << "  loss " << std::fixed << std::setprecision(3) << window_.sum["loss"] / n;
     for (const std::string& key : w_.headline_metrics) {
       auto f = ev.metrics.find(key);
       if (f != ev.metrics.end()) p << "  " << key << "=" << std::setprecision(key == "wire_bytes" ? 0 : 3) << f->second;

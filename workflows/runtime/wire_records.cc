@@ -232,15 +232,9 @@ HybridBatch FromWire(const wire::HybridStepRequest& w, int model, HybridSettings
 }
 
 void ToWire(const HybridStepStats& s, wire::HybridStepReply* out) {
-  out->set_loss(s.loss);
-  out->set_answer_ce(s.answer_ce);
-  out->set_teacher_ce(s.teacher_ce);
-  out->set_distill(s.distill);
-  out->set_text_ce(s.text_ce);
+  out->mutable_figures()->insert(s.begin(), s.end());
 }
 
-HybridStepStats FromWire(const wire::HybridStepReply& w) {
-  return {w.loss(), w.answer_ce(), w.teacher_ce(), w.distill(), w.text_ce()};
-}
+HybridStepStats FromWire(const wire::HybridStepReply& w) { return {w.figures().begin(), w.figures().end()}; }
 
 }  // namespace troupe
