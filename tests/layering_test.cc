@@ -3,6 +3,8 @@
 // lines, so a change that makes a lower layer reach up fails here.
 #include <catch2/catch.hpp>
 
+#include "tests/test_paths.h"
+
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -100,7 +102,7 @@ std::vector<std::string> LayeringViolations(const fs::path& root) {
 }  // namespace
 
 TEST_CASE("no layer of the source tree includes a layer above it", "[layering]") {
-  const std::vector<std::string> violations = LayeringViolations(TROUPE_SOURCE_DIR);
+  const std::vector<std::string> violations = LayeringViolations(troupe::testing::SourceDir());
   for (const auto& v : violations) UNSCOPED_INFO(v);
   CHECK(violations.empty());
 }

@@ -10,6 +10,8 @@
 #include <iterator>
 #include <string>
 
+#include "tests/test_paths.h"
+
 namespace troupe::testing {
 
 // Three agents a side, three rounds, a 16-wide one-layer model.

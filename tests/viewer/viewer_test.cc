@@ -37,7 +37,7 @@ std::string Temp(const std::string& name) {
 }
 
 std::string View(const std::string& args) {
-  return "xvfb-run -a -s \"-screen 0 1280x800x24\" " + std::string(TROUPE_VIEW_BINARY) + " " + args;
+  return "xvfb-run -a -s \"-screen 0 1280x800x24\" " + troupe::testing::ViewBinary() + " " + args;
 }
 
 struct Image {
@@ -76,7 +76,7 @@ const std::string& Fixture() {
   static std::string path;
   if (!path.empty()) return path;
   path = Temp("fixture.session");
-  const std::string cmd = std::string(TROUPE_BINARY) + " train " + TROUPE_SOURCE_DIR +
+  const std::string cmd = troupe::testing::TroupeBinary() + " train " + troupe::testing::SourceDir() +
                           "/workflows/shipped/red_black.textproto --quiet --no-eval --out " + Temp("fixture-run") +
                           " --set trainer.iterations=3 --set trainer.episodes_per_iteration=8 --record " + path;
   Result r = Run(cmd);
@@ -218,7 +218,7 @@ TEST_CASE("troupe-view follows a live run over tcp and sees it end", "[viewer][l
   FILE* v = popen((viewer + " 2>&1").c_str(), "r");
   REQUIRE(v != nullptr);
   ::sleep(2);
-  Result train = Run(std::string(TROUPE_BINARY) + " train " + TROUPE_SOURCE_DIR +
+  Result train = Run(troupe::testing::TroupeBinary() + " train " + troupe::testing::SourceDir() +
                      "/workflows/shipped/red_black.textproto --quiet --no-eval --out " + Temp("live-run") +
                      " --set trainer.iterations=2 --set trainer.episodes_per_iteration=8 --publish " + endpoint);
   INFO(train.output);

@@ -19,9 +19,9 @@ namespace {
 
 using Result = troupe::testing::CommandResult;
 
-Result Troupe(const std::string& args) { return troupe::testing::RunCommand(std::string(TROUPE_BINARY) + " " + args); }
+Result Troupe(const std::string& args) { return troupe::testing::RunCommand(troupe::testing::TroupeBinary() + " " + args); }
 
-std::string Source(const std::string& rel) { return std::string(TROUPE_SOURCE_DIR) + "/" + rel; }
+std::string Source(const std::string& rel) { return troupe::testing::SourceDir() + "/" + rel; }
 
 }  // namespace
 

@@ -2,6 +2,8 @@
 // file:line:col, semantic errors at the offending field or naming the culprit.
 #include <catch2/catch.hpp>
 
+#include "tests/test_paths.h"
+
 #include <fstream>
 #include <functional>
 #include <map>
@@ -354,7 +356,7 @@ TEST_CASE("the schema's comments state the same defaults as the defaults table",
   };
   collect(WorkflowDefaults());
   // Fields of workflow.proto whose comment says "default VALUE".
-  std::ifstream in(std::string(TROUPE_SOURCE_DIR) + "/comms/proto/workflow.proto");
+  std::ifstream in(troupe::testing::SourceDir() + "/comms/proto/workflow.proto");
   const std::regex message_line(R"(^message (\w+) \{)");
   const std::regex field_line(R"(^\s+optional \w+ (\w+) = \d+;.*\bdefault ([-+0-9.e]+|"[^"]*"))");
   std::string line, message;

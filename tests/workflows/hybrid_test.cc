@@ -215,7 +215,7 @@ TEST_CASE("latent channels in a reinforcement-learning run are refused where the
       Catch::Contains("a message is made once"));
   // A shipped workflow with one override.
   auto shipped = [](const std::string& name, const std::string& set) {
-    LoadedWorkflow l = LoadWorkflowFile(std::string(TROUPE_SOURCE_DIR) + "/workflows/shipped/" + name);
+    LoadedWorkflow l = LoadWorkflowFile(troupe::testing::SourceDir() + "/workflows/shipped/" + name);
     ApplyOverride(l, set);
     CompileWorkflow(l);
   };
@@ -313,7 +313,7 @@ std::vector<std::string> MetricsWithoutTime(const fs::path& dir) {
 }  // namespace
 
 TEST_CASE("hybrid messages trained from config beat the no-communication baseline", "[hybrid][learning]") {
-  const std::string file = std::string(TROUPE_SOURCE_DIR) + "/workflows/shipped/split_facts_hybrid.textproto";
+  const std::string file = troupe::testing::SourceDir() + "/workflows/shipped/split_facts_hybrid.textproto";
   LoadedWorkflow loaded = LoadWorkflowFile(file);
   // The shipped channels stay HYBRID: K vectors and one word each way.
   for (const char* s :

@@ -65,7 +65,7 @@ class Process {
       ::dup2(fd, 1);
       ::dup2(fd, 2);
       std::vector<char*> argv;
-      std::string binary = TROUPE_BINARY;
+      std::string binary = troupe::testing::TroupeBinary();
       argv.push_back(binary.data());
       std::vector<std::string> copy = args;
       for (auto& a : copy) argv.push_back(a.data());

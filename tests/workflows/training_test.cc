@@ -260,7 +260,7 @@ role { name: "a1" seats: "a1" seats: "a2" model: "m" }
 TEST_CASE("a game defined outside games/ is registered and trains from its own workflow", "[training][extending]") {
   CHECK(GameFactory::Get().Has("signal_game"));
   CHECK(StrategyFactory::Get().Has("literal_listener"));
-  LoadedWorkflow w = LoadWorkflowFile(std::string(TROUPE_SOURCE_DIR) + "/examples/custom_game/signal_game.textproto");
+  LoadedWorkflow w = LoadWorkflowFile(troupe::testing::SourceDir() + "/examples/custom_game/signal_game.textproto");
   ApplyOverride(w, "trainer.iterations=2");
   const auto dir = Temp("custom");
   Run(CompileWorkflow(w), dir);
@@ -271,7 +271,7 @@ TEST_CASE("a game defined outside games/ is registered and trains from its own w
 }
 
 TEST_CASE("the node-driven proposer -> critic pipeline validates and runs", "[training][pipeline]") {
-  LoadedWorkflow w = LoadWorkflowFile(std::string(TROUPE_SOURCE_DIR) + "/workflows/shipped/proposer_critic.textproto");
+  LoadedWorkflow w = LoadWorkflowFile(troupe::testing::SourceDir() + "/workflows/shipped/proposer_critic.textproto");
   ApplyOverride(w, "trainer.iterations=2");
   CompiledWorkflow c = CompileWorkflow(w);
   CHECK(c.pipeline->has_cycle);
