@@ -134,9 +134,9 @@ struct HybridCommTrainer::Impl {
   }
 
   // Latent vectors z_1..z_K of each row's prompt (ending with <bot>), with the
-  // KV cache left after them. Rows: one model. Returns [B,K,d].
+  // KV cache left after them. Rows: one model.
   struct LatentRun {
-    torch::Tensor z;
+    torch::Tensor z;  // [B,K,d]
     KvCache cache;
     torch::Tensor key_valid;
     std::vector<int64_t> next_pos;
@@ -152,52 +152,34 @@ struct HybridCommTrainer::Impl {
     PaddedBatch b = Pad(rows);
     const torch::Tensor role = Slots(m, r.slots);
     LMOutput o = model->forward_embeds(b.embeds, b.positions, b.key_valid, role, &r.cache);
+    const int64_t B = static_cast<int64_t>(prompts.size());
     r.key_valid = b.key_valid;
     r.next_pos = b.lengths;
-    const int64_t B = static_cast<int64_t>(prompts.size());
-    std::vector<torch::Tensor> zs;
-    torch::Tensor h = o.hidden.select(1, o.hidden.size(1) - 1);
-    for (int k = 0; k < s.latent_vectors; ++k) {
-      torch::Tensor z = model->project_latent(h);
-      zs.push_back(z);
-      if (k + 1 == s.latent_vectors) break;
-      r.key_valid = torch::cat({r.key_valid, torch::ones({B, 1}, r.key_valid.options())}, 1);
-      o = model->forward_embeds(z.unsqueeze(1), Longs(r.next_pos, {B, 1}, device), r.key_valid, role, &r.cache);
-      for (auto& p : r.next_pos) ++p;
-      h = o.hidden.select(1, 0);
-    }
-    if (s.latent_vectors > 0) {
-      for (auto& p : r.next_pos) ++p;  // the last z is fed with the next input
-      r.z = torch::stack(zs, 1);
-    } else {
-      r.z = torch::zeros({B, 0, model->options().d_model()}, b.embeds.options());
-    }
+    LatentStepsOutput sent = model->send_latents(
+        o.hidden.select(1, o.hidden.size(1) - 1), s.latent_vectors,
+        [&](int64_t) {
+          r.key_valid = torch::cat({r.key_valid, torch::ones({B, 1}, r.key_valid.options())}, 1);
+          torch::Tensor positions = Longs(r.next_pos, {B, 1}, device);
+          for (auto& p : r.next_pos) ++p;
+          return std::make_pair(positions, r.key_valid);
+        },
+        role, &r.cache);
+    r.z =
+        sent.z.empty() ? torch::zeros({B, 0, model->options().d_model()}, b.embeds.options()) : torch::stack(sent.z, 1);
     return r;
   }
 
-  // Continues a latent run with `tokens` [B,n] (its last latent, if any, goes first).
+  // Continues a latent run with `tokens` [B,n].
   LMOutput Continue(int m, LatentRun& run, const torch::Tensor& tokens, bool all_layers) {
-    TransformerLM& model = Model(m);
     const int64_t B = tokens.size(0), n = tokens.size(1);
-    torch::Tensor x = model->embed(tokens);
-    const bool with_latent = run.z.size(1) > 0;
-    if (with_latent) x = torch::cat({run.z.select(1, run.z.size(1) - 1).unsqueeze(1), x}, 1);
-    const int64_t steps = x.size(1);
-    std::vector<int64_t> pos(B * steps);
+    std::vector<int64_t> pos(B * n);
     for (int64_t b = 0; b < B; ++b) {
-      const int64_t start = run.next_pos[b] - (with_latent ? 1 : 0);
-      for (int64_t t = 0; t < steps; ++t) pos[b * steps + t] = start + t;
+      for (int64_t t = 0; t < n; ++t) pos[b * n + t] = run.next_pos[b] + t;
       run.next_pos[b] += n;
     }
-    run.key_valid = torch::cat({run.key_valid, torch::ones({B, steps}, run.key_valid.options())}, 1);
-    LMOutput o = model->forward_embeds(x, Longs(pos, {B, steps}, Device(m)), run.key_valid, Slots(m, run.slots),
-                                       &run.cache, all_layers);
-    if (with_latent) {  // drop the latent's own position
-      o.logits = o.logits.slice(1, 1);
-      o.hidden = o.hidden.slice(1, 1);
-      for (auto& l : o.layers) l = l.slice(1, 1);
-    }
-    return o;
+    run.key_valid = torch::cat({run.key_valid, torch::ones({B, n}, run.key_valid.options())}, 1);
+    return Model(m)->forward_embeds(Model(m)->embed(tokens), Longs(pos, {B, n}, Device(m)), run.key_valid,
+                                    Slots(m, run.slots), &run.cache, all_layers);
   }
 
   // Full forward of rows of input embeddings (left-padded).

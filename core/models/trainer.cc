@@ -153,13 +153,13 @@ LMOutput Forward(TransformerLM& model, const PackedBatch& p) {
   std::vector<LMOutput> parts;
   parts.push_back(model->forward_embeds(embeds.narrow(1, 0, slots), p.positions.narrow(1, 0, slots),
                                         p.valid.narrow(1, 0, slots), p.role, &cache));
-  torch::Tensor h = parts.back().hidden.select(1, slots - 1);
-  for (int64_t j = 0; j < K; ++j) {
-    torch::Tensor z = model->project_latent(h).unsqueeze(1);
-    parts.push_back(model->forward_embeds(z, p.positions.narrow(1, slots + j, 1), p.valid.narrow(1, 0, slots + j + 1),
-                                          p.role, &cache));
-    h = parts.back().hidden.select(1, 0);
-  }
+  LatentStepsOutput sent = model->send_latents(
+      parts.back().hidden.select(1, slots - 1), K,
+      [&](int64_t j) {
+        return std::make_pair(p.positions.narrow(1, slots + j, 1), p.valid.narrow(1, 0, slots + j + 1));
+      },
+      p.role, &cache);
+  parts.insert(parts.end(), sent.steps.begin(), sent.steps.end());
   const int64_t tail = T - slots - K;
   parts.push_back(model->forward_embeds(embeds.narrow(1, slots + K, tail), p.positions.narrow(1, slots + K, tail),
                                         p.valid, p.role, &cache));

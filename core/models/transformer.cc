@@ -133,6 +133,20 @@ torch::Tensor TransformerLMImpl::adapt_latent(const torch::Tensor& z) {
   return latent_in(z);
 }
 
+LatentStepsOutput TransformerLMImpl::send_latents(
+    torch::Tensor h, int64_t K, const std::function<std::pair<torch::Tensor, torch::Tensor>(int64_t)>& at,
+    const torch::Tensor& role, KvCache* cache) {
+  LatentStepsOutput out;
+  for (int64_t j = 0; j < K; ++j) {
+    torch::Tensor z = project_latent(h);
+    const auto [positions, keys] = at(j);
+    out.steps.push_back(forward_embeds(z.unsqueeze(1), positions, keys, role, cache));
+    out.z.push_back(z);
+    h = out.steps.back().hidden.select(1, 0);
+  }
+  return out;
+}
+
 LatentProjectionImpl& TransformerLMImpl::latent_projection() {
   TORCH_CHECK(!latent_proj.is_empty(), "this model has no latent projection (hybrid messages are off)");
   return *latent_proj;

@@ -6,6 +6,8 @@
 
 #include <torch/torch.h>
 
+#include <functional>
+#include <utility>
 #include <vector>
 
 namespace troupe {
@@ -64,6 +66,13 @@ struct LMOutput {
   std::vector<torch::Tensor> layers;  // [B,T,d] per block, when asked for
 };
 
+// What a sender's K latent steps produced: the vectors z_1..z_K [B,d] and the
+// model's output at each step (where z_k was read).
+struct LatentStepsOutput {
+  std::vector<torch::Tensor> z;
+  std::vector<LMOutput> steps;
+};
+
 // Prj of hybrid messages: Dropout -> Linear(d, h') -> GELU -> Linear(h', d) -> LayerNorm(d).
 // The dropout masks come from the projection's own generator (not LibTorch's
 // global one): a model draws the same masks whichever thread or process serves
@@ -99,6 +108,14 @@ class TransformerLMImpl : public torch::nn::Module {
   // Another agent's vectors [..., w] as this model's input embeddings: the
   // adapter when w is latent_in_width, unchanged when w is d_model.
   torch::Tensor adapt_latent(const torch::Tensor& z);
+  // The K latent steps of a hybrid message after a prefix whose keys are in
+  // `cache`: z = Prj(h) goes back in as the next input embedding, K times, h
+  // starting at the prefix's last hidden state [B,d]. `at(j)` gives step j's
+  // positions [B,1] and key mask [B,Tk]. Generation, the trainer's recompute
+  // and the distillation all send vectors this way (generation step by step).
+  LatentStepsOutput send_latents(torch::Tensor h, int64_t K,
+                                 const std::function<std::pair<torch::Tensor, torch::Tensor>(int64_t)>& at,
+                                 const torch::Tensor& role, KvCache* cache);
   // Reinforcement learning needs the vectors a call sent to be recomputed exactly
   // when training: its projection's dropout is switched off there (on by default).
   void set_latent_dropout(bool on);

@@ -17,6 +17,31 @@ std::map<std::string, double> MeanMetrics(const RolloutBatch& batch) {
   return mean;
 }
 
+namespace {
+
+// An observer of one chunk of an evaluation: its episodes numbered from `offset`, as in the whole evaluation.
+class ChunkObserver : public RolloutObserver {
+ public:
+  ChunkObserver(RolloutObserver* base, int offset) : base_(base), offset_(offset) {}
+  bool Detailed(int episode) const override { return base_->Detailed(episode + offset_); }
+  void EpisodeStarted(int episode, int group) override { base_->EpisodeStarted(episode + offset_, group + offset_); }
+  void Acted(int episode, const CallRecord& call, const std::vector<std::string>& words, bool scripted) override {
+    CallRecord shifted = call;
+    shifted.episode += offset_;
+    base_->Acted(episode + offset_, shifted, words, scripted);
+  }
+  void StateChanged(int episode, const State& state) override { base_->StateChanged(episode + offset_, state); }
+  void EpisodeEnded(int episode, const EpisodeSummary& summary) override {
+    base_->EpisodeEnded(episode + offset_, summary);
+  }
+
+ private:
+  RolloutObserver* base_;
+  int offset_;
+};
+
+}  // namespace
+
 EvalResult Evaluate(const CompiledWorkflow& workflow, PolicyService& policy, int episodes, uint64_t seed, bool greedy,
                     double temperature, int show, RolloutObserver* observer) {
   Rollout rollout(workflow, policy);
@@ -34,7 +59,8 @@ EvalResult Evaluate(const CompiledWorkflow& workflow, PolicyService& policy, int
     o.greedy = greedy;
     o.temperature = temperature;
     o.guided = workflow.run.guided_choices;
-    o.observer = observer;
+    ChunkObserver chunk(observer, done);
+    o.observer = observer != nullptr ? &chunk : nullptr;
     RolloutBatch b = rollout.Run(o, rng);
     for (const auto& e : b.episodes) {
       if (e.dropped) continue;
