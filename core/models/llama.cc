@@ -2,6 +2,7 @@
 #include "core/models/llama.h"
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -221,6 +222,46 @@ void LoadLlamaWeights(LlamaLM& model, const SafetensorsFile& file) {
     p.value().copy_(
         torch::from_blob(values.data(), want, torch::kFloat).to(p.value().device(), p.value().scalar_type()));
   }
+}
+
+void WriteLlamaFolder(LlamaLM& model, const std::string& dir, bool bf16) {
+  const LlamaOptions& o = model->options();
+  const char* type = o.qk_norm() ? "qwen3" : o.qkv_bias() ? "qwen2" : "llama";
+  const char* architecture = o.qk_norm() ? "Qwen3ForCausalLM" : o.qkv_bias() ? "Qwen2ForCausalLM" : "LlamaForCausalLM";
+  nlohmann::json c = {{"architectures", {architecture}},
+                      {"model_type", type},
+                      {"vocab_size", o.vocab_size()},
+                      {"hidden_size", o.hidden_size()},
+                      {"intermediate_size", o.intermediate_size()},
+                      {"num_hidden_layers", o.layers()},
+                      {"num_attention_heads", o.heads()},
+                      {"num_key_value_heads", o.kv_heads()},
+                      {"head_dim", o.resolved_head_dim()},
+                      {"max_position_embeddings", o.max_len()},
+                      {"rms_norm_eps", o.rms_eps()},
+                      {"rope_theta", o.rope_theta()},
+                      {"tie_word_embeddings", o.tie_embeddings()},
+                      {"hidden_act", "silu"},
+                      {"torch_dtype", bf16 ? "bfloat16" : "float32"}};
+  std::filesystem::create_directories(dir);
+  std::vector<torch::Tensor> keep;  // contiguous float32 copies the views point into
+  std::vector<SafetensorsTensor> tensors;
+  for (const auto& p : model->named_parameters()) {
+    if (p.key().rfind("value_head.", 0) == 0) continue;
+    keep.push_back(p.value().detach().to(torch::kCPU, torch::kFloat).contiguous());
+    tensors.push_back({p.key(), keep.back().sizes().vec(), keep.back().data_ptr<float>(),
+                       bf16 ? SafetensorsDtype::kBF16 : SafetensorsDtype::kF32});
+  }
+  WriteSafetensors(dir + "/model.safetensors", tensors, {{"format", "pt"}});
+  const std::string config = dir + "/config.json", tmp = config + ".tmp";
+  std::ofstream(tmp) << c.dump(2) << "\n";
+  std::filesystem::rename(tmp, config);
+}
+
+LlamaLM LoadLlamaFolder(const std::string& dir) {
+  LlamaLM model(ReadLlamaConfig(dir + "/config.json"));
+  LoadLlamaWeights(model, SafetensorsFile(dir + "/model.safetensors"));
+  return model;
 }
 
 }  // namespace troupe

@@ -129,4 +129,12 @@ LlamaOptions ReadLlamaConfig(const std::string& config_json);
 // is a CheckpointError naming the file and the tensor.
 void LoadLlamaWeights(LlamaLM& model, const SafetensorsFile& file);
 
+// Writes `model` as a Hugging Face folder: config.json (the field's fields for
+// its variant) and model.safetensors (F32, or BF16 when `bf16`), atomically
+// file by file. The value head is troupe's and is not written.
+void WriteLlamaFolder(LlamaLM& model, const std::string& dir, bool bf16 = false);
+
+// A model from a Hugging Face folder (config.json, model.safetensors).
+LlamaLM LoadLlamaFolder(const std::string& dir);
+
 }  // namespace troupe

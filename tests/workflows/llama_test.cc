@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <filesystem>
 
 #include "core/base/errors.h"
 #include "core/models/llama.h"
@@ -64,6 +65,30 @@ TEST_CASE("Llama, Qwen2 and Qwen3 decoders give the reference logits, and the KV
           std::max(cached_error, (step.logits.select(1, 0) - full.logits.select(1, t)).abs().max().item<double>());
     }
     CHECK(cached_error < 1e-5);
+  }
+}
+
+TEST_CASE("a Hugging Face folder written by troupe reads back with identical logits (F32), and close in BF16",
+          "[llama]") {
+  torch::NoGradGuard no_grad;
+  const std::string dir = (std::filesystem::temp_directory_path() / "troupe-llama-folder").string();
+  for (const char* variant : {"llama_gqa", "qwen2_bias", "qwen3_qknorm"}) {
+    INFO(variant);
+    LlamaLM model = Load(variant);
+    const torch::Tensor tokens = torch::arange(1, 13, torch::kLong).view({2, 6});
+    const torch::Tensor logits = model->forward(tokens, Positions(2, 0, 6), AllValid(2, 6)).logits;
+    std::filesystem::remove_all(dir);
+    WriteLlamaFolder(model, dir);
+    LlamaLM back = LoadLlamaFolder(dir);
+    CHECK(back->options().qk_norm() == model->options().qk_norm());
+    CHECK(back->options().qkv_bias() == model->options().qkv_bias());
+    CHECK(back->options().tie_embeddings() == model->options().tie_embeddings());
+    CHECK(torch::equal(back->forward(tokens, Positions(2, 0, 6), AllValid(2, 6)).logits, logits));
+    WriteLlamaFolder(model, dir, true);
+    const torch::Tensor rounded = LoadLlamaFolder(dir)->forward(tokens, Positions(2, 0, 6), AllValid(2, 6)).logits;
+    const double moved = (rounded - logits).abs().max().item<double>();
+    CHECK(moved > 0.0);   // BF16 rounds the weights...
+    CHECK(moved < 0.05);  // ...by about 2^-8 of each
   }
 }
 
