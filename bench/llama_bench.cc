@@ -1,0 +1,88 @@
+// Speed of troupe's Llama-family decoder (core/models/llama.h): training
+// tokens/s (forward, cross-entropy, backward, AdamW step) and KV-cached greedy
+// generation tokens/s at two batch sizes. bench/llama_speed.sh runs it beside
+// the same model in PyTorch (bench/llama_reference_bench.py) and prints the ratios.
+// Usage: llama_bench THREADS  (prints one JSON object)
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+#include "core/models/llama.h"
+
+using namespace troupe;
+
+namespace {
+
+double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+// The benchmark's model: 4 layers of 256, 8 heads sharing 4 key/value heads.
+LlamaOptions BenchConfig() {
+  return LlamaOptions(8000)
+      .hidden_size(256)
+      .intermediate_size(688)
+      .layers(4)
+      .heads(8)
+      .kv_heads(4)
+      .max_len(512)
+      .rms_eps(1e-6)
+      .rope_theta(10000.0)
+      .tie_embeddings(true);
+}
+
+double TrainTokensPerSecond(LlamaLM& model, int64_t batch, int64_t length, int steps) {
+  torch::optim::AdamW opt(model->parameters(), torch::optim::AdamWOptions(1e-4));
+  const torch::Tensor tokens = torch::randint(0, model->options().vocab_size(), {batch, length + 1});
+  const torch::Tensor input = tokens.narrow(1, 0, length), target = tokens.narrow(1, 1, length);
+  const torch::Tensor positions = torch::arange(length).unsqueeze(0).expand({batch, length}).contiguous();
+  const torch::Tensor valid = torch::ones({batch, length}, torch::kBool);
+  auto step = [&] {
+    opt.zero_grad();
+    LlamaOutput o = model->forward(input, positions, valid);
+    torch::Tensor loss = torch::nn::functional::cross_entropy(o.logits.reshape({-1, o.logits.size(2)}),
+                                                              target.reshape({-1}));
+    loss.backward();
+    opt.step();
+  };
+  step();  // warm-up
+  const double t0 = Now();
+  for (int i = 0; i < steps; ++i) step();
+  return static_cast<double>(batch * length * steps) / (Now() - t0);
+}
+
+double GenerateTokensPerSecond(LlamaLM& model, int64_t batch, int64_t prompt, int64_t new_tokens) {
+  torch::NoGradGuard no_grad;
+  const torch::Tensor start = torch::randint(0, model->options().vocab_size(), {batch, prompt});
+  auto run = [&] {
+    LlamaCache cache;
+    torch::Tensor positions = torch::arange(prompt).unsqueeze(0).expand({batch, prompt}).contiguous();
+    torch::Tensor valid = torch::ones({batch, prompt}, torch::kBool);
+    LlamaOutput o = model->forward(start, positions, valid, &cache);
+    for (int64_t t = 0; t < new_tokens; ++t) {
+      torch::Tensor next = o.logits.select(1, o.logits.size(1) - 1).argmax(-1, true);
+      valid = torch::ones({batch, prompt + t + 1}, torch::kBool);
+      o = model->forward(next, torch::full({batch, 1}, prompt + t, torch::kLong), valid, &cache);
+    }
+  };
+  run();  // warm-up
+  const double t0 = Now();
+  run();
+  return static_cast<double>(batch * new_tokens) / (Now() - t0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int threads = argc > 1 ? std::atoi(argv[1]) : 2;
+  torch::set_num_threads(threads);
+  torch::manual_seed(0);
+  LlamaLM model(BenchConfig());
+  const double train = TrainTokensPerSecond(model, 8, 128, 5);
+  model->eval();
+  const double gen1 = GenerateTokensPerSecond(model, 1, 16, 64);
+  const double gen64 = GenerateTokensPerSecond(model, 64, 16, 64);
+  std::printf("{\"train_tokens_per_s\": %.1f, \"generate_b1_tokens_per_s\": %.1f, \"generate_b64_tokens_per_s\": %.1f}\n",
+              train, gen1, gen64);
+  return 0;
+}
