@@ -20,10 +20,11 @@ import json, statistics, sys
 out, threads = sys.argv[1], sys.argv[2]
 load = lambda n: [json.loads(l) for l in open(f"{out}/{n}.jsonl")]
 t, p = load("troupe"), load("pytorch")
-print(f"| measure ({threads} threads, median of {len(t)}) | troupe | PyTorch | ratio |")
-print("|---|---|---|---|")
+print(f"| measure ({threads} threads, median of {len(t)}) | troupe | PyTorch | ratio | per-round ratios |")
+print("|---|---|---|---|---|")
 for key, label in [("train_tokens_per_s", "training tokens/s"), ("generate_b1_tokens_per_s", "generation tokens/s, batch 1"),
                    ("generate_b64_tokens_per_s", "generation tokens/s, batch 64")]:
     a, b = statistics.median(x[key] for x in t), statistics.median(x[key] for x in p)
-    print(f"| {label} | {a:.0f} | {b:.0f} | {a / b:.2f}x |")
+    rounds = sorted(x[key] / y[key] for x, y in zip(t, p))
+    print(f"| {label} | {a:.0f} | {b:.0f} | {a / b:.2f}x | {rounds[0]:.2f}-{rounds[-1]:.2f} |")
 PY

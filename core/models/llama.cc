@@ -143,17 +143,26 @@ LlamaOutput LlamaLMImpl::forward(const torch::Tensor& tokens, const torch::Tenso
   TORCH_CHECK(positions.max().item<int64_t>() < options_.max_len(), "sequence longer than max_len ",
               options_.max_len());
   // Rotary angles: position * theta^(-2i/D), duplicated to D.
-  const torch::Tensor inv_freq =
-      torch::pow(options_.rope_theta(), -torch::arange(0, D, 2, torch::kFloat) / static_cast<double>(D))
-          .to(tokens.device());
-  torch::Tensor angles = positions.to(torch::kFloat).unsqueeze(-1) * inv_freq;  // [B,T,D/2]
-  angles = torch::cat({angles, angles}, -1).unsqueeze(1);                       // [B,1,T,D]
+  if (!inv_freq_.defined() || inv_freq_.device() != tokens.device()) {
+    inv_freq_ = torch::pow(options_.rope_theta(), -torch::arange(0, D, 2, torch::kFloat) / static_cast<double>(D))
+                    .to(tokens.device());
+  }
+  torch::Tensor angles = positions.to(torch::kFloat).unsqueeze(-1) * inv_freq_;  // [B,T,D/2]
+  angles = torch::cat({angles, angles}, -1).unsqueeze(1);                         // [B,1,T,D]
   const torch::Tensor cos = angles.cos(), sin = angles.sin();
-  // Query t (absolute index Tk - T + t) sees valid keys up to itself.
-  auto qi = torch::arange(Tk - T, Tk, torch::TensorOptions().dtype(torch::kLong).device(tokens.device())).view({T, 1});
-  auto kj = torch::arange(Tk, torch::TensorOptions().dtype(torch::kLong).device(tokens.device())).view({1, Tk});
-  torch::Tensor allowed = (kj.le(qi).unsqueeze(0) & key_valid.unsqueeze(1)) | kj.eq(qi).unsqueeze(0);
-  allowed = allowed.unsqueeze(1);  // [B,1,T,Tk]
+  // Query t (absolute index Tk - T + t) sees valid keys up to itself, and
+  // always itself; a single new query (decoding) is the last position.
+  torch::Tensor allowed;
+  if (T == 1) {
+    allowed = key_valid.clone();
+    allowed.select(1, Tk - 1).fill_(true);
+    allowed = allowed.unsqueeze(1).unsqueeze(1);  // [B,1,1,Tk]
+  } else {
+    const auto opts = torch::TensorOptions().dtype(torch::kLong).device(tokens.device());
+    auto qi = torch::arange(Tk - T, Tk, opts).view({T, 1});
+    auto kj = torch::arange(Tk, opts).view({1, Tk});
+    allowed = ((kj.le(qi).unsqueeze(0) & key_valid.unsqueeze(1)) | kj.eq(qi).unsqueeze(0)).unsqueeze(1);
+  }
   if (cache != nullptr && cache->keys.empty()) {
     cache->keys.assign(model->layers->size(), torch::Tensor());
     cache->values.assign(model->layers->size(), torch::Tensor());

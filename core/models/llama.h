@@ -114,6 +114,7 @@ class LlamaLMImpl : public torch::nn::Module {
 
  private:
   LlamaOptions options_;
+  torch::Tensor inv_freq_;  // RoPE frequencies, computed once per device
 };
 TORCH_MODULE(LlamaLM);
 
