@@ -47,13 +47,13 @@ const DtypeInfo& Info(SafetensorsDtype dtype) {
 
 uint16_t Load16(const unsigned char* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
 
+}  // namespace
+
 std::string ShapeText(const std::vector<int64_t>& shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + "]";
 }
-
-}  // namespace
 
 const char* SafetensorsDtypeName(SafetensorsDtype dtype) { return Info(dtype).name; }
 size_t SafetensorsDtypeBytes(SafetensorsDtype dtype) { return Info(dtype).bytes; }
@@ -182,11 +182,16 @@ const SafetensorsView& SafetensorsFile::Tensor(const std::string& name) const {
 }
 
 std::vector<float> SafetensorsFile::Floats(const std::string& name) const {
+  std::vector<float> out(static_cast<size_t>(Tensor(name).numel()));
+  CopyFloats(name, out.data());
+  return out;
+}
+
+void SafetensorsFile::CopyFloats(const std::string& name, float* out) const {
   const SafetensorsView& v = Tensor(name);
   const size_t n = static_cast<size_t>(v.numel());
-  std::vector<float> out(n);
   switch (v.dtype) {
-    case SafetensorsDtype::kF32: std::memcpy(out.data(), v.data, n * sizeof(float)); break;
+    case SafetensorsDtype::kF32: std::memcpy(out, v.data, n * sizeof(float)); break;
     case SafetensorsDtype::kBF16:
       for (size_t i = 0; i < n; ++i) out[i] = Bf16ToFloat(Load16(v.data + 2 * i));
       break;
@@ -197,7 +202,6 @@ std::vector<float> SafetensorsFile::Floats(const std::string& name) const {
       throw CheckpointError(path_ + ": tensor '" + name + "' is " + SafetensorsDtypeName(v.dtype) +
                             ", not a float dtype (F32, F16, BF16)");
   }
-  return out;
 }
 
 void WriteSafetensors(const std::string& path, const std::vector<SafetensorsTensor>& tensors,
@@ -205,6 +209,7 @@ void WriteSafetensors(const std::string& path, const std::vector<SafetensorsTens
   nlohmann::json header = nlohmann::json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::set<std::string> seen;
+  std::vector<int64_t> numels;
   uint64_t offset = 0;
   for (const auto& t : tensors) {
     if (t.dtype != SafetensorsDtype::kF32 && t.dtype != SafetensorsDtype::kBF16) {
@@ -215,6 +220,7 @@ void WriteSafetensors(const std::string& path, const std::vector<SafetensorsTens
     }
     int64_t numel = 1;
     for (int64_t d : t.shape) numel *= d;
+    numels.push_back(numel);
     const uint64_t bytes = static_cast<uint64_t>(numel) * SafetensorsDtypeBytes(t.dtype);
     header[t.name] = {
         {"dtype", SafetensorsDtypeName(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
@@ -231,9 +237,9 @@ void WriteSafetensors(const std::string& path, const std::vector<SafetensorsTens
     out.write(reinterpret_cast<const char*>(length), 8);
     out.write(text.data(), static_cast<std::streamsize>(text.size()));
     std::vector<unsigned char> half;
-    for (const auto& t : tensors) {
-      int64_t numel = 1;
-      for (int64_t d : t.shape) numel *= d;
+    for (size_t k = 0; k < tensors.size(); ++k) {
+      const SafetensorsTensor& t = tensors[k];
+      const int64_t numel = numels[k];
       if (t.dtype == SafetensorsDtype::kF32) {
         out.write(reinterpret_cast<const char*>(t.values), static_cast<std::streamsize>(numel * sizeof(float)));
         continue;

@@ -49,6 +49,8 @@ class SafetensorsFile {
   const SafetensorsView& Tensor(const std::string& name) const;
   // An F32, F16 or BF16 tensor's values as float32.
   std::vector<float> Floats(const std::string& name) const;
+  // The same, written into `out` (numel values): one copy out of the mapping.
+  void CopyFloats(const std::string& name, float* out) const;
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
 
  private:
@@ -70,6 +72,9 @@ struct SafetensorsTensor {
 // Writes `tensors` (names unique) and `metadata` to `path`, atomically.
 void WriteSafetensors(const std::string& path, const std::vector<SafetensorsTensor>& tensors,
                       const std::map<std::string, std::string>& metadata = {});
+
+// "[2, 3]": a shape as error messages show it.
+std::string ShapeText(const std::vector<int64_t>& shape);
 
 // Half-precision conversions of the format's 16-bit float dtypes.
 float Bf16ToFloat(uint16_t bits);

@@ -148,7 +148,7 @@ LlamaOutput LlamaLMImpl::forward(const torch::Tensor& tokens, const torch::Tenso
                     .to(tokens.device());
   }
   torch::Tensor angles = positions.to(torch::kFloat).unsqueeze(-1) * inv_freq_;  // [B,T,D/2]
-  angles = torch::cat({angles, angles}, -1).unsqueeze(1);                         // [B,1,T,D]
+  angles = torch::cat({angles, angles}, -1).unsqueeze(1);                        // [B,1,T,D]
   const torch::Tensor cos = angles.cos(), sin = angles.sin();
   // Query t (absolute index Tk - T + t) sees valid keys up to itself, and
   // always itself; a single new query (decoding) is the last position.
@@ -222,14 +222,12 @@ void LoadLlamaWeights(LlamaLM& model, const SafetensorsFile& file) {
     const SafetensorsView& v = file.Tensor(name);
     const std::vector<int64_t> want = p.value().sizes().vec();
     if (v.shape != want) {
-      std::string w, g;
-      for (int64_t d : want) w += (w.empty() ? "" : ", ") + std::to_string(d);
-      for (int64_t d : v.shape) g += (g.empty() ? "" : ", ") + std::to_string(d);
-      throw CheckpointError(file.path() + ": tensor '" + name + "' has shape [" + g + "], the model needs [" + w + "]");
+      throw CheckpointError(file.path() + ": tensor '" + name + "' has shape " + ShapeText(v.shape) +
+                            ", the model needs " + ShapeText(want));
     }
-    std::vector<float> values = file.Floats(name);
-    p.value().copy_(
-        torch::from_blob(values.data(), want, torch::kFloat).to(p.value().device(), p.value().scalar_type()));
+    torch::Tensor values = torch::empty(want, torch::kFloat);
+    file.CopyFloats(name, values.data_ptr<float>());  // one copy out of the mapping
+    p.value().copy_(values.to(p.value().device(), p.value().scalar_type()));
   }
 }
 
