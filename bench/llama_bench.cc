@@ -39,7 +39,7 @@ double TrainTokensPerSecond(LlamaLM& model, int64_t batch, int64_t length, int s
   const torch::Tensor valid = torch::ones({batch, length}, torch::kBool);
   auto step = [&] {
     opt.zero_grad();
-    LlamaOutput o = model->forward(input, positions, valid);
+    LMOutput o = model->forward(input, positions, valid, {});
     torch::Tensor loss = torch::nn::functional::cross_entropy(o.logits.reshape({-1, o.logits.size(2)}),
                                                               target.reshape({-1}));
     loss.backward();
@@ -55,14 +55,14 @@ double GenerateTokensPerSecond(LlamaLM& model, int64_t batch, int64_t prompt, in
   torch::NoGradGuard no_grad;
   const torch::Tensor start = torch::randint(0, model->options().vocab_size(), {batch, prompt});
   auto run = [&] {
-    LlamaCache cache;
+    KvCache cache;
     torch::Tensor positions = torch::arange(prompt).unsqueeze(0).expand({batch, prompt}).contiguous();
     torch::Tensor valid = torch::ones({batch, prompt}, torch::kBool);
-    LlamaOutput o = model->forward(start, positions, valid, &cache);
+    LMOutput o = model->forward(start, positions, valid, {}, &cache);
     for (int64_t t = 0; t < new_tokens; ++t) {
       torch::Tensor next = o.logits.select(1, o.logits.size(1) - 1).argmax(-1, true);
       valid = torch::ones({batch, prompt + t + 1}, torch::kBool);
-      o = model->forward(next, torch::full({batch, 1}, prompt + t, torch::kLong), valid, &cache);
+      o = model->forward(next, torch::full({batch, 1}, prompt + t, torch::kLong), valid, {}, &cache);
     }
   };
   run();  // warm-up

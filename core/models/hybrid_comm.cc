@@ -127,7 +127,7 @@ struct HybridCommTrainer::Impl {
   // optimised here and saved with it.
   std::vector<std::unique_ptr<torch::optim::AdamW>> optimizers;
 
-  TransformerLM& Model(int m) { return pool->impl().models.at(m); }
+  PolicyModel& Model(int m) { return pool->impl().models.at(m); }
   torch::Device Device(int m) { return pool->impl().devices.at(m); }
   torch::Tensor Slots(int m, const std::vector<int>& slots) {
     return Longs(std::vector<int64_t>(slots.begin(), slots.end()), {static_cast<int64_t>(slots.size())}, Device(m));
@@ -143,7 +143,7 @@ struct HybridCommTrainer::Impl {
     std::vector<int> slots;
   };
   LatentRun Latents(int m, const std::vector<const std::vector<int>*>& prompts, std::vector<int> slots) {
-    TransformerLM& model = Model(m);
+    PolicyModel& model = Model(m);
     const torch::Device device = Device(m);
     LatentRun r;
     r.slots = std::move(slots);
@@ -165,7 +165,7 @@ struct HybridCommTrainer::Impl {
         },
         role, &r.cache);
     r.z =
-        sent.z.empty() ? torch::zeros({B, 0, model->options().d_model()}, b.embeds.options()) : torch::stack(sent.z, 1);
+        sent.z.empty() ? torch::zeros({B, 0, model->width()}, b.embeds.options()) : torch::stack(sent.z, 1);
     return r;
   }
 
@@ -217,7 +217,7 @@ struct HybridCommTrainer::Impl {
 
   // A reader's prompt embedded, with the vectors it reads at its soft slots.
   torch::Tensor ReaderEmbeds(int m, const ReceiverExample& e, const std::vector<torch::Tensor>& sender_latents) {
-    TransformerLM& model = Model(m);
+    PolicyModel& model = Model(m);
     torch::Tensor x = model->embed(Ids(e.prompt, Device(m)));
     std::vector<int> where;
     for (size_t t = 0; t < e.prompt.size(); ++t) {
@@ -338,7 +338,7 @@ struct HybridCommTrainer::Impl {
       const int m = key.first;
       const int64_t B = static_cast<int64_t>(idx.size()), n = static_cast<int64_t>(key.second);
       if (n == 0) continue;
-      TransformerLM& model = Model(m);
+      PolicyModel& model = Model(m);
       std::vector<torch::Tensor> student_rows, teacher_rows;
       std::vector<int> slots;
       std::vector<int64_t> targets;

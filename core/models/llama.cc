@@ -3,11 +3,10 @@
 
 #include <cmath>
 #include <filesystem>
-#include <fstream>
-
-#include <nlohmann/json.hpp>
+#include <functional>
 
 #include "core/base/errors.h"
+#include "core/hf_config.h"
 #include "core/safetensors.h"
 
 namespace troupe {
@@ -29,7 +28,57 @@ void CheckOptions(const LlamaOptions& o) {
   TORCH_CHECK(o.resolved_head_dim() % 2 == 0, "the head dimension must be even for rotary embeddings");
 }
 
+// y = linear(x), plus the role's adapter when there is one.
+torch::Tensor Project(torch::nn::Linear& linear, RoleLora& lora, const torch::Tensor& x, const torch::Tensor& role) {
+  torch::Tensor y = linear(x);
+  return lora.is_empty() ? y : y + lora(x, role);
+}
+
+RoleLora MaybeLora(torch::nn::Module& owner, const char* name, int64_t in, int64_t out, const LlamaOptions& o) {
+  if (o.lora_rank() <= 0) return RoleLora(nullptr);
+  return owner.register_module(name, RoleLora(in, out, o.num_roles(), o.lora_rank()));
+}
+
+// Copies the parameters of `model` that `wanted` selects from `file`, by name,
+// each checked against its shape.
+void LoadParameters(torch::nn::Module& model, const SafetensorsFile& file,
+                    const std::function<bool(const std::string&)>& wanted) {
+  torch::NoGradGuard no_grad;
+  for (auto& p : model.named_parameters()) {
+    const std::string& name = p.key();
+    if (!wanted(name)) continue;
+    const SafetensorsView& v = file.Tensor(name);
+    const std::vector<int64_t> want = p.value().sizes().vec();
+    if (v.shape != want) {
+      throw CheckpointError(file.path() + ": tensor '" + name + "' has shape " + ShapeText(v.shape) +
+                            ", the model needs " + ShapeText(want));
+    }
+    torch::Tensor values = torch::empty(want, torch::kFloat);
+    file.CopyFloats(name, values.data_ptr<float>());  // one copy out of the mapping
+    p.value().copy_(values.to(p.value().device(), p.value().scalar_type()));
+  }
+}
+
+// Writes the parameters of `model` that `wanted` selects, atomically.
+void WriteParameters(torch::nn::Module& model, const std::string& path, bool bf16,
+                     const std::function<bool(const std::string&)>& wanted) {
+  std::vector<torch::Tensor> keep;  // contiguous float32 copies the views point into
+  std::vector<SafetensorsTensor> tensors;
+  for (const auto& p : model.named_parameters()) {
+    if (!wanted(p.key())) continue;
+    keep.push_back(p.value().detach().to(torch::kCPU, torch::kFloat).contiguous());
+    tensors.push_back({p.key(), keep.back().sizes().vec(), keep.back().data_ptr<float>(),
+                       bf16 ? SafetensorsDtype::kBF16 : SafetensorsDtype::kF32});
+  }
+  WriteSafetensors(path, tensors, {{"format", "pt"}});
+}
+
 }  // namespace
+
+bool IsFieldParameter(const std::string& name) {
+  const bool field_prefix = name.rfind("model.", 0) == 0 || name.rfind("lm_head.", 0) == 0;
+  return field_prefix && name.find(".lora_") == std::string::npos;
+}
 
 RMSNormImpl::RMSNormImpl(int64_t size, double eps) : eps_(eps) {
   weight = register_parameter("weight", torch::ones({size}));
@@ -55,15 +104,19 @@ LlamaAttentionImpl::LlamaAttentionImpl(const LlamaOptions& o)
     q_norm = register_module("q_norm", RMSNorm(head_dim_, o.rms_eps()));
     k_norm = register_module("k_norm", RMSNorm(head_dim_, o.rms_eps()));
   }
+  lora_q = MaybeLora(*this, "lora_q", H, heads_ * head_dim_, o);
+  lora_k = MaybeLora(*this, "lora_k", H, kv_heads_ * head_dim_, o);
+  lora_v = MaybeLora(*this, "lora_v", H, kv_heads_ * head_dim_, o);
+  lora_o = MaybeLora(*this, "lora_o", heads_ * head_dim_, H, o);
 }
 
 torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                                          const torch::Tensor& allowed, torch::Tensor* cache_k,
-                                          torch::Tensor* cache_v) {
+                                          const torch::Tensor& allowed, const torch::Tensor& role,
+                                          torch::Tensor* cache_k, torch::Tensor* cache_v) {
   const int64_t B = x.size(0), T = x.size(1);
-  torch::Tensor q = q_proj(x).view({B, T, heads_, head_dim_});
-  torch::Tensor k = k_proj(x).view({B, T, kv_heads_, head_dim_});
-  torch::Tensor v = v_proj(x).view({B, T, kv_heads_, head_dim_}).transpose(1, 2);
+  torch::Tensor q = Project(q_proj, lora_q, x, role).view({B, T, heads_, head_dim_});
+  torch::Tensor k = Project(k_proj, lora_k, x, role).view({B, T, kv_heads_, head_dim_});
+  torch::Tensor v = Project(v_proj, lora_v, x, role).view({B, T, kv_heads_, head_dim_}).transpose(1, 2);
   if (!q_norm.is_empty()) {  // Qwen3: per head, before the rotation
     q = q_norm(q);
     k = k_norm(k);
@@ -88,7 +141,7 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const torch::T
   torch::Tensor scores = q.matmul(k.transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim_));
   scores = scores.masked_fill(allowed.logical_not(), -std::numeric_limits<float>::infinity());
   torch::Tensor att = torch::softmax(scores.to(torch::kFloat), -1).to(q.scalar_type());
-  return o_proj(att.matmul(v).transpose(1, 2).reshape({B, T, heads_ * head_dim_}));
+  return Project(o_proj, lora_o, att.matmul(v).transpose(1, 2).reshape({B, T, heads_ * head_dim_}), role);
 }
 
 LlamaMlpImpl::LlamaMlpImpl(const LlamaOptions& o) {
@@ -98,10 +151,14 @@ LlamaMlpImpl::LlamaMlpImpl(const LlamaOptions& o) {
   gate_proj = register_module("gate_proj", linear(o.hidden_size(), o.intermediate_size()));
   up_proj = register_module("up_proj", linear(o.hidden_size(), o.intermediate_size()));
   down_proj = register_module("down_proj", linear(o.intermediate_size(), o.hidden_size()));
+  lora_gate = MaybeLora(*this, "lora_gate", o.hidden_size(), o.intermediate_size(), o);
+  lora_up = MaybeLora(*this, "lora_up", o.hidden_size(), o.intermediate_size(), o);
+  lora_down = MaybeLora(*this, "lora_down", o.intermediate_size(), o.hidden_size(), o);
 }
 
-torch::Tensor LlamaMlpImpl::forward(const torch::Tensor& x) {
-  return down_proj(torch::silu(gate_proj(x)) * up_proj(x));
+torch::Tensor LlamaMlpImpl::forward(const torch::Tensor& x, const torch::Tensor& role) {
+  const torch::Tensor h = torch::silu(Project(gate_proj, lora_gate, x, role)) * Project(up_proj, lora_up, x, role);
+  return Project(down_proj, lora_down, h, role);
 }
 
 LlamaLayerImpl::LlamaLayerImpl(const LlamaOptions& o) {
@@ -112,9 +169,10 @@ LlamaLayerImpl::LlamaLayerImpl(const LlamaOptions& o) {
 }
 
 torch::Tensor LlamaLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                                      const torch::Tensor& allowed, torch::Tensor* cache_k, torch::Tensor* cache_v) {
-  torch::Tensor h = x + self_attn(input_layernorm(x), cos, sin, allowed, cache_k, cache_v);
-  return h + mlp(post_attention_layernorm(h));
+                                      const torch::Tensor& allowed, const torch::Tensor& role, torch::Tensor* cache_k,
+                                      torch::Tensor* cache_v) {
+  torch::Tensor h = x + self_attn(input_layernorm(x), cos, sin, allowed, role, cache_k, cache_v);
+  return h + mlp(post_attention_layernorm(h), role);
 }
 
 LlamaModelImpl::LlamaModelImpl(const LlamaOptions& o) {
@@ -126,53 +184,46 @@ LlamaModelImpl::LlamaModelImpl(const LlamaOptions& o) {
 
 LlamaLMImpl::LlamaLMImpl(const LlamaOptions& options) : options_(options) {
   CheckOptions(options_);
+  const int64_t H = options_.hidden_size();
   model = register_module("model", LlamaModel(options_));
   if (!options_.tie_embeddings()) {
-    lm_head = register_module(
-        "lm_head",
-        torch::nn::Linear(torch::nn::LinearOptions(options_.hidden_size(), options_.vocab_size()).bias(false)));
+    lm_head = register_module("lm_head", torch::nn::Linear(torch::nn::LinearOptions(H, options_.vocab_size()).bias(false)));
   }
-  value_head = register_module("value_head", torch::nn::Linear(options_.hidden_size(), 1));
+  value_head = register_module("value_head", torch::nn::Linear(H, 1));
+  if (options_.num_roles() > 1) role_emb = register_module("role_emb", torch::nn::Embedding(options_.num_roles(), H));
+  register_latent_parts(H, options_.latent(), options_.latent_in_width());
   torch::NoGradGuard no_grad;
   model->embed_tokens->weight.normal_(0, 0.02);
+  if (role_emb) role_emb->weight.zero_();  // a loaded model starts as it was for every role
 }
 
-LlamaOutput LlamaLMImpl::forward(const torch::Tensor& tokens, const torch::Tensor& positions,
-                                 const torch::Tensor& key_valid, LlamaCache* cache) {
-  const int64_t T = tokens.size(1), Tk = key_valid.size(1), D = options_.resolved_head_dim();
+std::shared_ptr<PolicyModelImpl> LlamaLMImpl::fresh_copy() const { return std::make_shared<LlamaLMImpl>(options_); }
+
+LMOutput LlamaLMImpl::forward_embeds(const torch::Tensor& embeds, const torch::Tensor& positions,
+                                     const torch::Tensor& key_valid, const torch::Tensor& role, KvCache* cache,
+                                     bool all_layers) {
+  const int64_t B = embeds.size(0), T = embeds.size(1), D = options_.resolved_head_dim();
   TORCH_CHECK(positions.max().item<int64_t>() < options_.max_len(), "sequence longer than max_len ",
               options_.max_len());
+  const torch::Tensor roles =
+      role.defined() ? role : torch::zeros({B}, torch::TensorOptions().dtype(torch::kLong).device(embeds.device()));
   // Rotary angles: position * theta^(-2i/D), duplicated to D.
-  if (!inv_freq_.defined() || inv_freq_.device() != tokens.device()) {
+  if (!inv_freq_.defined() || inv_freq_.device() != embeds.device()) {
     inv_freq_ = torch::pow(options_.rope_theta(), -torch::arange(0, D, 2, torch::kFloat) / static_cast<double>(D))
-                    .to(tokens.device());
+                    .to(embeds.device());
   }
   torch::Tensor angles = positions.to(torch::kFloat).unsqueeze(-1) * inv_freq_;  // [B,T,D/2]
   angles = torch::cat({angles, angles}, -1).unsqueeze(1);                        // [B,1,T,D]
-  const torch::Tensor cos = angles.cos(), sin = angles.sin();
-  // Query t (absolute index Tk - T + t) sees valid keys up to itself, and
-  // always itself; a single new query (decoding) is the last position.
-  torch::Tensor allowed;
-  if (T == 1) {
-    allowed = key_valid.clone();
-    allowed.select(1, Tk - 1).fill_(true);
-    allowed = allowed.unsqueeze(1).unsqueeze(1);  // [B,1,1,Tk]
-  } else {
-    const auto opts = torch::TensorOptions().dtype(torch::kLong).device(tokens.device());
-    auto qi = torch::arange(Tk - T, Tk, opts).view({T, 1});
-    auto kj = torch::arange(Tk, opts).view({1, Tk});
-    allowed = ((kj.le(qi).unsqueeze(0) & key_valid.unsqueeze(1)) | kj.eq(qi).unsqueeze(0)).unsqueeze(1);
-  }
-  if (cache != nullptr && cache->keys.empty()) {
-    cache->keys.assign(model->layers->size(), torch::Tensor());
-    cache->values.assign(model->layers->size(), torch::Tensor());
-  }
-  torch::Tensor x = model->embed_tokens(tokens);
+  const torch::Tensor cos = angles.cos().to(embeds.scalar_type()), sin = angles.sin().to(embeds.scalar_type());
+  const torch::Tensor allowed = AttentionMask(key_valid, T);
+  if (cache != nullptr) cache->reserve_layers(model->layers->size());
+  torch::Tensor x = role_emb ? embeds + role_emb(roles).unsqueeze(1) : embeds;
+  LMOutput out;
   for (size_t i = 0; i < model->layers->size(); ++i) {
-    x = model->layers[i]->as<LlamaLayer>()->forward(x, cos, sin, allowed, cache ? &cache->keys[i] : nullptr,
+    x = model->layers[i]->as<LlamaLayer>()->forward(x, cos, sin, allowed, roles, cache ? &cache->keys[i] : nullptr,
                                                     cache ? &cache->values[i] : nullptr);
+    if (all_layers) out.layers.push_back(x);
   }
-  LlamaOutput out;
   out.hidden = model->norm(x);
   out.logits =
       options_.tie_embeddings() ? torch::matmul(out.hidden, model->embed_tokens->weight.t()) : lm_head(out.hidden);
@@ -180,95 +231,68 @@ LlamaOutput LlamaLMImpl::forward(const torch::Tensor& tokens, const torch::Tenso
   return out;
 }
 
-LlamaOptions ReadLlamaConfig(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw CheckpointError(path + ": cannot open");
-  nlohmann::json c;
-  try {
-    c = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw CheckpointError(path + ": not JSON: " + e.what());
-  }
-  auto number = [&](const char* field) {
-    if (!c.contains(field) || !c[field].is_number()) throw CheckpointError(path + ": needs a number '" + field + "'");
-    return c[field].get<double>();
-  };
-  auto count = [&](const char* field) { return static_cast<int64_t>(number(field)); };
-  const std::string type = c.value("model_type", "llama");
-  if (type != "llama" && type != "qwen2" && type != "qwen3") {
-    throw CheckpointError(path + ": model_type '" + type + "' is not a Llama-family decoder (llama, qwen2, qwen3)");
-  }
-  LlamaOptions o(count("vocab_size"));
-  o.hidden_size(count("hidden_size"))
-      .intermediate_size(count("intermediate_size"))
-      .layers(count("num_hidden_layers"))
-      .heads(count("num_attention_heads"))
-      .kv_heads(c.contains("num_key_value_heads") ? count("num_key_value_heads") : count("num_attention_heads"))
-      .head_dim(c.contains("head_dim") && !c["head_dim"].is_null() ? count("head_dim") : 0)
-      .max_len(count("max_position_embeddings"))
-      .rms_eps(number("rms_norm_eps"))
-      .rope_theta(c.contains("rope_theta") ? number("rope_theta") : 10000.0)  // the field's default
-      .qkv_bias(type == "qwen2")
-      .qk_norm(type == "qwen3")
-      .tie_embeddings(c.value("tie_word_embeddings", false));
-  return o;
+LlamaOptions LlamaOptionsOf(const HfDecoderConfig& h) {
+  return LlamaOptions(h.vocab_size)
+      .hidden_size(h.hidden_size)
+      .intermediate_size(h.intermediate_size)
+      .layers(h.layers)
+      .heads(h.heads)
+      .kv_heads(h.kv_heads)
+      .head_dim(h.head_dim)
+      .max_len(h.max_len)
+      .rms_eps(h.rms_eps)
+      .rope_theta(h.rope_theta)
+      .qkv_bias(h.qkv_bias())
+      .qk_norm(h.qk_norm())
+      .tie_embeddings(h.tie_embeddings);
 }
 
+HfDecoderConfig HfConfigOf(const LlamaOptions& o) {
+  HfDecoderConfig h;
+  h.model_type = o.qk_norm() ? "qwen3" : o.qkv_bias() ? "qwen2" : "llama";
+  h.vocab_size = o.vocab_size();
+  h.hidden_size = o.hidden_size();
+  h.intermediate_size = o.intermediate_size();
+  h.layers = o.layers();
+  h.heads = o.heads();
+  h.kv_heads = o.kv_heads();
+  h.head_dim = o.resolved_head_dim();
+  h.max_len = o.max_len();
+  h.rms_eps = o.rms_eps();
+  h.rope_theta = o.rope_theta();
+  h.tie_embeddings = o.tie_embeddings();
+  return h;
+}
+
+LlamaOptions ReadLlamaConfig(const std::string& path) { return LlamaOptionsOf(ReadHfDecoderConfig(path)); }
+
 void LoadLlamaWeights(LlamaLM& model, const SafetensorsFile& file) {
-  torch::NoGradGuard no_grad;
-  for (auto& p : model->named_parameters()) {
-    const std::string& name = p.key();
-    if (name.rfind("value_head.", 0) == 0) continue;  // troupe's own head: not in the field's files
-    const SafetensorsView& v = file.Tensor(name);
-    const std::vector<int64_t> want = p.value().sizes().vec();
-    if (v.shape != want) {
-      throw CheckpointError(file.path() + ": tensor '" + name + "' has shape " + ShapeText(v.shape) +
-                            ", the model needs " + ShapeText(want));
-    }
-    torch::Tensor values = torch::empty(want, torch::kFloat);
-    file.CopyFloats(name, values.data_ptr<float>());  // one copy out of the mapping
-    p.value().copy_(values.to(p.value().device(), p.value().scalar_type()));
-  }
+  LoadParameters(*model, file, IsFieldParameter);
 }
 
 void WriteLlamaFolder(LlamaLM& model, const std::string& dir, bool bf16) {
-  const LlamaOptions& o = model->options();
-  const char* type = o.qk_norm() ? "qwen3" : o.qkv_bias() ? "qwen2" : "llama";
-  const char* architecture = o.qk_norm() ? "Qwen3ForCausalLM" : o.qkv_bias() ? "Qwen2ForCausalLM" : "LlamaForCausalLM";
-  nlohmann::json c = {{"architectures", {architecture}},
-                      {"model_type", type},
-                      {"vocab_size", o.vocab_size()},
-                      {"hidden_size", o.hidden_size()},
-                      {"intermediate_size", o.intermediate_size()},
-                      {"num_hidden_layers", o.layers()},
-                      {"num_attention_heads", o.heads()},
-                      {"num_key_value_heads", o.kv_heads()},
-                      {"head_dim", o.resolved_head_dim()},
-                      {"max_position_embeddings", o.max_len()},
-                      {"rms_norm_eps", o.rms_eps()},
-                      {"rope_theta", o.rope_theta()},
-                      {"tie_word_embeddings", o.tie_embeddings()},
-                      {"hidden_act", "silu"},
-                      {"torch_dtype", bf16 ? "bfloat16" : "float32"}};
   std::filesystem::create_directories(dir);
-  std::vector<torch::Tensor> keep;  // contiguous float32 copies the views point into
-  std::vector<SafetensorsTensor> tensors;
-  for (const auto& p : model->named_parameters()) {
-    if (p.key().rfind("value_head.", 0) == 0) continue;
-    keep.push_back(p.value().detach().to(torch::kCPU, torch::kFloat).contiguous());
-    tensors.push_back({p.key(), keep.back().sizes().vec(), keep.back().data_ptr<float>(),
-                       bf16 ? SafetensorsDtype::kBF16 : SafetensorsDtype::kF32});
-  }
-  WriteSafetensors(dir + "/model.safetensors", tensors, {{"format", "pt"}});
-  const std::string config = dir + "/config.json", tmp = config + ".tmp";
-  std::ofstream(tmp) << c.dump(2) << "\n";
-  std::filesystem::rename(tmp, config);
+  WriteParameters(*model, dir + "/model.safetensors", bf16, IsFieldParameter);
+  WriteHfDecoderConfig(HfConfigOf(model->options()), dir + "/config.json", bf16 ? "bfloat16" : "float32");
 }
 
-LlamaLM LoadLlamaFolder(const std::string& dir) {
-  LlamaLM model(ReadLlamaConfig(dir + "/config.json"));
+LlamaLM LoadLlamaFolder(const std::string& dir, const LlamaOptions* extra) {
+  LlamaOptions o = ReadLlamaConfig(dir + "/config.json");
+  if (extra != nullptr) {
+    o.num_roles(extra->num_roles()).lora_rank(extra->lora_rank()).latent(extra->latent());
+    o.latent_in_width(extra->latent_in_width());
+  }
+  LlamaLM model(o);
   LoadLlamaWeights(model, SafetensorsFile(dir + "/model.safetensors"));
   return model;
+}
+
+void WriteTroupeParts(LlamaLM& model, const std::string& path) {
+  WriteParameters(*model, path, false, [](const std::string& name) { return !IsFieldParameter(name); });
+}
+
+void LoadTroupeParts(LlamaLM& model, const std::string& path) {
+  LoadParameters(*model, SafetensorsFile(path), [](const std::string& name) { return !IsFieldParameter(name); });
 }
 
 }  // namespace troupe

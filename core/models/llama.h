@@ -2,19 +2,24 @@
 // transformers computes it (../shared/specs/language_models.md): RMSNorm,
 // rotary position embeddings (rotate_half), grouped-query attention, SwiGLU
 // MLP, optional q/k/v bias (Qwen2) and per-head q/k norms (Qwen3), tied or
-// separate LM head; plus a value head for PPO. Parameter names are the
-// field's (model.layers.{i}.self_attn.q_proj.weight, ...), so a safetensors
-// file loads by name. Only translation units that need LibTorch include this.
+// separate LM head. As a PolicyModel it adds troupe's parts: a value head for
+// PPO, role embeddings (zero at first) when roles share it, per-role LoRA
+// adapters on every projection, the latent parts of hybrid messages.
+// Parameter names are the field's (model.layers.{i}.self_attn.q_proj.weight,
+// ...), so a safetensors file loads by name; troupe's parts have names of their
+// own (IsFieldParameter). Only translation units that need LibTorch include this.
 #pragma once
 
-#include <torch/torch.h>
-
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "core/models/policy_model.h"
 
 namespace troupe {
 
 class SafetensorsFile;
+struct HfDecoderConfig;
 
 // Sizes come from a config (config.json or a workflow): no defaults here.
 struct LlamaOptions {
@@ -33,7 +38,16 @@ struct LlamaOptions {
   TORCH_ARG(bool, qkv_bias) = false;  // Qwen2
   TORCH_ARG(bool, qk_norm) = false;   // Qwen3
   TORCH_ARG(bool, tie_embeddings) = false;
+  // troupe's parts, not in the field's files:
+  TORCH_ARG(int64_t, num_roles) = 1;        // > 1: role embeddings, zero at first
+  TORCH_ARG(int64_t, lora_rank) = 0;        // > 0: per-role LoRA adapters on every projection
+  TORCH_ARG(bool, latent) = false;          // a latent projection for hybrid messages
+  TORCH_ARG(int64_t, latent_in_width) = 0;  // != hidden_size: an adapter for vectors of that width
 };
+
+// Whether a parameter is one of the field's (written to model.safetensors)
+// rather than one of troupe's own parts.
+bool IsFieldParameter(const std::string& name);
 
 // x * rsqrt(mean(x^2) + eps) * weight, computed in float32.
 class RMSNormImpl : public torch::nn::Module {
@@ -47,19 +61,17 @@ class RMSNormImpl : public torch::nn::Module {
 };
 TORCH_MODULE(RMSNorm);
 
-// Keys and values of every layer so far, for KV-cached decoding.
-struct LlamaCache {
-  std::vector<torch::Tensor> keys, values;  // per layer [B, kv_heads, T, head_dim]
-};
-
 class LlamaAttentionImpl : public torch::nn::Module {
  public:
   explicit LlamaAttentionImpl(const LlamaOptions& o);
-  // x [B,T,H]; cos/sin [B,1,T,D]; allowed [B,1,T,Tk].
+  // x [B,T,H]; cos/sin [B,1,T,D]; allowed [B,1,T,Tk]; role [B] (for the adapters).
+  // Cached keys and values are per layer [B, kv_heads, T, head_dim].
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                        const torch::Tensor& allowed, torch::Tensor* cache_k, torch::Tensor* cache_v);
+                        const torch::Tensor& allowed, const torch::Tensor& role, torch::Tensor* cache_k,
+                        torch::Tensor* cache_v);
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
   RMSNorm q_norm{nullptr}, k_norm{nullptr};
+  RoleLora lora_q{nullptr}, lora_k{nullptr}, lora_v{nullptr}, lora_o{nullptr};
 
  private:
   int64_t heads_, kv_heads_, head_dim_;
@@ -69,8 +81,9 @@ TORCH_MODULE(LlamaAttention);
 class LlamaMlpImpl : public torch::nn::Module {
  public:
   explicit LlamaMlpImpl(const LlamaOptions& o);
-  torch::Tensor forward(const torch::Tensor& x);  // down(silu(gate(x)) * up(x))
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& role);  // down(silu(gate(x)) * up(x))
   torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+  RoleLora lora_gate{nullptr}, lora_up{nullptr}, lora_down{nullptr};
 };
 TORCH_MODULE(LlamaMlp);
 
@@ -78,7 +91,8 @@ class LlamaLayerImpl : public torch::nn::Module {
  public:
   explicit LlamaLayerImpl(const LlamaOptions& o);
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                        const torch::Tensor& allowed, torch::Tensor* cache_k, torch::Tensor* cache_v);
+                        const torch::Tensor& allowed, const torch::Tensor& role, torch::Tensor* cache_k,
+                        torch::Tensor* cache_v);
   LlamaAttention self_attn{nullptr};
   LlamaMlp mlp{nullptr};
   RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
@@ -95,22 +109,22 @@ class LlamaModelImpl : public torch::nn::Module {
 };
 TORCH_MODULE(LlamaModel);
 
-struct LlamaOutput {
-  torch::Tensor logits;  // [B,T,V]
-  torch::Tensor values;  // [B,T]
-  torch::Tensor hidden;  // [B,T,H] after the final norm
-};
-
-class LlamaLMImpl : public torch::nn::Module {
+class LlamaLMImpl : public PolicyModelImpl {
  public:
   explicit LlamaLMImpl(const LlamaOptions& options);
-  // tokens/positions [B,T]; key_valid [B,Tk] (Tk = cached + T).
-  LlamaOutput forward(const torch::Tensor& tokens, const torch::Tensor& positions, const torch::Tensor& key_valid,
-                      LlamaCache* cache = nullptr);
+  torch::Tensor embed(const torch::Tensor& tokens) override { return model->embed_tokens(tokens); }
+  // role [B] may be undefined when the model has one role.
+  LMOutput forward_embeds(const torch::Tensor& embeds, const torch::Tensor& positions, const torch::Tensor& key_valid,
+                          const torch::Tensor& role, KvCache* cache = nullptr, bool all_layers = false) override;
+  int64_t width() const override { return options_.hidden_size(); }
+  int64_t vocab_size() const override { return options_.vocab_size(); }
+  int64_t max_len() const override { return options_.max_len(); }
+  std::shared_ptr<PolicyModelImpl> fresh_copy() const override;
   const LlamaOptions& options() const { return options_; }
   LlamaModel model{nullptr};
   torch::nn::Linear lm_head{nullptr};     // absent with tie_embeddings
   torch::nn::Linear value_head{nullptr};  // troupe's, not in the field's files
+  torch::nn::Embedding role_emb{nullptr};  // troupe's, with several roles
 
  private:
   LlamaOptions options_;
@@ -124,18 +138,28 @@ TORCH_MODULE(LlamaLM);
 // max_position_embeddings, tie_word_embeddings; q/k/v bias for Qwen2, q/k norms
 // for Qwen3). A missing or mistyped field is a CheckpointError naming the file.
 LlamaOptions ReadLlamaConfig(const std::string& config_json);
+// The same sizes both ways (troupe's parts are left at their defaults).
+LlamaOptions LlamaOptionsOf(const HfDecoderConfig& config);
+HfDecoderConfig HfConfigOf(const LlamaOptions& options);
 
 // Copies every parameter of the field's checkpoint (by name) into `model`:
-// the value head stays as it is; a missing tensor or one whose shape differs
+// troupe's parts stay as they are; a missing tensor or one whose shape differs
 // is a CheckpointError naming the file and the tensor.
 void LoadLlamaWeights(LlamaLM& model, const SafetensorsFile& file);
 
 // Writes `model` as a Hugging Face folder: config.json (the field's fields for
 // its variant) and model.safetensors (F32, or BF16 when `bf16`), atomically
-// file by file. The value head is troupe's and is not written.
+// file by file. troupe's parts are not written there (see WriteTroupeParts).
 void WriteLlamaFolder(LlamaLM& model, const std::string& dir, bool bf16 = false);
 
-// A model from a Hugging Face folder (config.json, model.safetensors).
-LlamaLM LoadLlamaFolder(const std::string& dir);
+// A model from a Hugging Face folder (config.json, model.safetensors), with
+// troupe's parts as `extra` asks (fresh ones: role embeddings at zero, adapters
+// that change nothing).
+LlamaLM LoadLlamaFolder(const std::string& dir, const LlamaOptions* extra = nullptr);
+
+// troupe's own parameters of `model` (value head, role embeddings, adapters,
+// latent parts) as one safetensors file beside the field's; and back.
+void WriteTroupeParts(LlamaLM& model, const std::string& path);
+void LoadTroupeParts(LlamaLM& model, const std::string& path);
 
 }  // namespace troupe

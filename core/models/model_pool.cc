@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "core/base/errors.h"
+#include "core/models/architectures.h"
 #include "core/models/model_pool_impl.h"
 #include "core/vocab.h"
 
@@ -50,17 +51,7 @@ ModelPool::ModelPool(std::vector<ModelConfig> configs, uint64_t seed) : impl_(st
     static std::mutex init_mutex;
     std::unique_lock<std::mutex> init_lock(init_mutex);
     torch::manual_seed(static_cast<uint64_t>(Rng::Mix(seed, 1000 + (c.index >= 0 ? c.index : m))));
-    TransformerLM model(TransformerLMOptions(c.vocab_size)
-                            .d_model(c.d_model)
-                            .layers(c.layers)
-                            .heads(c.heads)
-                            .max_len(c.max_len)
-                            .ff_mult(c.ff_mult)
-                            .num_roles(c.num_roles)
-                            .lora_rank(c.lora_rank)
-                            .latent(c.latent)
-                            .latent_in_width(c.latent_in_width)
-                            .role_heads(c.role_heads));
+    PolicyModel model = BuildPolicyModel(c);
     init_lock.unlock();
     if (c.latent) model->latent_projection().seed_dropout(Rng::Mix(seed, 2000 + (c.index >= 0 ? c.index : m)));
     torch::Device device = ParseDevice(c.device);
@@ -139,17 +130,17 @@ torch::Tensor FirstTokenMask(const std::vector<GenerateQuery>& queries, int64_t 
 }
 
 // Refuses a batch whose longest row (prompt, vectors, <eot>, answer) exceeds max_len.
-void CheckFits(TransformerLM& model, const std::vector<GenerateQuery>& queries, const std::string& name) {
+void CheckFits(PolicyModel& model, const std::vector<GenerateQuery>& queries, const std::string& name) {
   int64_t Tp = 0, longest = 0;
   for (const auto& q : queries) {
     const int64_t p = static_cast<int64_t>(q.prompt->size());
     Tp = std::max(Tp, p);
     longest = std::max<int64_t>(longest, p + (q.latent_steps > 0 ? q.latent_steps + 1 : 0) + q.max_new_tokens);
   }
-  if (longest > model->options().max_len()) {
+  if (longest > model->max_len()) {
     throw ModelError("model '" + name + "': a prompt of " + std::to_string(Tp) +
                      " tokens with its vectors and answer needs " + std::to_string(longest) +
-                     " positions, over max_len " + std::to_string(model->options().max_len()));
+                     " positions, over max_len " + std::to_string(model->max_len()));
   }
 }
 
@@ -163,9 +154,9 @@ struct PromptBatch {
   int64_t rows = 0, length = 0;                      // U, Tp
 };
 
-PromptBatch EncodePrompts(TransformerLM& model, torch::Device device, const std::vector<GenerateQuery>& queries,
+PromptBatch EncodePrompts(PolicyModel& model, torch::Device device, const std::vector<GenerateQuery>& queries,
                           const std::string& name) {
-  const int64_t B = static_cast<int64_t>(queries.size()), d = model->options().d_model();
+  const int64_t B = static_cast<int64_t>(queries.size()), d = model->width();
   PromptBatch pb;
   std::map<std::tuple<int, std::vector<int>, std::vector<float>>, int64_t> unique_of;
   std::vector<int64_t> firsts;
@@ -240,11 +231,11 @@ struct RowProgress {
 
 // One KV-cached decoding of a batch: the prompts, then one step per position
 // for every row at once.
-std::vector<Generation> GenerateBatch(TransformerLM& model, torch::Device device,
+std::vector<Generation> GenerateBatch(PolicyModel& model, torch::Device device,
                                       const std::vector<GenerateQuery>& queries, Rng& rng, double temperature,
                                       bool greedy, int64_t* forward_calls, const std::string& name) {
   CheckFits(model, queries, name);
-  const int64_t B = static_cast<int64_t>(queries.size()), d = model->options().d_model();
+  const int64_t B = static_cast<int64_t>(queries.size()), d = model->width();
   PromptBatch pb = EncodePrompts(model, device, queries, name);
   auto long_opts = torch::TensorOptions().dtype(torch::kLong);
   std::vector<Generation> out(B);
@@ -255,7 +246,7 @@ std::vector<Generation> GenerateBatch(TransformerLM& model, torch::Device device
     rows[b].end_due = rows[b].latents_left > 0;
     next_pos[b] = static_cast<int64_t>(queries[b].prompt->size());
   }
-  const torch::Tensor first_mask = FirstTokenMask(queries, model->options().vocab_size()).to(device);
+  const torch::Tensor first_mask = FirstTokenMask(queries, model->vocab_size()).to(device);
   KvCache cache;
   torch::Tensor key_valid = pb.key_valid, role = pb.role;
   LMOutput o = model->forward_embeds(pb.embeds, pb.positions, key_valid, role, &cache);
@@ -318,7 +309,7 @@ std::vector<Generation> GenerateBatch(TransformerLM& model, torch::Device device
     }
     if (all_done) break;
     std::vector<int64_t> npos(B);
-    for (int64_t b = 0; b < B; ++b) npos[b] = std::min<int64_t>(next_pos[b]++, model->options().max_len() - 1);
+    for (int64_t b = 0; b < B; ++b) npos[b] = std::min<int64_t>(next_pos[b]++, model->max_len() - 1);
     torch::Tensor step = model->embed(torch::from_blob(next.data(), {B, 1}, long_opts).clone().to(device));  // [B,1,d]
     if (any_vector) {
       torch::Tensor pick = torch::from_blob(use_vector.data(), {B, 1, 1}, torch::kFloat).clone().to(device);
@@ -360,7 +351,7 @@ std::vector<Generation> ModelPool::Generate(int model_index, const std::vector<G
   }
   if (queries.empty()) return {};
   torch::NoGradGuard no_grad;
-  TransformerLM& model = impl_->models.at(model_index);
+  PolicyModel& model = impl_->models.at(model_index);
   for (const auto& q : queries) {
     if (q.latent_steps > 0) model->set_latent_dropout(false);  // the trainer recomputes these vectors: no random masks
   }
@@ -369,9 +360,7 @@ std::vector<Generation> ModelPool::Generate(int model_index, const std::vector<G
 }
 
 void ModelPool::Save(const std::string& dir) const {
-  for (int m = 0; m < size(); ++m) {
-    torch::save(impl_->models[m], dir + "/model-" + impl_->configs[m].name + ".pt");
-  }
+  for (int m = 0; m < size(); ++m) SavePolicyModel(*impl_->models[m], impl_->configs[m], dir);
 }
 
 std::string ModelPool::SaveBytes(int model) const {
@@ -391,15 +380,7 @@ void ModelPool::LoadBytes(int model, const std::string& bytes) {
 }
 
 void ModelPool::Load(const std::string& dir) {
-  for (int m = 0; m < size(); ++m) {
-    const std::string path = dir + "/model-" + impl_->configs[m].name + ".pt";
-    if (!std::filesystem::exists(path)) throw CheckpointError("checkpoint lacks model file " + path);
-    try {
-      torch::load(impl_->models[m], path, impl_->devices[m]);
-    } catch (const c10::Error& e) {
-      throw CheckpointError("cannot load " + path + ": " + e.what_without_backtrace());
-    }
-  }
+  for (int m = 0; m < size(); ++m) LoadPolicyModel(impl_->models[m], impl_->configs[m], dir, impl_->devices[m]);
 }
 
 }  // namespace troupe

@@ -18,12 +18,23 @@ namespace troupe {
 struct ModelConfig {
   std::string name;
   int index = -1;  // position among the workflow's models (seeds its initialisation); -1: its place here
+  std::string architecture = "transformer";  // "transformer" (micro transformer) or "llama" (Llama family)
   int vocab_size = 0;
-  int d_model = 0;
+  int d_model = 0;  // the Llama family's hidden_size
   int layers = 0;
   int heads = 0;
   int max_len = 0;
-  int ff_mult = 0;
+  int ff_mult = 0;  // transformer only
+  // Llama family only (../shared/specs/language_models.md):
+  int intermediate_size = 0;
+  int kv_heads = 0;
+  int head_dim = 0;  // 0: d_model / heads
+  double rms_eps = 0.0;
+  double rope_theta = 0.0;
+  bool qkv_bias = false;  // Qwen2
+  bool qk_norm = false;   // Qwen3
+  bool tie_embeddings = false;
+  std::string hf_dir;  // a Hugging Face folder whose weights the model starts from; empty: fresh
   int num_roles = 1;        // roles mapped onto this model (role embeddings)
   int lora_rank = 0;        // > 0: per-role LoRA adapters (partial sharing)
   bool role_heads = false;  // per-role heads (partial sharing)

@@ -4,13 +4,13 @@
 #include <vector>
 
 #include "core/models/model_pool.h"
-#include "core/models/transformer.h"
+#include "core/models/policy_model.h"
 
 namespace troupe {
 
 struct ModelPool::Impl {
   std::vector<ModelConfig> configs;
-  std::vector<TransformerLM> models;
+  std::vector<PolicyModel> models;
   std::vector<torch::Device> devices;
   std::vector<int64_t> forward_calls;
 };

@@ -139,9 +139,9 @@ PackedBatch Pack(const std::vector<const CallRecord*>& recs, torch::Device devic
 // soft slots. A call's own vectors are recomputed as they were sent, with the
 // KV cache: the prompt up to <bot>, then K steps each feeding z = Prj(h) back,
 // then <eot> and the response; the text's loss reaches the projection.
-LMOutput Forward(TransformerLM& model, const PackedBatch& p) {
+LMOutput Forward(PolicyModel& model, const PackedBatch& p) {
   if (p.soft.empty() && p.latent_steps == 0) return model->forward(p.tokens, p.positions, p.valid, p.role);
-  const int64_t B = p.tokens.size(0), T = p.tokens.size(1), d = model->options().d_model();
+  const int64_t B = p.tokens.size(0), T = p.tokens.size(1), d = model->width();
   torch::Tensor embeds = model->embed(p.tokens).view({B * T, d});
   for (const auto& [width, index_rows] : p.soft) {
     embeds = embeds.index_copy(0, index_rows.first, model->adapt_latent(index_rows.second));
@@ -178,7 +178,7 @@ struct Scored {
   torch::Tensor logp, entropy, values;  // [B,T-1]
 };
 
-Scored Score(TransformerLM& model, const PackedBatch& p, double temperature) {
+Scored Score(PolicyModel& model, const PackedBatch& p, double temperature) {
   LMOutput o = Forward(model, p);
   const int64_t T = p.tokens.size(1);
   torch::Tensor logits = o.logits.narrow(1, 0, T - 1) / temperature;
@@ -203,7 +203,7 @@ struct Trainer::Impl {
   TrainerConfig config;
   Rng rng;
   std::vector<std::unique_ptr<torch::optim::AdamW>> optimizers;
-  std::vector<TransformerLM> references;  // frozen copies for the KL term
+  std::vector<PolicyModel> references;  // frozen copies for the KL term
 
   torch::Tensor Step(int m, const torch::Tensor& loss) {
     auto& opt = *optimizers[m];
@@ -265,15 +265,11 @@ Trainer::Trainer(ModelPool& pool, TrainerConfig config, uint64_t seed) : impl_(s
         pool.impl().models[m]->parameters(), torch::optim::AdamWOptions(c.lr).weight_decay(c.weight_decay)));
     if (config.kl_coef > 0) {
       // A frozen copy of the initial model: same options, parameters copied.
-      TransformerLM& model = pool.impl().models[m];
-      TransformerLM ref(model->options());
+      PolicyModel& model = pool.impl().models[m];
+      PolicyModel ref = model->fresh_copy();
       ref->to(pool.impl().devices[m]);
-      torch::NoGradGuard no_grad;
-      auto source = model->named_parameters();
-      for (auto& item : ref->named_parameters()) {
-        item.value().copy_(source[item.key()]);
-        item.value().set_requires_grad(false);
-      }
+      CopyParameters(*model, *ref);
+      for (auto& p : ref->parameters()) p.set_requires_grad(false);
       ref->set_latent_dropout(false);
       impl_->references.push_back(ref);
     }
@@ -305,7 +301,7 @@ std::vector<ModelTrainStats> Trainer::Update(const std::vector<CallRecord>& reco
       impl_->Shuffle(recs);
       recs.resize(cfg.update_records);
     }
-    TransformerLM& model = impl_->pool->impl().models[m];
+    PolicyModel& model = impl_->pool->impl().models[m];
     model->set_latent_dropout(false);  // the vectors are recomputed exactly as they were sent
     const torch::Device device = impl_->pool->impl().devices[m];
     ModelTrainStats& st = stats[m];
@@ -410,7 +406,7 @@ std::vector<ModelTrainStats> Trainer::Supervised(const std::vector<CallRecord>& 
   for (int m = 0; m < impl_->pool->size(); ++m) {
     std::vector<const CallRecord*> recs = RecordsOf(demos, m);
     if (recs.empty()) continue;
-    TransformerLM& model = impl_->pool->impl().models[m];
+    PolicyModel& model = impl_->pool->impl().models[m];
     const torch::Device device = impl_->pool->impl().devices[m];
     ModelTrainStats& st = stats[m];
     st.records = static_cast<int>(recs.size());
@@ -438,7 +434,7 @@ std::vector<std::vector<float>> Trainer::ResponseLogProbs(const std::vector<Call
   for (size_t i = 0; i < records.size(); ++i) {
     const CallRecord& r = records[i];
     if (r.response.empty()) continue;
-    TransformerLM& model = impl_->pool->impl().models.at(r.model);
+    PolicyModel& model = impl_->pool->impl().models.at(r.model);
     model->set_latent_dropout(false);
     PackedBatch p = Pack({&r}, impl_->pool->impl().devices.at(r.model), impl_->pool->config(r.model).vocab_size);
     torch::Tensor logp = Score(model, p, 1.0).logp[0].to(torch::kCPU).contiguous();

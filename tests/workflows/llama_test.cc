@@ -52,15 +52,15 @@ TEST_CASE("Llama, Qwen2 and Qwen3 decoders give the reference logits, and the KV
     std::vector<float> want = expected.Floats("logits");
     const torch::Tensor reference = torch::from_blob(want.data(), {B, T, model->options().vocab_size()}).clone();
 
-    const LlamaOutput full = model->forward(tokens, Positions(B, 0, T), AllValid(B, T));
+    const LMOutput full = model->forward(tokens, Positions(B, 0, T), AllValid(B, T), {});
     const double error = (full.logits - reference).abs().max().item<double>();
     CHECK(error < 1e-4);
     CHECK(reference.abs().max().item<double>() > 0.1);  // the logits are not trivially small
 
-    LlamaCache cache;
+    KvCache cache;
     double cached_error = 0;
     for (int64_t t = 0; t < T; ++t) {
-      const LlamaOutput step = model->forward(tokens.narrow(1, t, 1), Positions(B, t, 1), AllValid(B, t + 1), &cache);
+      const LMOutput step = model->forward(tokens.narrow(1, t, 1), Positions(B, t, 1), AllValid(B, t + 1), {}, &cache);
       cached_error =
           std::max(cached_error, (step.logits.select(1, 0) - full.logits.select(1, t)).abs().max().item<double>());
     }
@@ -76,16 +76,16 @@ TEST_CASE("a Hugging Face folder written by troupe reads back with identical log
     INFO(variant);
     LlamaLM model = Load(variant);
     const torch::Tensor tokens = torch::arange(1, 13, torch::kLong).view({2, 6});
-    const torch::Tensor logits = model->forward(tokens, Positions(2, 0, 6), AllValid(2, 6)).logits;
+    const torch::Tensor logits = model->forward(tokens, Positions(2, 0, 6), AllValid(2, 6), {}).logits;
     std::filesystem::remove_all(dir);
     WriteLlamaFolder(model, dir);
     LlamaLM back = LoadLlamaFolder(dir);
     CHECK(back->options().qk_norm() == model->options().qk_norm());
     CHECK(back->options().qkv_bias() == model->options().qkv_bias());
     CHECK(back->options().tie_embeddings() == model->options().tie_embeddings());
-    CHECK(torch::equal(back->forward(tokens, Positions(2, 0, 6), AllValid(2, 6)).logits, logits));
+    CHECK(torch::equal(back->forward(tokens, Positions(2, 0, 6), AllValid(2, 6), {}).logits, logits));
     WriteLlamaFolder(model, dir, true);
-    const torch::Tensor rounded = LoadLlamaFolder(dir)->forward(tokens, Positions(2, 0, 6), AllValid(2, 6)).logits;
+    const torch::Tensor rounded = LoadLlamaFolder(dir)->forward(tokens, Positions(2, 0, 6), AllValid(2, 6), {}).logits;
     const double moved = (rounded - logits).abs().max().item<double>();
     CHECK(moved > 0.0);   // BF16 rounds the weights...
     CHECK(moved < 0.05);  // ...by about 2^-8 of each

@@ -110,6 +110,51 @@ void CompilePipelineTask(const LoadedWorkflow& w, CompiledWorkflow& c) {
   }
 }
 
+// The field holding model i's sizes, for error positions.
+std::vector<PathStep> SizesPath(const LoadedWorkflow& w, int i, const char* field = nullptr) {
+  const config::ModelSpec& m = w.proto.model(i);
+  std::vector<PathStep> path{{"model", i}};
+  if (m.has_hf_dir()) return path.push_back({"hf_dir"}), path;
+  path.push_back({m.has_llama() ? "llama" : "transformer"});
+  if (field != nullptr) path.push_back({field});
+  return path;
+}
+
+void CheckArchitecture(const LoadedWorkflow& w, int i, const ModelConfig& mc) {
+  const std::string& name = mc.name;
+  if (mc.architecture == "llama") {
+    if (mc.d_model <= 0 || mc.intermediate_size <= 0 || mc.layers <= 0 || mc.heads <= 0 || mc.kv_heads <= 0 ||
+        mc.max_len <= 0 || mc.head_dim < 0) {
+      w.Fail(SizesPath(w, i), "model '" + name + "': sizes must be positive");
+    }
+    if (mc.heads % mc.kv_heads != 0) {
+      w.Fail(SizesPath(w, i, "kv_heads"), "model '" + name + "': heads " + std::to_string(mc.heads) +
+                                              " is not a multiple of kv_heads " + std::to_string(mc.kv_heads));
+    }
+    if (mc.head_dim == 0 && mc.d_model % mc.heads != 0) {
+      w.Fail(SizesPath(w, i, "heads"), "model '" + name + "': hidden_size " + std::to_string(mc.d_model) +
+                                           " is not divisible by heads " + std::to_string(mc.heads) +
+                                           "; set head_dim");
+    }
+    if ((mc.head_dim > 0 ? mc.head_dim : mc.d_model / mc.heads) % 2 != 0) {
+      w.Fail(SizesPath(w, i, "head_dim"), "model '" + name + "': rotary embeddings need an even head dimension");
+    }
+    if (mc.rms_eps <= 0) w.Fail(SizesPath(w, i, "rms_eps"), "model '" + name + "': rms_eps must be positive");
+    if (mc.rope_theta <= 0) w.Fail(SizesPath(w, i, "rope_theta"), "model '" + name + "': rope_theta must be positive");
+    if (mc.qkv_bias && mc.qk_norm) {
+      w.Fail(SizesPath(w, i, "qk_norm"), "model '" + name + "': qkv_bias (Qwen2) and qk_norm (Qwen3) do not go together");
+    }
+    return;
+  }
+  if (mc.d_model <= 0 || mc.layers <= 0 || mc.heads <= 0 || mc.max_len <= 0 || mc.ff_mult <= 0) {
+    w.Fail(SizesPath(w, i), "model '" + name + "': sizes must be positive");
+  }
+  if (mc.d_model % mc.heads != 0) {
+    w.Fail(SizesPath(w, i, "heads"), "model '" + name + "': d_model " + std::to_string(mc.d_model) +
+                                         " is not divisible by heads " + std::to_string(mc.heads));
+  }
+}
+
 void CompileModels(const LoadedWorkflow& w, CompiledWorkflow& c) {
   std::set<std::string> names;
   for (int i = 0; i < w.proto.model_size(); ++i) {
@@ -119,16 +164,19 @@ void CompileModels(const LoadedWorkflow& w, CompiledWorkflow& c) {
     if (!ValidDeviceSyntax(m.device())) {
       w.Fail({{"model", i}, {"device"}}, "model '" + m.name() + "': device '" + m.device() + "' is not cpu or cuda:N");
     }
-    ModelConfig mc = ArchitectureOf(c.proto.model(i));  // with its defaults
+    const int kinds = m.has_transformer() + m.has_llama() + m.has_hf_dir();
+    if (kinds > 1) {
+      w.Fail({{"model", i}, {m.has_hf_dir() ? "hf_dir" : "llama"}},
+             "model '" + m.name() + "' names more than one architecture; give one of transformer, llama, hf_dir");
+    }
+    ModelConfig mc;
+    try {
+      mc = ArchitectureOf(c.proto.model(i));  // with its defaults
+    } catch (const CheckpointError& e) {
+      w.Fail({{"model", i}, {"hf_dir"}}, "model '" + m.name() + "': " + e.what());
+    }
     mc.index = static_cast<int>(c.models.size());
-    if (mc.d_model <= 0 || mc.layers <= 0 || mc.heads <= 0 || mc.max_len <= 0 || mc.ff_mult <= 0) {
-      w.Fail({{"model", i}, {"transformer"}}, "model '" + m.name() + "': sizes must be positive");
-    }
-    if (mc.d_model % mc.heads != 0) {
-      w.Fail({{"model", i}, {"transformer"}, {"heads"}}, "model '" + m.name() + "': d_model " +
-                                                             std::to_string(mc.d_model) +
-                                                             " is not divisible by heads " + std::to_string(mc.heads));
-    }
+    CheckArchitecture(w, i, mc);
     if (mc.lr <= 0) w.Fail({{"model", i}, {"optimizer"}, {"lr"}}, "learning rate must be positive");
     if (mc.grad_clip < 0) w.Fail({{"model", i}, {"optimizer"}, {"grad_clip"}}, "grad_clip must be 0 (off) or positive");
     c.models.push_back(mc);
@@ -232,6 +280,10 @@ void CompileRoles(const LoadedWorkflow& w, CompiledWorkflow& c) {
     if (rank <= 0) w.Fail({{"model", mi}, {"lora_rank"}}, "lora_rank must be positive");
     if (adapter == config::LORA) mc.lora_rank = rank;
     if (adapter == config::HEAD) mc.role_heads = true;
+    if (adapter == config::HEAD && mc.architecture == "llama") {
+      w.Fail({{"role", members.front()}, {"adapter"}},
+             "model '" + mc.name + "' is a Llama-family decoder: its roles share it with LORA adapters, not HEAD");
+    }
     std::string mode;
     if (members.size() == 1) {
       mode = trained_roles > 1 ? "separate" : "single role";
@@ -382,9 +434,9 @@ void ValidatePromptLengths(const LoadedWorkflow& w, const CompiledWorkflow& c) {
     const ModelConfig& m = c.models[mi];
     if (worst == nullptr || prompt + answer <= m.max_len) continue;
     const int i = static_cast<int>(mi);
-    const bool written = w.proto.model(i).transformer().has_max_len();
-    w.Fail(written ? std::vector<PathStep>{{"model", i}, {"transformer"}, {"max_len"}}
-                   : std::vector<PathStep>{{"model", i}},
+    const config::ModelSpec& spec = w.proto.model(i);
+    const bool written = spec.transformer().has_max_len() || spec.llama().has_max_len();
+    w.Fail(written ? SizesPath(w, i, "max_len") : std::vector<PathStep>{{"model", i}},
            "model '" + m.name + "': max_len " + std::to_string(m.max_len) + (written ? "" : " (the default)") +
                " is too short for role '" + role->name + "': the longest '" + worst->phase + "' prompt " +
                c.game->Name() + " can give it is " + std::to_string(prompt) + " tokens, and its answer " +
@@ -443,7 +495,16 @@ CompiledWorkflow CompileWorkflow(const LoadedWorkflow& w) {
   std::vector<std::string> role_names;
   for (const auto& r : c.roles) role_names.push_back(r.name);
   c.vocab = Vocab(words, role_names);
-  for (auto& m : c.models) m.vocab_size = c.vocab.size();
+  for (size_t i = 0; i < c.models.size(); ++i) {
+    ModelConfig& m = c.models[i];
+    if (!m.hf_dir.empty() && m.vocab_size != c.vocab.size()) {
+      w.Fail({{"model", static_cast<int>(i)}, {"hf_dir"}},
+             "model '" + m.name + "': " + m.hf_dir + " holds a model of " + std::to_string(m.vocab_size) +
+                 " tokens, but this workflow's prompts use its game's vocabulary of " + std::to_string(c.vocab.size()) +
+                 " words");
+    }
+    m.vocab_size = c.vocab.size();
+  }
   return c;
 }
 
@@ -462,8 +523,11 @@ std::string DescribeWorkflow(const CompiledWorkflow& c) {
   }
   for (size_t m = 0; m < c.models.size(); ++m) {
     const auto& mc = c.models[m];
-    out << "  model " << mc.name << ": d=" << mc.d_model << " layers=" << mc.layers << " heads=" << mc.heads << " on "
-        << mc.device << ", " << c.sharing[m] << "\n";
+    out << "  model " << mc.name << ": " << mc.architecture << " d=" << mc.d_model << " layers=" << mc.layers
+        << " heads=" << mc.heads;
+    if (mc.architecture == "llama") out << " kv_heads=" << mc.kv_heads;
+    if (!mc.hf_dir.empty()) out << " from " << mc.hf_dir;
+    out << " on " << mc.device << ", " << c.sharing[m] << "\n";
   }
   out << "  vocabulary " << c.vocab.size() << " tokens";
   return out.str();

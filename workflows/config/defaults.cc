@@ -15,6 +15,20 @@ namespace {
 constexpr char kDefaults[] = R"pb(
   model {
     transformer { d_model: 64 layers: 2 heads: 4 max_len: 160 ff_mult: 4 }
+    llama {
+      hidden_size: 64
+      intermediate_size: 176
+      layers: 2
+      heads: 4
+      kv_heads: 2
+      head_dim: 0
+      max_len: 160
+      rms_eps: 1e-6
+      rope_theta: 10000
+      qkv_bias: false
+      qk_norm: false
+      tie_embeddings: true
+    }
     device: "cpu"
     optimizer { lr: 0.001 weight_decay: 0 grad_clip: 1 }
     lora_rank: 4
@@ -108,7 +122,7 @@ void ApplyDefaults(config::Workflow* w) {
   w->mutable_trainer();
   w->mutable_runtime();
   for (auto& m : *w->mutable_model()) {
-    m.mutable_transformer();
+    if (!m.has_llama() && !m.has_hf_dir()) m.mutable_transformer();  // the default architecture
     m.mutable_optimizer();
   }
   FillUnset(WorkflowDefaults(), w);

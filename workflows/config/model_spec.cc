@@ -2,6 +2,7 @@
 #include "workflows/config/model_spec.h"
 
 #include "core/base/errors.h"
+#include "core/hf_config.h"
 #include "workflows/config/compiled_workflow.h"
 #include "workflows/config/enums.h"
 
@@ -37,11 +38,45 @@ HubSpec MakeHubSpec(const CompiledWorkflow& c) {
 ModelConfig ArchitectureOf(const config::ModelSpec& spec) {
   ModelConfig m;
   m.name = spec.name();
-  m.d_model = spec.transformer().d_model();
-  m.layers = spec.transformer().layers();
-  m.heads = spec.transformer().heads();
-  m.max_len = spec.transformer().max_len();
-  m.ff_mult = spec.transformer().ff_mult();
+  if (spec.has_hf_dir()) {
+    const HfDecoderConfig h = ReadHfDecoderConfig(spec.hf_dir() + "/config.json");
+    m.architecture = "llama";
+    m.hf_dir = spec.hf_dir();
+    m.vocab_size = static_cast<int>(h.vocab_size);  // compilation checks it against the prompts' vocabulary
+    m.d_model = static_cast<int>(h.hidden_size);
+    m.intermediate_size = static_cast<int>(h.intermediate_size);
+    m.layers = static_cast<int>(h.layers);
+    m.heads = static_cast<int>(h.heads);
+    m.kv_heads = static_cast<int>(h.kv_heads);
+    m.head_dim = static_cast<int>(h.head_dim);
+    m.max_len = static_cast<int>(h.max_len);
+    m.rms_eps = h.rms_eps;
+    m.rope_theta = h.rope_theta;
+    m.qkv_bias = h.qkv_bias();
+    m.qk_norm = h.qk_norm();
+    m.tie_embeddings = h.tie_embeddings;
+  } else if (spec.has_llama()) {
+    const config::LlamaSpec& l = spec.llama();
+    m.architecture = "llama";
+    m.d_model = l.hidden_size();
+    m.intermediate_size = l.intermediate_size();
+    m.layers = l.layers();
+    m.heads = l.heads();
+    m.kv_heads = l.kv_heads();
+    m.head_dim = l.head_dim();
+    m.max_len = l.max_len();
+    m.rms_eps = l.rms_eps();
+    m.rope_theta = l.rope_theta();
+    m.qkv_bias = l.qkv_bias();
+    m.qk_norm = l.qk_norm();
+    m.tie_embeddings = l.tie_embeddings();
+  } else {
+    m.d_model = spec.transformer().d_model();
+    m.layers = spec.transformer().layers();
+    m.heads = spec.transformer().heads();
+    m.max_len = spec.transformer().max_len();
+    m.ff_mult = spec.transformer().ff_mult();
+  }
   m.device = spec.device();
   m.lr = spec.optimizer().lr();
   m.weight_decay = spec.optimizer().weight_decay();

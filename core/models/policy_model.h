@@ -1,0 +1,139 @@
+// PolicyModel: what the pool, the trainer, generation and hybrid messages need
+// of an agent's language model, whatever its architecture (the micro
+// transformer of transformer.h, the Llama family of llama.h). The parts every
+// architecture shares live here: the KV cache, the output, per-role LoRA
+// adapters and the latent projection of hybrid messages. Only translation
+// units that need LibTorch include this header.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <functional>
+#include <memory>
+#include <utility>
+#include <vector>
+
+namespace troupe {
+
+// Keys and values of earlier positions, one pair per layer.
+struct KvCache {
+  std::vector<torch::Tensor> keys, values;
+  bool empty() const { return keys.empty(); }
+  // Sizes the per-layer slots on first use.
+  void reserve_layers(size_t layers) {
+    if (keys.empty()) {
+      keys.assign(layers, torch::Tensor());
+      values.assign(layers, torch::Tensor());
+    }
+  }
+};
+
+struct LMOutput {
+  torch::Tensor logits;               // [B,T,V]
+  torch::Tensor values;               // [B,T]
+  torch::Tensor hidden;               // [B,T,d]: the last layer's output after the final norm
+  std::vector<torch::Tensor> layers;  // [B,T,d] per block, when asked for
+};
+
+// What a sender's K latent steps produced: the vectors z_1..z_K [B,d] and the
+// model's output at each step (where z_k was read).
+struct LatentStepsOutput {
+  std::vector<torch::Tensor> z;
+  std::vector<LMOutput> steps;
+};
+
+// Which keys each query may attend to, [B,1,T,Tk], for T new queries after
+// Tk - T cached keys: query t (absolute index Tk - T + t) sees the valid keys up
+// to itself, and always itself. key_valid [B,Tk].
+torch::Tensor AttentionMask(const torch::Tensor& key_valid, int64_t T);
+
+// The low-rank term of per-role adapters: B_r A_r x for x [B,T,in], a [roles,in,r],
+// b [roles,r,out], role [B].
+torch::Tensor LoraDelta(const torch::Tensor& x, const torch::Tensor& a, const torch::Tensor& b,
+                        const torch::Tensor& role);
+
+// Per-role LoRA adapters beside a projection: parameters a [roles,in,r] (random)
+// and b [roles,r,out] (zero, so a fresh adapter changes nothing).
+class RoleLoraImpl : public torch::nn::Module {
+ public:
+  RoleLoraImpl(int64_t in, int64_t out, int64_t num_roles, int64_t rank);
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& role) { return LoraDelta(x, a, b, role); }
+  torch::Tensor a, b;
+};
+TORCH_MODULE(RoleLora);
+
+// Prj of hybrid messages: Dropout -> Linear(d, h') -> GELU -> Linear(h', d) -> LayerNorm(d).
+// The dropout masks come from the projection's own generator (not LibTorch's
+// global one): a model draws the same masks whichever thread or process serves
+// it, and a checkpoint saves where its generator stands.
+class LatentProjectionImpl : public torch::nn::Module {
+ public:
+  LatentProjectionImpl(int64_t d, int64_t hidden);
+  torch::Tensor forward(const torch::Tensor& h);
+  void seed_dropout(uint64_t seed);
+  torch::Tensor dropout_state() const;
+  void set_dropout_state(const torch::Tensor& state);
+
+ private:
+  double drop_p_ = 0.1;
+  mutable at::Generator generator_;
+  torch::nn::Linear fc1{nullptr}, fc2{nullptr};
+  torch::nn::LayerNorm norm{nullptr};
+};
+TORCH_MODULE(LatentProjection);
+
+class PolicyModelImpl : public torch::nn::Module {
+ public:
+  // Input embeddings [B,T,d] of tokens [B,T].
+  virtual torch::Tensor embed(const torch::Tensor& tokens) = 0;
+  // positions [B,T]; key_valid [B,Tk] (Tk = cached + T); role [B] (the role slot
+  // of each row on this model). With `all_layers`, every block's output too.
+  virtual LMOutput forward_embeds(const torch::Tensor& embeds, const torch::Tensor& positions,
+                                  const torch::Tensor& key_valid, const torch::Tensor& role, KvCache* cache = nullptr,
+                                  bool all_layers = false) = 0;
+  LMOutput forward(const torch::Tensor& tokens, const torch::Tensor& positions, const torch::Tensor& key_valid,
+                   const torch::Tensor& role, KvCache* cache = nullptr) {
+    return forward_embeds(embed(tokens), positions, key_valid, role, cache);
+  }
+  virtual int64_t width() const = 0;  // d of the hidden states and input embeddings
+  virtual int64_t vocab_size() const = 0;
+  virtual int64_t max_len() const = 0;
+  // A new model of the same architecture and options (its parameters freshly initialised).
+  virtual std::shared_ptr<PolicyModelImpl> fresh_copy() const = 0;
+
+  // z = Prj(h) of hybrid messages; needs a latent projection.
+  torch::Tensor project_latent(const torch::Tensor& h);
+  // Another agent's vectors [..., w] as this model's input embeddings: the
+  // adapter when w is the adapter's width, unchanged when w is width().
+  torch::Tensor adapt_latent(const torch::Tensor& z);
+  // The K latent steps of a hybrid message after a prefix whose keys are in
+  // `cache`: z = Prj(h) goes back in as the next input embedding, K times, h
+  // starting at the prefix's last hidden state [B,d]. `at(j)` gives step j's
+  // positions [B,1] and key mask [B,Tk]. Generation, the trainer's recompute
+  // and the distillation all send vectors this way (generation step by step).
+  LatentStepsOutput send_latents(torch::Tensor h, int64_t K,
+                                 const std::function<std::pair<torch::Tensor, torch::Tensor>(int64_t)>& at,
+                                 const torch::Tensor& role, KvCache* cache);
+  // Reinforcement learning needs the vectors a call sent to be recomputed exactly
+  // when training: its projection's dropout is switched off there (on by default).
+  void set_latent_dropout(bool on);
+  // The projection's dropout generator (see LatentProjectionImpl); needs a latent projection.
+  LatentProjectionImpl& latent_projection();
+  bool has_latent_projection() const { return !latent_proj_.is_empty(); }
+
+ protected:
+  // Registers the latent projection (when `latent`) and an adapter for vectors
+  // of `in_width` (when positive and not d), as "latent_proj" and "latent_in".
+  void register_latent_parts(int64_t d, bool latent, int64_t in_width);
+
+ private:
+  LatentProjection latent_proj_{nullptr};
+  torch::nn::Linear latent_in_{nullptr};
+};
+
+using PolicyModel = std::shared_ptr<PolicyModelImpl>;
+
+// Copies every parameter and buffer of `from` into `to` (same architecture).
+void CopyParameters(PolicyModelImpl& from, PolicyModelImpl& to);
+
+}  // namespace troupe
