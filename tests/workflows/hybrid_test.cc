@@ -335,14 +335,28 @@ TEST_CASE("hybrid messages trained from config beat the no-communication baselin
   CHECK(fs::exists(dir / "metrics.jsonl"));
 }
 
+// kWidths with Llama-family models of the same widths.
+std::string LlamaWidths() {
+  std::string text = kWidths;
+  for (const char* d : {"16", "24"}) {
+    const std::string from = std::string("transformer { d_model: ") + d + " layers: 1 heads: 2 ff_mult: 2 max_len: 48 }";
+    const std::string to = std::string("llama { hidden_size: ") + d + " layers: 1 heads: 2 kv_heads: 1 max_len: 48 }";
+    REQUIRE(text.find(from) != std::string::npos);
+    text.replace(text.find(from), from.size(), to);
+  }
+  return text;
+}
+
 TEST_CASE("a hybrid run between models of different widths trains and saves their adapters with the models",
           "[hybrid][adapters]") {
-  LoadedWorkflow loaded = ParseWorkflowText(kWidths, "widths.textproto");
+  const bool llama = GENERATE(false, true);
+  INFO((llama ? "llama" : "transformer"));
+  LoadedWorkflow loaded = ParseWorkflowText(llama ? LlamaWidths() : kWidths, "widths.textproto");
   CompiledWorkflow w = CompileWorkflow(loaded);
   // Each model reads the other's vectors through its own latent_in layer.
   CHECK(w.models[0].latent_in_width == 24);
   CHECK(w.models[1].latent_in_width == 16);
-  const fs::path dir = fs::temp_directory_path() / "troupe-hybrid-widths";
+  const fs::path dir = fs::temp_directory_path() / (llama ? "troupe-hybrid-widths-llama" : "troupe-hybrid-widths");
   TrainHybrid(w, dir);
   auto adapter = [](ModelPool& pool, int m) {
     for (const auto& p : pool.impl().models[m]->named_parameters()) {

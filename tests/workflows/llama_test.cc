@@ -11,8 +11,11 @@
 
 #include "core/base/errors.h"
 #include "core/models/llama.h"
+#include "core/models/model_pool_impl.h"
 #include "core/safetensors.h"
 #include "tests/test_paths.h"
+#include "workflows/config/compiled_workflow.h"
+#include "workflows/config/config_loader.h"
 
 using namespace troupe;
 
@@ -103,4 +106,60 @@ TEST_CASE("a checkpoint that does not fit the config is refused with the file an
   CHECK_THROWS_WITH(LoadLlamaWeights(untied, SafetensorsFile(Data("qwen2_bias", "model.safetensors"))),
                     Catch::Contains("no tensor 'lm_head.weight'"));
   CHECK_THROWS_WITH(ReadLlamaConfig(Data("llama_gqa", "missing.json")), Catch::Contains("cannot open"));
+}
+
+TEST_CASE("a workflow's Llama model starts from an hf_dir folder; a folder that does not fit is refused at its line",
+          "[llama][config]") {
+  const std::string game = R"(name: "t"
+game { name: "red_black" param { name: "team_size" int: 2 } param { name: "rounds" int: 2 } }
+role { name: "a" seats: "a*" model: "m" }
+role { name: "b" seats: "b*" scripted: "tit_for_tat" }
+reward { level: TRAJECTORY signal: "team_score" }
+)";
+  const std::string fresh = game + "model { name: \"m\" llama { hidden_size: 16 heads: 2 kv_heads: 1 layers: 1 "
+                                   "intermediate_size: 32 qk_norm: true } }\n";
+  const CompiledWorkflow w = CompileWorkflow(ParseWorkflowText(fresh, "fresh.textproto"));
+  REQUIRE(w.models[0].architecture == "llama");
+  ModelPool trained(w.models, 7);
+  const std::string dir = (std::filesystem::temp_directory_path() / "troupe-llama-hf-dir").string();
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  trained.Save(dir);
+  const std::string folder = dir + "/model-m";
+  CHECK(ReadLlamaConfig(folder + "/config.json").qk_norm());
+
+  // The workflow takes its sizes from config.json and its weights from the folder.
+  const CompiledWorkflow loaded =
+      CompileWorkflow(ParseWorkflowText(game + "model { name: \"m\" hf_dir: \"" + folder + "\" }\n", "hf.textproto"));
+  CHECK(loaded.models[0].d_model == 16);
+  CHECK(loaded.models[0].qk_norm);
+  ModelPool from_folder(loaded.models, 99);  // another seed: the weights come from the folder
+  const torch::Tensor tokens = torch::randint(0, w.models[0].vocab_size, {2, 5}, torch::kLong);
+  const torch::Tensor positions = torch::arange(5, torch::kLong).repeat({2, 1});
+  const torch::Tensor valid = torch::ones({2, 5}, torch::kBool), role = torch::zeros({2}, torch::kLong);
+  torch::NoGradGuard no_grad;
+  CHECK(torch::equal(trained.impl().models[0]->forward(tokens, positions, valid, role).logits,
+                     from_folder.impl().models[0]->forward(tokens, positions, valid, role).logits));
+
+  // A folder whose vocabulary is not the prompts', and one that is not there.
+  const std::string other = game + "model { name: \"m\"\n  hf_dir: \"" + Data("llama_gqa", "") + "\" }\n";
+  CHECK_THROWS_WITH(CompileWorkflow(ParseWorkflowText(other, "other.textproto")),
+                    Catch::Contains("other.textproto:7:3") && Catch::Contains("holds a model of 48 tokens"));
+  const std::string missing = game + "model { name: \"m\" hf_dir: \"/nonexistent/folder\" }\n";
+  CHECK_THROWS_WITH(CompileWorkflow(ParseWorkflowText(missing, "missing.textproto")),
+                    Catch::Contains("missing.textproto:6") && Catch::Contains("/nonexistent/folder/config.json"));
+  // Per-role heads are the micro transformer's; two architectures at once are refused.
+  const std::string heads = R"(name: "t"
+game { name: "red_black" param { name: "team_size" int: 2 } param { name: "rounds" int: 2 } }
+role { name: "a0" seats: "a0" model: "m" adapter: HEAD }
+role { name: "a1" seats: "a1" model: "m" adapter: HEAD }
+role { name: "b" seats: "b*" scripted: "tit_for_tat" }
+reward { level: TRAJECTORY signal: "team_score" }
+model { name: "m" llama { hidden_size: 16 heads: 2 kv_heads: 1 } }
+)";
+  CHECK_THROWS_WITH(CompileWorkflow(ParseWorkflowText(heads, "heads.textproto")),
+                    Catch::Contains("heads.textproto:3") && Catch::Contains("LORA adapters, not HEAD"));
+  const std::string both = game + "model { name: \"m\" transformer { d_model: 16 } llama { hidden_size: 16 } }\n";
+  CHECK_THROWS_WITH(CompileWorkflow(ParseWorkflowText(both, "both.textproto")),
+                    Catch::Contains("more than one architecture"));
 }

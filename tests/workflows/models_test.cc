@@ -25,9 +25,28 @@ reward { level: TRAJECTORY signal: "team_score" }
 }
 
 const char* kOneModel = "model { name: \"m\" transformer { d_model: 16 heads: 2 layers: 1 } lora_rank: 2 }\n";
-const char* kTwoModels =
-    "model { name: \"m0\" transformer { d_model: 16 heads: 2 layers: 1 } }\n"
-    "model { name: \"m1\" transformer { d_model: 16 heads: 2 layers: 1 } }\n";
+
+// Each architecture's tiny model and the names of the parameters the sharing
+// tests look at: a trunk weight, the token embedding, a LoRA adapter's B.
+struct Architecture {
+  const char* name;
+  const char* sizes;  // the model's architecture block
+  const char* trunk;
+  const char* embedding;
+  const char* lora_b;
+};
+const Architecture kTransformer{"transformer", "transformer { d_model: 16 heads: 2 layers: 1 }",
+                                "blocks.0.qkv.base.weight", "tok_emb.weight", "blocks.0.fc1.lora_b"};
+const Architecture kLlama{"llama", "llama { hidden_size: 16 heads: 2 kv_heads: 1 layers: 1 intermediate_size: 32 }",
+                          "model.layers.0.self_attn.q_proj.weight", "model.embed_tokens.weight",
+                          "model.layers.0.mlp.lora_up.b"};
+
+std::string OneModel(const Architecture& a) {
+  return std::string("model { name: \"m\" ") + a.sizes + " lora_rank: 2 }\n";
+}
+std::string TwoModels(const Architecture& a) {
+  return std::string("model { name: \"m0\" ") + a.sizes + " }\nmodel { name: \"m1\" " + a.sizes + " }\n";
+}
 
 // Backpropagates a loss computed from rows of role slot `slot` only on model `m`.
 void BackwardFromRole(ModelPool& pool, int m, int slot) {
@@ -54,8 +73,10 @@ torch::Tensor Param(ModelPool& pool, int m, const std::string& name) {
 }  // namespace
 
 TEST_CASE("full sharing puts every role on one model, told apart by role embeddings", "[models][sharing]") {
+  const Architecture a = GENERATE(kTransformer, kLlama);
+  INFO(a.name);
   auto w =
-      Compile(kOneModel,
+      Compile(OneModel(a),
               "role { name: \"a0\" seats: \"a0\" model: \"m\" }\nrole { name: \"a1\" seats: \"a1\" model: \"m\" }\n");
   CHECK(w.models.size() == 1);
   CHECK(w.roles[0].slot == 0);
@@ -66,34 +87,38 @@ TEST_CASE("full sharing puts every role on one model, told apart by role embeddi
   auto role_emb = Param(pool, 0, "role_emb.weight");
   CHECK(role_emb.grad()[0].abs().sum().item<double>() > 0);
   CHECK(role_emb.grad()[1].abs().sum().item<double>() == 0);
-  CHECK(GradNorm(Param(pool, 0, "blocks.0.qkv.base.weight")) > 0);  // the trunk is shared
+  CHECK(GradNorm(Param(pool, 0, a.trunk)) > 0);  // the trunk is shared
 }
 
 TEST_CASE("full separation gives each role its own model and gradients", "[models][sharing]") {
+  const Architecture a = GENERATE(kTransformer, kLlama);
+  INFO(a.name);
   auto w =
-      Compile(kTwoModels,
+      Compile(TwoModels(a),
               "role { name: \"a0\" seats: \"a0\" model: \"m0\" }\nrole { name: \"a1\" seats: \"a1\" model: \"m1\" }\n");
   CHECK(w.models.size() == 2);
   CHECK(w.sharing[0] == "separate");
   ModelPool pool(w.models, 1);
   BackwardFromRole(pool, 0, 0);
-  CHECK(GradNorm(Param(pool, 0, "blocks.0.qkv.base.weight")) > 0);
-  CHECK(GradNorm(Param(pool, 1, "blocks.0.qkv.base.weight")) == 0);
+  CHECK(GradNorm(Param(pool, 0, a.trunk)) > 0);
+  CHECK(GradNorm(Param(pool, 1, a.trunk)) == 0);
   // Different parameters from the start: separate initialisation.
-  CHECK_FALSE(torch::equal(Param(pool, 0, "tok_emb.weight"), Param(pool, 1, "tok_emb.weight")));
+  CHECK_FALSE(torch::equal(Param(pool, 0, a.embedding), Param(pool, 1, a.embedding)));
 }
 
 TEST_CASE("partial sharing trains the shared trunk and only the acting role's LoRA adapter", "[models][sharing]") {
-  auto w = Compile(kOneModel,
+  const Architecture a = GENERATE(kTransformer, kLlama);
+  INFO(a.name);
+  auto w = Compile(OneModel(a),
                    "role { name: \"a0\" seats: \"a0\" model: \"m\" adapter: LORA }\n"
                    "role { name: \"a1\" seats: \"a1\" model: \"m\" adapter: LORA }\n");
   CHECK_THAT(w.sharing[0], Catch::StartsWith("partial (shared trunk, per-role LoRA r=2"));
   ModelPool pool(w.models, 1);
-  auto lora_b = Param(pool, 0, "blocks.0.fc1.lora_b");
+  auto lora_b = Param(pool, 0, a.lora_b);
   CHECK(lora_b.size(0) == 2);  // one adapter per role
   CHECK(lora_b.size(1) == 2);  // rank
   BackwardFromRole(pool, 0, 1);
-  CHECK(GradNorm(Param(pool, 0, "blocks.0.fc1.base.weight")) > 0);
+  CHECK(GradNorm(Param(pool, 0, a.trunk)) > 0);
   CHECK(lora_b.grad()[1].abs().sum().item<double>() > 0);
   CHECK(lora_b.grad()[0].abs().sum().item<double>() == 0);
 }
@@ -110,7 +135,9 @@ TEST_CASE("partial sharing with per-role heads keeps one head per role", "[model
 }
 
 TEST_CASE("batched KV-cached generation agrees with teacher-forced scoring", "[models][generate]") {
-  auto w = Compile(kOneModel, "role { name: \"a\" seats: \"a*\" model: \"m\" }\n");
+  const Architecture a = GENERATE(kTransformer, kLlama);
+  INFO(a.name);
+  auto w = Compile(OneModel(a), "role { name: \"a\" seats: \"a*\" model: \"m\" }\n");
   ModelPool pool(w.models, 3);
   const std::vector<int> p1 = {1, 4, 9, 10, 11, 12, 13}, p2 = {1, 4, 20}, p3 = {1, 4, 30, 31, 32};
   // The fourth query repeats the first: encoded once, sampled separately.
@@ -174,9 +201,11 @@ TEST_CASE("correlated sampling gives identical queries one shared answer", "[mod
 TEST_CASE("supervised training teaches the model to answer with a token from its prompt", "[models][learning]") {
   // Prompt: <bos> <role> k filler... q ; answer: k. Solving it needs attention back to position 2.
   // A workflow's defaults, then this task's sizes.
+  const char* sizes = GENERATE("transformer { d_model: 32 heads: 4 layers: 2 ff_mult: 2 }",
+                               "llama { hidden_size: 32 heads: 4 kv_heads: 2 layers: 2 intermediate_size: 64 }");
+  INFO(sizes);
   const CompiledWorkflow w = Compile(
-      "model { name: \"m\" transformer { d_model: 32 heads: 4 layers: 2 ff_mult: 2 } "
-      "optimizer { lr: 0.003 } }\n",
+      std::string("model { name: \"m\" ") + sizes + " optimizer { lr: 0.003 } }\n",
       "role { name: \"a\" seats: \"a*\" model: \"m\" }\n");
   ModelConfig c = w.models[0];
   c.vocab_size = 30;

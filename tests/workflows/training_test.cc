@@ -119,6 +119,34 @@ TEST_CASE("a run split by a resume equals an unsplit run", "[training][resume]")
   CHECK(Metrics(split) == Metrics(whole));
 }
 
+TEST_CASE("a Llama-family role model trains from config and resumes exactly from its Hugging Face checkpoint",
+          "[training][resume][llama]") {
+  std::string text = kTiny;
+  const std::string transformer = "transformer { d_model: 16 heads: 2 layers: 1 ff_mult: 2 max_len: 64 }";
+  text.replace(text.find(transformer), transformer.size(),
+               "llama { hidden_size: 16 heads: 2 kv_heads: 1 layers: 1 intermediate_size: 32 max_len: 64 }");
+  const std::vector<std::string> sets = {"trainer.kl_coef=0.05"};
+  const auto whole = Temp("llama-whole"), split = Temp("llama-split");
+  Run(Tiny(sets, text), whole);
+  auto first = sets;
+  first.push_back("trainer.iterations=2");
+  Run(Tiny(first, text), split);
+  const auto checkpoint = FindCheckpoint(split);
+  REQUIRE(checkpoint);
+  for (const char* file : {"config.json", "model.safetensors", "troupe.safetensors"}) {
+    INFO(file);
+    CHECK(fs::exists(fs::path(*checkpoint) / "model-m" / file));
+  }
+  Run(Tiny(sets, text), split, true);
+  const auto lines = MetricsJson(whole);
+  REQUIRE(lines.size() == 4);
+  for (const auto& line : lines) {
+    CHECK(Number(line, "grad_norm/m") > 0);
+    CHECK(Number(line, "kl/m") >= 0);
+  }
+  CHECK(Metrics(split) == Metrics(whole));
+}
+
 TEST_CASE("an interrupted checkpoint never replaces the last complete one", "[training][checkpoint]") {
   const auto dir = Temp("ckpt");
   Run(Tiny({"trainer.iterations=2"}), dir);
