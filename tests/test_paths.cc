@@ -8,6 +8,11 @@ const std::string& SourceDir() {
   return path;
 }
 
+const std::string& BinaryDir() {
+  static const std::string path = TROUPE_BINARY_DIR;
+  return path;
+}
+
 const std::string& TroupeBinary() {
   static const std::string path = TROUPE_BINARY;
   return path;

@@ -8,6 +8,7 @@
 namespace troupe::testing {
 
 const std::string& SourceDir();     // the project's source folder
+const std::string& BinaryDir();     // the build folder
 const std::string& TroupeBinary();  // the `troupe` command
 const std::string& ViewBinary();    // `troupe-view`
 

@@ -51,6 +51,12 @@ class CheckpointError : public Error {
   using Error::Error;
 };
 
+// A tokenizer file that cannot be used, or text a tokenizer cannot take.
+class TokenizerError : public Error {
+ public:
+  using Error::Error;
+};
+
 class CommsError : public Error {
  public:
   using Error::Error;
