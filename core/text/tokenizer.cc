@@ -155,9 +155,9 @@ struct Tokenizer::Impl {
     cache.emplace(std::move(key), std::move(ids));
   }
 
-  void EncodeSegment(std::string_view text, std::vector<int>* out) const {
-    if (text.empty()) return;
-    std::string normalized;
+  // `text` normalised as the tokenizer says; `storage` holds it when it changed.
+  std::string_view Normalize(std::string_view text, std::string* storage) const {
+    std::string& normalized = *storage;
     if (nfc != nullptr && std::any_of(text.begin(), text.end(), [](char c) { return (c & 0x80) != 0; })) {
       UErrorCode status = U_ZERO_ERROR;
       const icu::UnicodeString u = icu::UnicodeString::fromUTF8(icu::StringPiece(text.data(), text.size()));
@@ -165,11 +165,17 @@ struct Tokenizer::Impl {
         status = U_ZERO_ERROR;
         nfc->normalize(u, status).toUTF8String(normalized);
         if (U_FAILURE(status)) throw TokenizerError("NFC normalisation failed");
-        text = normalized;
+        return normalized;
       }
     }
+    return text;
+  }
+
+  void EncodeSegment(std::string_view text, std::vector<int>* out) const {
+    if (text.empty()) return;
+    std::string storage;
     std::vector<std::string_view> pieces;
-    splitter->Split(text, &pieces);
+    splitter->Split(Normalize(text, &storage), &pieces);
     for (std::string_view p : pieces) EncodePiece(p, out);
   }
 };
@@ -360,6 +366,15 @@ std::vector<int> Tokenizer::Encode(std::string_view text, bool allow_special) co
     at = best + hit->content.size();
   }
   return out;
+}
+
+void Tokenizer::PreTokenize(std::string_view text, std::vector<std::string>* pieces) const {
+  const size_t valid = ValidUtf8Prefix(text);
+  if (valid != text.size()) throw TokenizerError("text is not UTF-8 at byte " + std::to_string(valid));
+  std::string storage;
+  std::vector<std::string_view> views;
+  impl_->splitter->Split(impl_->Normalize(text, &storage), &views);
+  for (std::string_view v : views) pieces->emplace_back(v);
 }
 
 std::string Tokenizer::Decode(const std::vector<int>& ids) const {

@@ -50,6 +50,8 @@ class Tokenizer {
   // Token ids of `text` (UTF-8; TokenizerError at the first invalid byte).
   // Special added tokens are matched only when `allow_special`.
   std::vector<int> Encode(std::string_view text, bool allow_special = true) const;
+  // The pre-tokens of `text` (valid UTF-8, no added tokens): normalised, then split.
+  void PreTokenize(std::string_view text, std::vector<std::string>* pieces) const;
   // The text of `ids` (bytes that do not form UTF-8 are kept as they are).
   std::string Decode(const std::vector<int>& ids) const;
 

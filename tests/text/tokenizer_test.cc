@@ -14,6 +14,9 @@
 
 #include "core/base/data_cache.h"
 #include "core/base/errors.h"
+#include "core/text/bpe_trainer.h"
+#include "core/text/chat_template.h"
+#include "core/text/corpora.h"
 #include "core/text/regex_splitter.h"
 #include "core/text/tokenizer.h"
 #include "tests/test_paths.h"
@@ -164,4 +167,49 @@ TEST_CASE("a malformed tokenizer.json is refused with the file and the fault nam
       Catch::Contains("merge 0 is neither"));
   CHECK_THROWS_WITH(RegexSplitter("(unclosed"), Catch::Contains("does not compile at offset"));
   CHECK_THROWS_WITH(Tokenizer::FromJsonFile("/nonexistent/tokenizer.json"), Catch::Contains("cannot open"));
+}
+
+TEST_CASE("BPE training merges the most frequent pair first and stops at the vocabulary size", "[tokenizer][train]") {
+  BpeTrainerOptions o;
+  o.vocab_size = 256 + 3 + 3;  // three merges, three special tokens
+  BpeTrainer trainer(o);
+  trainer.Add("low low low low lower lowest newer newer wider");
+  const TokenizerModel m = trainer.Train();
+  REQUIRE(m.merges.size() == 3);
+  // "lo" is the most frequent pair (6 times), then "low", then " lo" or "er".
+  CHECK(m.tokens[m.merges[0].first] + m.tokens[m.merges[0].second] == "lo");
+  CHECK(m.tokens[m.merges[1].first] + m.tokens[m.merges[1].second] == "low");
+  const Tokenizer t(m);
+  CHECK(t.vocab_size() == o.vocab_size);
+  CHECK(t.Encode("low").size() == 1);
+  const std::string text = "a lower, newer wider low — Ünïcode";
+  CHECK(t.Decode(t.Encode(text)) == text);
+  CHECK(t.TokenId("<|im_end|>").has_value());
+  BpeTrainerOptions tiny;
+  tiny.vocab_size = 100;
+  CHECK_THROWS_WITH(BpeTrainer(tiny), Catch::Contains("at least 259"));
+}
+
+TEST_CASE("role prompts in ChatML end where the assistant's reply begins", "[tokenizer][chat]") {
+  const std::string prompt = ChatMl({{"system", "You play Red-Black."}, {"user", "Round 1. Vote."}}, true);
+  CHECK(prompt ==
+        "<|im_start|>system\nYou play Red-Black.<|im_end|>\n<|im_start|>user\nRound 1. Vote.<|im_end|>\n"
+        "<|im_start|>assistant\n");
+  const std::vector<int> ids = Qwen3().Encode(prompt);
+  CHECK(std::count(ids.begin(), ids.end(), *Qwen3().TokenId("<|im_start|>")) == 3);
+}
+
+TEST_CASE("the corpora read from the cache, with a fixed held-out split", "[corpora]") {
+  const std::vector<Document> docs = ReadCorpus("factbook");
+  CHECK(docs.size() > 250);
+  size_t held = 0, bytes = 0;
+  for (const Document& d : docs) {
+    held += IsHeldOut(d, 10);
+    bytes += d.text.size();
+    CHECK(IsHeldOut(d, 10) == IsHeldOut(d, 10));
+  }
+  CHECK(bytes > 3000000);
+  CHECK(held > docs.size() / 20);  // about one in ten
+  CHECK(held < docs.size() / 5);
+  CHECK_THROWS_WITH(ReadCorpus("gutenberg"), Catch::Contains("known: factbook, moby_dick, sotu, wordnet"));
 }

@@ -33,6 +33,7 @@
 #include "workflows/runtime/model_worker.h"
 #include "workflows/config/model_spec.h"
 #include "workflows/runtime/worker_hub.h"
+#include "workflows/cli/text_commands.h"
 
 namespace {
 
@@ -312,6 +313,7 @@ int View(const std::vector<std::string>& args) {
 struct Cli {
   CLI::App app{"troupe: define multi-agent workflows in config, co-train agent teams, evaluate them.", "troupe"};
   Args a;
+  troupe::cli::TextArgs text;
   std::vector<std::string> view_args;
   std::string help_topic;
 
@@ -376,6 +378,7 @@ struct Cli {
     view->prefix_command();
     view->allow_extras();
     view->set_help_flag();  // --help goes to troupe-view
+    troupe::cli::AddTextCommands(app, text);
     CLI::App* help = Command("help", "this text, or a command's options", nullptr);
     help->add_option("COMMAND", help_topic, "a command");
   }
@@ -424,6 +427,7 @@ struct Cli {
       return 0;
     }
     if (command == "view") return View(app.get_subcommands().front()->remaining());
+    if (const int status = troupe::cli::RunTextCommand(app, text); status >= 0) return status;
     if (command == "train") return Train(a);
     if (command == "eval") return Eval(a);
     if (command == "validate") return Validate(a);

@@ -1,0 +1,93 @@
+// LanguageModel over LlamaLM.
+#include "core/models/language_model.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <algorithm>
+
+#include "core/base/errors.h"
+#include "core/models/llama.h"
+
+namespace troupe {
+
+namespace {
+
+class LlamaLanguageModel : public LanguageModel {
+ public:
+  explicit LlamaLanguageModel(LlamaLM model) : model_(std::move(model)) { model_->eval(); }
+
+  std::vector<float> Score(const std::vector<int>& ids) const override {
+    torch::NoGradGuard no_grad;
+    std::vector<float> out;
+    const int64_t n = static_cast<int64_t>(ids.size()), window = max_len(), stride = std::max<int64_t>(1, window / 2);
+    // Window [begin, end) scores targets from `scored` on; the first window scores all of its own.
+    int64_t scored = 1;
+    for (int64_t begin = 0; scored < n; begin = std::min(begin + stride, n - 1)) {
+      const int64_t end = std::min(n, begin + window);
+      std::vector<int64_t> tokens(ids.begin() + begin, ids.begin() + end);
+      const int64_t T = end - begin;
+      const torch::Tensor input = torch::tensor(tokens, torch::kLong).view({1, T});
+      const torch::Tensor logp =
+          torch::log_softmax(model_->forward(input, torch::arange(T, torch::kLong).view({1, T}),
+                                             torch::ones({1, T}, torch::kBool), {})
+                                 .logits[0],
+                             -1);
+      for (int64_t t = scored; t < end; ++t) out.push_back(logp[t - 1 - begin][ids[t]].item<float>());
+      scored = end;
+    }
+    return out;
+  }
+
+  std::vector<int> Generate(const std::vector<int>& prompt, int max_new, bool greedy, double temperature,
+                            uint64_t seed, const std::vector<int>& stop_ids) const override {
+    if (prompt.empty()) throw ModelError("generation needs a prompt of at least one token");
+    torch::NoGradGuard no_grad;
+    auto generator = at::make_generator<at::CPUGeneratorImpl>(seed);
+    KvCache cache;
+    std::vector<int64_t> tokens(prompt.begin(), prompt.end());
+    int64_t T = static_cast<int64_t>(tokens.size());
+    if (T + max_new > max_len()) throw ModelError("prompt and continuation exceed max_len " + std::to_string(max_len()));
+    torch::Tensor logits = model_->forward(torch::tensor(tokens, torch::kLong).view({1, T}),
+                                           torch::arange(T, torch::kLong).view({1, T}),
+                                           torch::ones({1, T}, torch::kBool), {}, &cache)
+                               .logits[0][T - 1];
+    std::vector<int> out;
+    for (int i = 0; i < max_new; ++i) {
+      int next;
+      if (greedy) {
+        next = static_cast<int>(logits.argmax().item<int64_t>());
+      } else {
+        const torch::Tensor p = torch::softmax(logits / std::max(temperature, 1e-6), -1);
+        next = static_cast<int>(torch::multinomial(p, 1, false, generator).item<int64_t>());
+      }
+      out.push_back(next);
+      if (std::find(stop_ids.begin(), stop_ids.end(), next) != stop_ids.end()) break;
+      logits = model_->forward(torch::full({1, 1}, next, torch::kLong), torch::full({1, 1}, T, torch::kLong),
+                               torch::ones({1, T + 1}, torch::kBool), {}, &cache)
+                   .logits[0][0];
+      ++T;
+    }
+    return out;
+  }
+
+  int vocab_size() const override { return static_cast<int>(model_->vocab_size()); }
+  int max_len() const override { return static_cast<int>(model_->max_len()); }
+  int64_t parameter_count() const override {
+    int64_t n = 0;
+    for (const auto& p : model_->named_parameters()) {
+      if (IsFieldParameter(p.key())) n += p.value().numel();
+    }
+    return n;
+  }
+
+ private:
+  mutable LlamaLM model_;  // forward is not const in the frontend
+};
+
+}  // namespace
+
+std::unique_ptr<LanguageModel> LanguageModel::Load(const std::string& dir) {
+  return std::make_unique<LlamaLanguageModel>(LoadLlamaFolder(dir));
+}
+
+}  // namespace troupe

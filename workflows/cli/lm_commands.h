@@ -1,0 +1,11 @@
+// `troupe lm score` and `troupe lm generate` on a Hugging Face model folder.
+#pragma once
+
+#include "workflows/cli/text_commands.h"
+
+namespace troupe::cli {
+
+void AddLmCommands(CLI::App& app, TextArgs& args);
+int RunLmCommand(CLI::App& command, const TextArgs& args);
+
+}  // namespace troupe::cli
