@@ -29,6 +29,8 @@
 #include "workflows/config/compiled_workflow.h"
 #include "workflows/config/config_loader.h"
 #include "workflows/run/evaluate.h"
+#include "workflows/config/pretrain_config.h"
+#include "workflows/run/pretrain_run.h"
 #include "workflows/run/train_run.h"
 #include "workflows/runtime/model_worker.h"
 #include "workflows/config/model_spec.h"
@@ -47,6 +49,19 @@ an option that does not apply to a command is an error. Every command takes
 --quiet (log warnings and errors only) and --verbose (debug messages too).
 Exit status: 0 done, 1 config error, 2 usage, 3 troupe error, 4 internal error,
 5 a model worker was lost.
+)";
+
+const char* kPretrainUsage = R"(usage: troupe pretrain FILE [--out DIR] [--resume] [--set FIELD=VALUE]... [--seed N]
+
+Pretrains the workflow's one Llama-family model on real text (its pretrain { }
+section: corpora, tokenizer, sequence length, batch, passes). The run folder
+holds the resolved workflow, the learnt tokenizer, metrics.jsonl, TensorBoard
+events and checkpoints; at the end, model/ is a Hugging Face folder
+(config.json, model.safetensors, tokenizer.json) that workflows load with
+model { hf_dir: "DIR/model" }, summary.json has the held-out perplexity beside
+unigram and bigram baselines, and samples.txt greedy continuations. Ctrl-C
+saves a checkpoint; --resume continues. The corpora come from
+scripts/fetch_data.sh (scripts/setup.sh runs it).
 )";
 
 const char* kWorkerUsage = R"(usage: troupe worker --model NAME --connect ENDPOINT [--replica N] [--keys DIR]
@@ -157,12 +172,43 @@ CompiledWorkflow Load(const Args& a) {
   return troupe::CompileWorkflow(loaded);
 }
 
-std::string DefaultOut(const CompiledWorkflow& w) {
+std::string DefaultOut(const troupe::config::Workflow& proto, const std::string& file) {
   char stamp[32];
   std::time_t t = std::time(nullptr);
   std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&t));
-  std::string name = w.proto.name().empty() ? std::filesystem::path(w.file).stem().string() : w.proto.name();
+  std::string name = proto.name().empty() ? std::filesystem::path(file).stem().string() : proto.name();
   return "runs/" + name + "-" + stamp;
+}
+std::string DefaultOut(const CompiledWorkflow& w) { return DefaultOut(w.proto, w.file); }
+
+// Ctrl-C (or SIGTERM) ends a run after the current step, with a checkpoint;
+// a second one stops at once.
+void StopOnSignals() {
+  auto on_signal = [](int sig) {
+    if (g_stop_training.exchange(true)) {
+      signal(sig, SIG_DFL);
+      raise(sig);
+    }
+  };
+  signal(SIGINT, on_signal);
+  signal(SIGTERM, on_signal);
+}
+
+int Pretrain(const Args& a) {
+  troupe::LoadedWorkflow loaded = troupe::LoadWorkflowFile(a.file);
+  for (const auto& s : a.sets) troupe::ApplyOverride(loaded, s);
+  if (a.seed >= 0) loaded.proto.set_seed(static_cast<uint64_t>(a.seed));
+  const troupe::CompiledPretrain w = troupe::CompilePretrain(loaded);
+  if (a.resume && a.out.empty()) throw UsageError("--resume needs --out DIR (the run to continue)");
+  troupe::PretrainOptions o;
+  o.out_dir = a.out.empty() ? DefaultOut(w.proto, w.file) : a.out;
+  o.resume = a.resume;
+  o.progress = !a.quiet;
+  o.stop = &g_stop_training;
+  StopOnSignals();
+  std::cout << "run folder: " << o.out_dir << "\n";
+  const troupe::PretrainResult r = troupe::Pretrain(w, o, std::cout);
+  return r.finished || g_stop_training ? 0 : 3;
 }
 
 int Train(const Args& a) {
@@ -180,14 +226,7 @@ int Train(const Args& a) {
   // Ctrl-C (or SIGTERM) ends the run after the current iteration, with a
   // checkpoint and a closed session; a second one stops at once.
   o.stop = &g_stop_training;
-  auto on_signal = [](int sig) {
-    if (g_stop_training.exchange(true)) {
-      signal(sig, SIG_DFL);
-      raise(sig);
-    }
-  };
-  signal(SIGINT, on_signal);
-  signal(SIGTERM, on_signal);
+  StopOnSignals();
   std::cout << "run folder: " << o.out_dir << "\n";
   troupe::TrainResult r = troupe::Train(w, o, std::cout);
   rusage usage{};
@@ -345,6 +384,12 @@ struct Cli {
     train->add_option("--await-subscriber", a.await_subscriber,
                       "with --publish: wait up to S seconds for a subscriber");
     train->add_option("--record", a.record, "write the session events to this file");
+    CLI::App* pretrain =
+        Command("pretrain", "pretrain a base language model on real text; writes a run folder", kPretrainUsage);
+    File(pretrain, "pretraining workflow file");
+    Overrides(pretrain);
+    pretrain->add_option("--out", a.out, "run folder (default runs/<workflow>-<date>-<time>)");
+    pretrain->add_flag("--resume", a.resume, "continue the run in --out from its latest checkpoint");
     CLI::App* eval = Command("eval", "evaluate trained models from a checkpoint", kEvalUsage);
     File(eval, "workflow file");
     Overrides(eval);
@@ -429,6 +474,7 @@ struct Cli {
     if (command == "view") return View(app.get_subcommands().front()->remaining());
     if (const int status = troupe::cli::RunTextCommand(app, text); status >= 0) return status;
     if (command == "train") return Train(a);
+    if (command == "pretrain") return Pretrain(a);
     if (command == "eval") return Eval(a);
     if (command == "validate") return Validate(a);
     if (command == "worker") return Worker(a);

@@ -452,6 +452,7 @@ CompiledWorkflow CompileWorkflow(const LoadedWorkflow& w) {
   c.proto = w.proto;
   ApplyDefaults(&c.proto);  // compilation reads values from c.proto, positions from w
   c.seed = w.proto.seed();
+  if (w.proto.has_pretrain()) w.Fail({{"pretrain"}}, "a pretraining workflow: run it with `troupe pretrain`");
   const bool has_game = w.proto.has_game();
   const bool has_pipeline = w.proto.has_pipeline();
   if (has_game == has_pipeline) {

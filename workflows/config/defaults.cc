@@ -63,6 +63,22 @@ constexpr char kDefaults[] = R"pb(
     }
   }
   pipeline { node { max_tokens: 4 } }
+  pretrain {
+    heldout_every: 50
+    tokenizer: ""
+    vocab_size: 8192
+    seq_len: 256
+    batch: 16
+    epochs: 1
+    max_tokens: 0
+    warmup_steps: 100
+    min_lr_ratio: 0.1
+    eval_every: 200
+    eval_tokens: 65536
+    checkpoint_every: 200
+    threads: 2
+    max_minutes: 0
+  }
   runtime {
     heartbeat_ms: 200
     worker_timeout_ms: 3000

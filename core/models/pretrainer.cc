@@ -1,0 +1,112 @@
+// Pretrainer over LlamaLM and AdamW.
+#include "core/models/pretrainer.h"
+
+#include <filesystem>
+
+#include "core/base/errors.h"
+#include "core/models/architectures.h"
+#include "core/models/llama.h"
+#include "core/safetensors.h"
+
+namespace troupe {
+
+struct Pretrainer::Impl {
+  ModelConfig config;
+  LlamaLM model{nullptr};
+  std::unique_ptr<torch::optim::AdamW> optimizer;
+  std::vector<torch::Tensor> decayed, plain;  // weight decay on matrices only
+
+  std::pair<torch::Tensor, torch::Tensor> Batch(const std::vector<int>& tokens, int batch, int length) const {
+    if (tokens.size() != static_cast<size_t>(batch) * (length + 1)) {
+      throw ModelError("a batch of " + std::to_string(batch) + " x " + std::to_string(length + 1) + " tokens has " +
+                       std::to_string(tokens.size()));
+    }
+    const torch::Tensor all =
+        torch::tensor(std::vector<int64_t>(tokens.begin(), tokens.end()), torch::kLong).view({batch, length + 1});
+    return {all.narrow(1, 0, length), all.narrow(1, 1, length)};
+  }
+
+  torch::Tensor LossOf(const torch::Tensor& input, const torch::Tensor& target) {
+    const int64_t B = input.size(0), T = input.size(1);
+    const torch::Tensor positions = torch::arange(T, torch::kLong).repeat({B, 1});
+    const LMOutput o = model->forward(input, positions, torch::ones({B, T}, torch::kBool), {});
+    return torch::nn::functional::cross_entropy(o.logits.reshape({B * T, -1}), target.reshape({B * T}));
+  }
+};
+
+Pretrainer::Pretrainer(const ModelConfig& config, uint64_t seed, int threads) : impl_(std::make_unique<Impl>()) {
+  if (config.architecture != "llama") throw ModelError("pretraining needs a llama model, not " + config.architecture);
+  SetTorchThreads(threads);
+  impl_->config = config;
+  torch::manual_seed(seed);
+  PolicyModel built = BuildPolicyModel(config);
+  impl_->model = LlamaLM(std::dynamic_pointer_cast<LlamaLMImpl>(built));
+  for (const auto& p : impl_->model->named_parameters()) {
+    if (!IsFieldParameter(p.key())) {
+      p.value().set_requires_grad(false);  // the value head is not trained on text
+      continue;
+    }
+    (p.value().dim() >= 2 ? impl_->decayed : impl_->plain).push_back(p.value());
+  }
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(impl_->decayed, std::make_unique<torch::optim::AdamWOptions>(
+                                          torch::optim::AdamWOptions(config.lr).weight_decay(config.weight_decay)));
+  groups.emplace_back(impl_->plain,
+                      std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(config.lr).weight_decay(0)));
+  impl_->optimizer = std::make_unique<torch::optim::AdamW>(std::move(groups));
+}
+
+Pretrainer::~Pretrainer() = default;
+
+PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int length, double lr) {
+  impl_->model->train();
+  const auto [input, target] = impl_->Batch(tokens, batch, length);
+  for (auto& group : impl_->optimizer->param_groups()) {
+    static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+  }
+  impl_->optimizer->zero_grad();
+  const torch::Tensor loss = impl_->LossOf(input, target);
+  loss.backward();
+  std::vector<torch::Tensor> all = impl_->decayed;
+  all.insert(all.end(), impl_->plain.begin(), impl_->plain.end());
+  const double clip = impl_->config.grad_clip > 0 ? impl_->config.grad_clip : std::numeric_limits<double>::infinity();
+  const double norm = torch::nn::utils::clip_grad_norm_(all, clip);
+  impl_->optimizer->step();
+  return {loss.item<double>(), norm};
+}
+
+double Pretrainer::Loss(const std::vector<int>& tokens, int batch, int length) {
+  torch::NoGradGuard no_grad;
+  impl_->model->eval();
+  const auto [input, target] = impl_->Batch(tokens, batch, length);
+  return impl_->LossOf(input, target).item<double>();
+}
+
+int64_t Pretrainer::parameter_count() const {
+  int64_t n = 0;
+  for (const auto& p : impl_->model->named_parameters()) {
+    if (IsFieldParameter(p.key())) n += p.value().numel();
+  }
+  return n;
+}
+
+void Pretrainer::WriteModel(const std::string& dir) const { WriteLlamaFolder(impl_->model, dir); }
+
+void Pretrainer::Save(const std::string& dir) const {
+  WriteModel(dir + "/model");
+  torch::save(*impl_->optimizer, dir + "/optimizer.pt");
+}
+
+void Pretrainer::Load(const std::string& dir) {
+  if (!std::filesystem::exists(dir + "/model/model.safetensors") || !std::filesystem::exists(dir + "/optimizer.pt")) {
+    throw CheckpointError(dir + " is not a pretraining checkpoint (model/ and optimizer.pt)");
+  }
+  LoadLlamaWeights(impl_->model, SafetensorsFile(dir + "/model/model.safetensors"));
+  try {
+    torch::load(*impl_->optimizer, dir + "/optimizer.pt");
+  } catch (const c10::Error& e) {
+    throw CheckpointError("cannot load " + dir + "/optimizer.pt: " + e.what_without_backtrace());
+  }
+}
+
+}  // namespace troupe

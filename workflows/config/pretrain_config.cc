@@ -1,0 +1,88 @@
+// Checking and resolving a pretraining workflow.
+#include "workflows/config/pretrain_config.h"
+
+#include <algorithm>
+
+#include "core/base/errors.h"
+#include "core/base/registry.h"
+#include "core/text/corpora.h"
+#include "workflows/config/config_loader.h"
+#include "workflows/config/defaults.h"
+#include "workflows/config/model_spec.h"
+
+namespace troupe {
+
+CompiledPretrain CompilePretrain(const LoadedWorkflow& w) {
+  if (!w.proto.has_pretrain()) w.Fail({}, "not a pretraining workflow: it has no pretrain { } section");
+  if (w.proto.has_game() || w.proto.has_pipeline()) w.Fail({{"pretrain"}}, "a pretraining workflow has no game or pipeline");
+  if (w.proto.role_size() > 0) w.Fail({{"role", 0}}, "a pretraining workflow has no roles");
+  if (w.proto.model_size() != 1) w.Fail({}, "a pretraining workflow has exactly one model");
+  CompiledPretrain c;
+  c.file = w.file;
+  c.proto = w.proto;
+  ApplyDefaults(&c.proto);
+  c.seed = c.proto.seed();
+  const config::ModelSpec& m = w.proto.model(0);
+  if (!m.has_llama() && !m.has_hf_dir()) {
+    w.Fail({{"model", 0}}, "pretraining trains a Llama-family model: give it llama { } (or hf_dir)");
+  }
+  try {
+    c.model = ArchitectureOf(c.proto.model(0));
+  } catch (const CheckpointError& e) {
+    w.Fail({{"model", 0}, {"hf_dir"}}, e.what());
+  }
+  c.model.index = 0;
+  if (c.model.lr <= 0) w.Fail({{"model", 0}, {"optimizer"}, {"lr"}}, "learning rate must be positive");
+  const config::PretrainSpec& p = c.proto.pretrain();
+  if (p.corpus_size() == 0) {
+    w.Fail({{"pretrain"}}, "pretrain needs at least one corpus: " + JoinNames(CorpusNames()));
+  }
+  const std::vector<std::string> known = CorpusNames();
+  for (int i = 0; i < p.corpus_size(); ++i) {
+    if (std::find(known.begin(), known.end(), p.corpus(i)) == known.end()) {
+      w.Fail({{"pretrain"}, {"corpus", i}}, "unknown corpus '" + p.corpus(i) + "' (known: " + JoinNames(known) + ")");
+    }
+    c.corpora.push_back(p.corpus(i));
+  }
+  auto positive = [&](const char* field, double value) {
+    if (value <= 0) w.Fail({{"pretrain"}, {field}}, std::string(field) + " must be positive");
+  };
+  positive("seq_len", p.seq_len());
+  positive("batch", p.batch());
+  positive("epochs", p.epochs());
+  positive("eval_every", p.eval_every());
+  positive("checkpoint_every", p.checkpoint_every());
+  positive("threads", p.threads());
+  if (p.seq_len() > c.model.max_len) {
+    w.Fail({{"pretrain"}, {"seq_len"}}, "seq_len " + std::to_string(p.seq_len()) + " exceeds the model's max_len " +
+                                           std::to_string(c.model.max_len));
+  }
+  if (p.heldout_every() < 2) w.Fail({{"pretrain"}, {"heldout_every"}}, "heldout_every must be at least 2");
+  if (p.tokenizer().empty() && p.vocab_size() < 512) {
+    w.Fail({{"pretrain"}, {"vocab_size"}}, "a learnt vocabulary needs at least 512 tokens");
+  }
+  if (m.has_hf_dir() && p.tokenizer().empty()) {
+    w.Fail({{"pretrain"}}, "continuing from hf_dir needs that model's tokenizer: set pretrain.tokenizer");
+  }
+  if (p.min_lr_ratio() < 0 || p.min_lr_ratio() > 1) {
+    w.Fail({{"pretrain"}, {"min_lr_ratio"}}, "min_lr_ratio is between 0 and 1");
+  }
+  c.heldout_every = p.heldout_every();
+  c.tokenizer = p.tokenizer();
+  c.vocab_size = p.vocab_size();
+  c.seq_len = p.seq_len();
+  c.batch = p.batch();
+  c.epochs = p.epochs();
+  c.max_tokens = p.max_tokens();
+  c.warmup_steps = p.warmup_steps();
+  c.min_lr_ratio = p.min_lr_ratio();
+  c.eval_every = p.eval_every();
+  c.eval_tokens = p.eval_tokens();
+  c.checkpoint_every = p.checkpoint_every();
+  c.threads = p.threads();
+  c.max_minutes = p.max_minutes();
+  c.sample_prompts.assign(p.sample_prompt().begin(), p.sample_prompt().end());
+  return c;
+}
+
+}  // namespace troupe

@@ -1,0 +1,41 @@
+// A pretraining workflow (`pretrain { ... }` and one Llama-family model),
+// checked whole with file:line:col errors and resolved with its defaults.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "comms/proto/workflow.pb.h"
+#include "core/models/model_pool.h"
+
+namespace troupe {
+
+class LoadedWorkflow;
+
+struct CompiledPretrain {
+  std::string file;
+  config::Workflow proto;  // with its defaults
+  uint64_t seed = 0;
+  ModelConfig model;  // vocab_size is the tokenizer's, set when the run starts
+  std::vector<std::string> corpora;
+  int heldout_every = 0;
+  std::string tokenizer;  // empty: learn one
+  int vocab_size = 0;
+  int seq_len = 0;
+  int batch = 0;
+  double epochs = 0.0;
+  int64_t max_tokens = 0;
+  int warmup_steps = 0;
+  double min_lr_ratio = 0.0;
+  int eval_every = 0;
+  int64_t eval_tokens = 0;
+  int checkpoint_every = 0;
+  int threads = 0;
+  double max_minutes = 0.0;
+  std::vector<std::string> sample_prompts;
+};
+
+CompiledPretrain CompilePretrain(const LoadedWorkflow& workflow);
+
+}  // namespace troupe

@@ -1,0 +1,389 @@
+// The pretraining loop: tokenizer, data, steps, evaluations, checkpoints, the
+// final model folder and its baselines.
+#include "workflows/run/pretrain_run.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <numeric>
+#include <sstream>
+#include <unordered_map>
+
+#include <google/protobuf/text_format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/base/errors.h"
+#include "core/models/checkpoint.h"
+#include "core/models/language_model.h"
+#include "core/models/pretrainer.h"
+#include "core/rng.h"
+#include "core/text/bpe_trainer.h"
+#include "core/text/corpora.h"
+#include "core/text/tokenizer_folder.h"
+#include "workflows/run/metrics_log.h"
+
+namespace troupe {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+std::string Duration(double s) {
+  char buf[32];
+  if (s >= 3600) std::snprintf(buf, sizeof buf, "%dh%02dm", static_cast<int>(s / 3600), static_cast<int>(s / 60) % 60);
+  else std::snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(s / 60), static_cast<int>(s) % 60);
+  return buf;
+}
+
+void WriteText(const fs::path& p, const std::string& text) {
+  const fs::path tmp = p.string() + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << text;
+    if (!out) throw Error("cannot write " + tmp.string());
+  }
+  fs::rename(tmp, p);
+}
+
+// The split's token stream: each document's ids, then <|endoftext|>.
+struct Splits {
+  std::vector<int> train, heldout;
+  size_t train_documents = 0, heldout_documents = 0;
+};
+
+Splits TokenizeCorpora(const CompiledPretrain& w, const Tokenizer& tokenizer, std::ostream& out) {
+  const auto eot = tokenizer.TokenId("<|endoftext|>");
+  if (!eot) throw TokenizerError("the tokenizer has no <|endoftext|> token to separate documents");
+  std::vector<Document> train, heldout;
+  for (const std::string& name : w.corpora) {
+    for (Document& d : ReadCorpus(name)) (IsHeldOut(d, w.heldout_every) ? heldout : train).push_back(std::move(d));
+  }
+  // The training documents in an order fixed by the seed, so every corpus is spread over the run.
+  Rng rng(Rng::Mix(w.seed, 31));
+  for (size_t i = train.size(); i > 1; --i) std::swap(train[i - 1], train[rng.Below(static_cast<int>(i))]);
+  Splits s;
+  for (const Document& d : train) {
+    if (w.max_tokens > 0 && static_cast<int64_t>(s.train.size()) >= w.max_tokens) break;
+    const std::vector<int> ids = tokenizer.Encode(d.text, false);
+    s.train.insert(s.train.end(), ids.begin(), ids.end());
+    s.train.push_back(*eot);
+    ++s.train_documents;
+  }
+  if (w.max_tokens > 0 && static_cast<int64_t>(s.train.size()) > w.max_tokens) s.train.resize(w.max_tokens);
+  for (const Document& d : heldout) {
+    const std::vector<int> ids = tokenizer.Encode(d.text, false);
+    s.heldout.insert(s.heldout.end(), ids.begin(), ids.end());
+    s.heldout.push_back(*eot);
+    ++s.heldout_documents;
+  }
+  out << "data: " << s.train.size() << " training tokens (" << s.train_documents << " documents), "
+      << s.heldout.size() << " held-out tokens (" << s.heldout_documents << " documents)\n";
+  return s;
+}
+
+// Sequences of length+1 tokens starting every `length` tokens.
+int64_t Chunks(const std::vector<int>& ids, int length) {
+  return ids.size() > static_cast<size_t>(length) ? static_cast<int64_t>((ids.size() - 1) / length) : 0;
+}
+
+void AppendChunk(const std::vector<int>& ids, int64_t chunk, int length, std::vector<int>* out) {
+  out->insert(out->end(), ids.begin() + chunk * length, ids.begin() + chunk * length + length + 1);
+}
+
+// The training order: each epoch a permutation of the chunks, fixed by the seed.
+class ChunkOrder {
+ public:
+  ChunkOrder(int64_t chunks, uint64_t seed) : chunks_(chunks), seed_(seed) {}
+  int64_t At(int64_t flat) {
+    const int64_t epoch = flat / chunks_;
+    if (epoch != epoch_) {
+      order_.resize(chunks_);
+      std::iota(order_.begin(), order_.end(), 0);
+      Rng rng(Rng::Mix(seed_, 41, static_cast<uint64_t>(epoch)));
+      for (int64_t i = chunks_; i > 1; --i) std::swap(order_[i - 1], order_[rng.Next() % static_cast<uint64_t>(i)]);
+      epoch_ = epoch;
+    }
+    return order_[flat % chunks_];
+  }
+
+ private:
+  int64_t chunks_;
+  uint64_t seed_;
+  int64_t epoch_ = -1;
+  std::vector<int64_t> order_;
+};
+
+double LearningRate(const CompiledPretrain& w, int step, int total) {
+  const double peak = w.model.lr;
+  if (step < w.warmup_steps) return peak * (step + 1) / w.warmup_steps;
+  const double progress = total > w.warmup_steps ? double(step - w.warmup_steps) / (total - w.warmup_steps) : 1.0;
+  const double floor = peak * w.min_lr_ratio;
+  return floor + (peak - floor) * 0.5 * (1.0 + std::cos(M_PI * std::min(1.0, progress)));
+}
+
+// Mean held-out loss over the first `limit` tokens' chunks (0: all), in batches.
+double HeldOutLoss(Pretrainer& model, const std::vector<int>& ids, int length, int batch, int64_t limit) {
+  int64_t chunks = Chunks(ids, length);
+  if (limit > 0) chunks = std::min<int64_t>(chunks, std::max<int64_t>(1, limit / length));
+  double sum = 0.0;
+  int64_t counted = 0;
+  for (int64_t c = 0; c < chunks; c += batch) {
+    const int n = static_cast<int>(std::min<int64_t>(batch, chunks - c));
+    std::vector<int> tokens;
+    for (int i = 0; i < n; ++i) AppendChunk(ids, c + i, length, &tokens);
+    sum += model.Loss(tokens, n, length) * n;
+    counted += n;
+  }
+  return counted > 0 ? sum / counted : std::nan("");
+}
+
+// Perplexities of add-one unigram and interpolated bigram models of the
+// training tokens on the held-out chunks' targets (the model's own targets).
+std::pair<double, double> Baselines(const std::vector<int>& train, const std::vector<int>& heldout, int length,
+                                    int vocab) {
+  std::vector<double> unigram(vocab, 1.0);
+  std::unordered_map<uint64_t, double> bigram;
+  std::vector<double> context(vocab, 0.0);
+  for (size_t i = 0; i < train.size(); ++i) {
+    unigram[train[i]] += 1.0;
+    if (i > 0) {
+      bigram[(static_cast<uint64_t>(train[i - 1]) << 32) | static_cast<uint32_t>(train[i])] += 1.0;
+      context[train[i - 1]] += 1.0;
+    }
+  }
+  const double total = static_cast<double>(train.size()) + vocab;
+  std::vector<std::pair<int, int>> targets;  // (previous, target)
+  for (int64_t c = 0; c < Chunks(heldout, length); ++c) {
+    for (int t = 1; t <= length; ++t) targets.emplace_back(heldout[c * length + t - 1], heldout[c * length + t]);
+  }
+  if (targets.empty()) return {std::nan(""), std::nan("")};
+  double uni = 0.0;
+  for (const auto& [prev, w] : targets) uni -= std::log(unigram[w] / total);
+  double best = std::numeric_limits<double>::infinity();
+  for (double lambda : {0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95}) {
+    double nll = 0.0;
+    for (const auto& [prev, w] : targets) {
+      const double pu = unigram[w] / total;
+      const auto it = bigram.find((static_cast<uint64_t>(prev) << 32) | static_cast<uint32_t>(w));
+      const double pb = context[prev] > 0 && it != bigram.end() ? it->second / context[prev] : 0.0;
+      nll -= std::log(context[prev] > 0 ? lambda * pb + (1 - lambda) * pu : pu);
+    }
+    best = std::min(best, nll);
+  }
+  return {std::exp(uni / targets.size()), std::exp(best / targets.size())};
+}
+
+class PretrainRun {
+ public:
+  PretrainRun(const CompiledPretrain& w, const PretrainOptions& o, std::ostream& out)
+      : w_(w), o_(o), out_(out), dir_(o.out_dir), tty_(::isatty(STDOUT_FILENO) && &out == &std::cout) {}
+
+  PretrainResult Run() {
+    PrepareFolder();
+    const Tokenizer tokenizer = TokenizerOfRun();
+    const Splits data = TokenizeCorpora(w_, tokenizer, out_);
+    const int L = w_.seq_len, B = w_.batch;
+    const int64_t chunks = Chunks(data.train, L);
+    if (chunks < B) throw Error("too little training text for one batch of " + std::to_string(B) + " x " +
+                                std::to_string(L) + " tokens");
+    const int total = static_cast<int>(std::ceil(w_.epochs * chunks / B));
+    ModelConfig config = w_.model;
+    config.vocab_size = tokenizer.vocab_size();
+    config.num_roles = 1;
+    Pretrainer model(config, Rng::Mix(w_.seed, 1000), w_.threads);
+    result_.run_dir = dir_.string();
+    result_.parameters = model.parameter_count();
+    result_.total_steps = total;
+    result_.train_tokens = static_cast<int64_t>(data.train.size());
+    result_.heldout_tokens = static_cast<int64_t>(data.heldout.size());
+    out_ << "model: " << result_.parameters << " parameters (vocabulary " << config.vocab_size << ", width "
+         << config.d_model << ", " << config.layers << " layers); " << total << " steps of " << B << " x " << L
+         << " tokens (" << w_.epochs << " pass" << (w_.epochs == 1 ? "" : "es") << ")\n";
+    int start = 0;
+    int64_t lines = 0;
+    double elapsed_before = 0.0;
+    if (o_.resume) {
+      const auto checkpoint = FindCheckpoint(dir_.string());
+      if (!checkpoint) throw CheckpointError(dir_.string() + " has no checkpoint to resume from");
+      RunState state = LoadCheckpoint(*checkpoint, [&](const std::string& d) { model.Load(d); });
+      start = std::stoi(state["iteration"]);
+      lines = std::stoll(state["metrics_lines"]);
+      elapsed_before = std::atof(state["elapsed_s"].c_str());
+      out_ << "resuming " << *checkpoint << " at step " << start << "\n";
+    }
+    const fs::path metrics_path = dir_ / "metrics.jsonl";
+    if (o_.resume) TruncateLines(metrics_path.string(), lines);
+    else std::ofstream(metrics_path, std::ios::trunc);
+    std::ofstream metrics(metrics_path, std::ios::app);
+    TensorBoardWriter tensorboard(dir_.string());
+    ChunkOrder order(chunks, w_.seed);
+    const double t0 = Now();
+    double loss_sum = 0.0, norm_sum = 0.0;
+    int since = 0, step = start;
+    auto elapsed = [&] { return elapsed_before + Now() - t0; };
+    auto save = [&](int at) {
+      RunState state;
+      state["metrics_lines"] = std::to_string(lines);
+      std::ostringstream e;
+      e.precision(17);
+      e << elapsed();
+      state["elapsed_s"] = e.str();
+      SaveCheckpoint(dir_.string(), at, state, [&](const std::string& d) {
+        model.Save(d);
+        WriteTokenizerFolder(tokenizer, d + "/model");
+      });
+    };
+    bool stopped = false;
+    for (; step < total; ++step) {
+      if ((o_.stop != nullptr && *o_.stop) || (o_.stop_at > 0 && step >= o_.stop_at) ||
+          (w_.max_minutes > 0 && elapsed() > w_.max_minutes * 60)) {
+        out_ << (tty_ ? "\n" : "") << "stopping at step " << step << ": saving a checkpoint (continue with --resume)\n";
+        stopped = true;
+        break;
+      }
+      std::vector<int> tokens;
+      tokens.reserve(static_cast<size_t>(B) * (L + 1));
+      for (int i = 0; i < B; ++i) AppendChunk(data.train, order.At(static_cast<int64_t>(step) * B + i), L, &tokens);
+      const double lr = LearningRate(w_, step, total);
+      const PretrainStep s = model.Step(tokens, B, L, lr);
+      if (!std::isfinite(s.loss)) throw ModelError("the training loss is " + std::to_string(s.loss) + " at step " +
+                                                   std::to_string(step + 1) + "; lower the learning rate");
+      loss_sum += s.loss, norm_sum += s.grad_norm, ++since;
+      const bool eval = (step + 1) % w_.eval_every == 0 || step + 1 == total;
+      if ((step + 1) % 10 == 0 || eval) {
+        JsonLine line;
+        line.Add("step", step + 1).Add("tokens", double(step + 1) * B * L).Add("loss", loss_sum / since);
+        line.Add("lr", lr).Add("grad_norm", norm_sum / since);
+        const double run_s = Now() - t0;
+        line.Add("tokens_per_s", run_s > 0 ? double(step + 1 - start) * B * L / run_s : 0.0);
+        if (eval) {
+          const double h = HeldOutLoss(model, data.heldout, L, B, w_.eval_tokens);
+          line.Add("heldout_loss", h).Add("heldout_perplexity", std::exp(h));
+          heldout_ = h;
+        }
+        line.Add("time/elapsed_s", elapsed());
+        metrics << line.Str() << "\n" << std::flush;
+        ++lines;
+        tensorboard.Scalars(step + 1, line.numbers());
+        if (o_.progress) Progress(step, total, start, t0, loss_sum / since, lr);
+        loss_sum = norm_sum = 0.0, since = 0;
+      }
+      if ((step + 1) % w_.checkpoint_every == 0 && step + 1 < total) save(step + 1);
+    }
+    if (tty_ && o_.progress) out_ << "\n";
+    save(step);
+    result_.steps = step;
+    result_.seconds = elapsed();
+    if (stopped) return result_;
+    Finish(model, tokenizer, data);
+    return result_;
+  }
+
+ private:
+  void PrepareFolder() {
+    if (!o_.resume && fs::exists(dir_ / "metrics.jsonl")) {
+      throw Error(dir_.string() + " already holds a run: choose another --out, or continue it with --resume");
+    }
+    fs::create_directories(dir_);
+    std::string text;
+    google::protobuf::TextFormat::PrintToString(w_.proto, &text);
+    WriteText(dir_ / "workflow.resolved.textproto", text);
+  }
+
+  // The workflow's tokenizer, or the one this run learns (once) on its training split.
+  Tokenizer TokenizerOfRun() {
+    if (!w_.tokenizer.empty()) return LoadTokenizer(w_.tokenizer);
+    const fs::path folder = dir_ / "tokenizer";
+    if (fs::exists(folder / "tokenizer.json")) return LoadTokenizer(folder.string());
+    const double t0 = Now();
+    BpeTrainerOptions options;
+    options.vocab_size = w_.vocab_size;
+    BpeTrainer trainer(options);
+    for (const std::string& name : w_.corpora) {
+      for (const Document& d : ReadCorpus(name)) {
+        if (!IsHeldOut(d, w_.heldout_every)) trainer.Add(d.text);
+      }
+    }
+    Tokenizer tokenizer(trainer.Train());
+    WriteTokenizerFolder(tokenizer, folder.string());
+    out_ << "tokenizer: learnt " << tokenizer.vocab_size() << " tokens in " << static_cast<int>(Now() - t0)
+         << " s -> " << folder.string() << "\n";
+    return tokenizer;
+  }
+
+  void Progress(int step, int total, int start, double t0, double loss, double lr) {
+    const double per_step = (Now() - t0) / (step + 1 - start);
+    std::ostringstream p;
+    p << "[step " << step + 1 << "/" << total << "] loss " << std::fixed << std::setprecision(3) << loss;
+    if (!std::isnan(heldout_)) p << "  held-out ppl " << std::setprecision(1) << std::exp(heldout_);
+    p << "  lr " << std::scientific << std::setprecision(1) << lr << std::fixed << "  "
+      << static_cast<int>(w_.batch * w_.seq_len / per_step) << " tok/s  ETA " << Duration(per_step * (total - step - 1));
+    if (tty_) out_ << "\r" << p.str() << "\x1b[K" << std::flush;
+    else out_ << p.str() << std::endl;
+  }
+
+  // The model folder, the final held-out perplexity beside the baselines, continuations.
+  void Finish(Pretrainer& model, const Tokenizer& tokenizer, const Splits& data) {
+    const fs::path folder = dir_ / "model";
+    model.WriteModel(folder.string());
+    WriteTokenizerFolder(tokenizer, folder.string());
+    nlohmann::json generation = {{"eos_token_id", *tokenizer.TokenId("<|endoftext|>")}, {"do_sample", false}};
+    WriteText(folder / "generation_config.json", generation.dump(2) + "\n");
+    result_.model_dir = folder.string();
+    const double h = HeldOutLoss(model, data.heldout, w_.seq_len, w_.batch, 0);
+    result_.heldout_perplexity = std::exp(h);
+    std::tie(result_.unigram_perplexity, result_.bigram_perplexity) =
+        Baselines(data.train, data.heldout, w_.seq_len, tokenizer.vocab_size());
+    std::ostringstream samples;
+    const auto lm = LanguageModel::Load(folder.string());
+    std::vector<int> stops = {*tokenizer.TokenId("<|endoftext|>")};
+    nlohmann::json continuations = nlohmann::json::array();
+    for (const std::string& prompt : w_.sample_prompts) {
+      const std::vector<int> ids = tokenizer.Encode(prompt, false);
+      const std::string text = tokenizer.Decode(lm->Generate(ids, 40, true, 1.0, w_.seed, stops));
+      samples << prompt << "[" << text << "]\n\n";
+      continuations.push_back({{"prompt", prompt}, {"continuation", text}});
+    }
+    WriteText(dir_ / "samples.txt", samples.str());
+    result_.finished = true;
+    const nlohmann::json summary = {{"parameters", result_.parameters},
+                                    {"steps", result_.steps},
+                                    {"seconds", result_.seconds},
+                                    {"train_tokens", result_.train_tokens},
+                                    {"tokens_seen", double(result_.steps) * w_.batch * w_.seq_len},
+                                    {"heldout_tokens", result_.heldout_tokens},
+                                    {"heldout_perplexity", result_.heldout_perplexity},
+                                    {"unigram_perplexity", result_.unigram_perplexity},
+                                    {"bigram_perplexity", result_.bigram_perplexity},
+                                    {"samples", continuations}};
+    WriteText(dir_ / "summary.json", summary.dump(2) + "\n");
+    out_ << std::fixed << std::setprecision(1) << "held-out perplexity " << result_.heldout_perplexity
+         << " (unigram " << result_.unigram_perplexity << ", bigram " << result_.bigram_perplexity << ") after "
+         << result_.steps << " steps in " << Duration(result_.seconds) << "\nmodel: " << folder.string()
+         << "\nsamples: " << (dir_ / "samples.txt").string() << "\n";
+  }
+
+  const CompiledPretrain& w_;
+  const PretrainOptions& o_;
+  std::ostream& out_;
+  const fs::path dir_;
+  const bool tty_;
+  PretrainResult result_;
+  double heldout_ = std::nan("");
+};
+
+}  // namespace
+
+PretrainResult Pretrain(const CompiledPretrain& w, const PretrainOptions& options, std::ostream& out) {
+  return PretrainRun(w, options, out).Run();
+}
+
+}  // namespace troupe

@@ -1,0 +1,42 @@
+// `troupe pretrain`: a base language model from real text, in a run folder like
+// training's (resolved workflow, metrics.jsonl, TensorBoard events, atomic
+// checkpoints, --resume), ending with the model as a Hugging Face folder
+// (run/model: config.json, model.safetensors, tokenizer.json), its held-out
+// perplexity beside unigram and bigram baselines, and greedy continuations.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+
+#include "workflows/config/pretrain_config.h"
+
+namespace troupe {
+
+struct PretrainOptions {
+  std::string out_dir;
+  bool resume = false;
+  bool progress = true;
+  const std::atomic<bool>* stop = nullptr;  // set (Ctrl-C): checkpoint and stop
+  int stop_at = 0;                          // > 0: checkpoint and stop before this step (tests)
+};
+
+struct PretrainResult {
+  std::string run_dir;
+  std::string model_dir;  // the Hugging Face folder (when the run finished)
+  int steps = 0;
+  int total_steps = 0;
+  double seconds = 0.0;
+  int64_t parameters = 0;
+  int64_t train_tokens = 0;   // tokens in the training split (after max_tokens)
+  int64_t heldout_tokens = 0;
+  double heldout_perplexity = 0.0;  // of the final model, on every held-out target
+  double unigram_perplexity = 0.0;  // add-one unigram counts of the training tokens
+  double bigram_perplexity = 0.0;   // bigram interpolated with the unigram (weight best on held-out)
+  bool finished = false;
+};
+
+PretrainResult Pretrain(const CompiledPretrain& workflow, const PretrainOptions& options, std::ostream& out);
+
+}  // namespace troupe
