@@ -260,6 +260,106 @@ void WriteSafetensors(const std::string& path, const std::vector<SafetensorsTens
   if (ec) throw CheckpointError("cannot move " + tmp + " to " + path + ": " + ec.message());
 }
 
+namespace {
+
+int64_t Numel(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+void WriteTextAtomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) throw CheckpointError("cannot write " + tmp + " (disk full?)");
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw CheckpointError("cannot move " + tmp + " to " + path + ": " + ec.message());
+}
+
+}  // namespace
+
+SafetensorsModel::SafetensorsModel(const std::string& dir) : dir_(dir) {
+  const std::string single = dir + "/model.safetensors", index = dir + "/model.safetensors.index.json";
+  if (std::filesystem::exists(single)) {
+    files_.push_back(std::make_unique<SafetensorsFile>(single));
+    for (const std::string& name : files_.back()->names()) where_[name] = files_.back().get();
+    return;
+  }
+  if (!std::filesystem::exists(index)) {
+    throw CheckpointError(dir + " holds neither model.safetensors nor model.safetensors.index.json");
+  }
+  nlohmann::json j;
+  try {
+    std::ifstream in(index);
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw CheckpointError(index + ": not JSON: " + e.what());
+  }
+  if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object()) {
+    throw CheckpointError(index + ": no \"weight_map\" object");
+  }
+  std::map<std::string, const SafetensorsFile*> opened;
+  for (const auto& [name, file] : j["weight_map"].items()) {
+    if (!file.is_string()) throw CheckpointError(index + ": tensor '" + name + "' maps to no file name");
+    const std::string shard = file.get<std::string>();
+    if (shard.find('/') != std::string::npos) throw CheckpointError(index + ": shard '" + shard + "' is not in the folder");
+    auto it = opened.find(shard);
+    if (it == opened.end()) {
+      files_.push_back(std::make_unique<SafetensorsFile>(dir + "/" + shard));
+      it = opened.emplace(shard, files_.back().get()).first;
+    }
+    if (!it->second->Has(name)) {
+      throw CheckpointError(index + ": tensor '" + name + "' is not in " + it->second->path());
+    }
+    where_[name] = it->second;
+  }
+}
+
+SafetensorsModel::~SafetensorsModel() = default;
+
+const SafetensorsFile& SafetensorsModel::FileOf(const std::string& name) const {
+  const auto it = where_.find(name);
+  if (it == where_.end()) throw CheckpointError(dir_ + ": the model's weights lack tensor '" + name + "'");
+  return *it->second;
+}
+
+void WriteSafetensorsModel(const std::string& dir, const std::vector<SafetensorsTensor>& tensors,
+                           const std::map<std::string, std::string>& metadata, size_t max_shard_bytes) {
+  std::vector<std::vector<SafetensorsTensor>> shards(1);
+  size_t total = 0, current = 0;
+  for (const SafetensorsTensor& t : tensors) {
+    const size_t bytes = static_cast<size_t>(Numel(t.shape)) * SafetensorsDtypeBytes(t.dtype);
+    if (max_shard_bytes > 0 && current > 0 && current + bytes > max_shard_bytes) {
+      shards.emplace_back();
+      current = 0;
+    }
+    shards.back().push_back(t);
+    current += bytes;
+    total += bytes;
+  }
+  // A folder holds one form: the other's leftovers would shadow or confuse it.
+  if (shards.size() == 1) {
+    WriteSafetensors(dir + "/model.safetensors", tensors, metadata);
+    std::filesystem::remove(dir + "/model.safetensors.index.json");
+    return;
+  }
+  nlohmann::json weight_map = nlohmann::json::object();
+  for (size_t k = 0; k < shards.size(); ++k) {
+    char name[64];
+    std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", k + 1, shards.size());
+    WriteSafetensors(dir + "/" + name, shards[k], metadata);
+    for (const SafetensorsTensor& t : shards[k]) weight_map[t.name] = name;
+  }
+  const nlohmann::json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
+  WriteTextAtomically(dir + "/model.safetensors.index.json", index.dump(2) + "\n");
+  std::filesystem::remove(dir + "/model.safetensors");
+}
+
 float Bf16ToFloat(uint16_t bits) {
   const uint32_t u = static_cast<uint32_t>(bits) << 16;
   float f;

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,26 @@ class SafetensorsFile {
   std::map<std::string, std::string> metadata_;
 };
 
+// The weights of a model folder: model.safetensors, or the shards that
+// model.safetensors.index.json names ({"weight_map": {tensor: file}}), each
+// mapped and checked when opened.
+class SafetensorsModel {
+ public:
+  // Throws CheckpointError naming the folder when it has neither, the index
+  // when it is not one, and a shard's file when that is bad.
+  explicit SafetensorsModel(const std::string& dir);
+  ~SafetensorsModel();
+  bool Has(const std::string& name) const { return where_.count(name) > 0; }
+  // The file holding `name`; CheckpointError naming the folder and the tensor when none does.
+  const SafetensorsFile& FileOf(const std::string& name) const;
+  size_t shards() const { return files_.size(); }
+
+ private:
+  std::string dir_;
+  std::vector<std::unique_ptr<SafetensorsFile>> files_;
+  std::map<std::string, const SafetensorsFile*> where_;
+};
+
 // A float32 tensor to write, stored as F32 or BF16 (rounded to nearest even).
 struct SafetensorsTensor {
   std::string name;
@@ -72,6 +93,13 @@ struct SafetensorsTensor {
 // Writes `tensors` (names unique) and `metadata` to `path`, atomically.
 void WriteSafetensors(const std::string& path, const std::vector<SafetensorsTensor>& tensors,
                       const std::map<std::string, std::string>& metadata = {});
+
+// Writes a model folder's weights: dir/model.safetensors, or, when they take
+// more than `max_shard_bytes` (> 0), shards model-0000k-of-0000n.safetensors
+// of at most that size each (a larger tensor alone in its shard) and
+// model.safetensors.index.json. Every file is written atomically, the index last.
+void WriteSafetensorsModel(const std::string& dir, const std::vector<SafetensorsTensor>& tensors,
+                           const std::map<std::string, std::string>& metadata, size_t max_shard_bytes = 0);
 
 // "[2, 3]": a shape as error messages show it.
 std::string ShapeText(const std::vector<int64_t>& shape);

@@ -90,11 +90,9 @@ void SavePolicyModel(PolicyModelImpl& model, const ModelConfig& c, const std::st
 void LoadPolicyModel(PolicyModel& model, const ModelConfig& c, const std::string& dir, torch::Device device) {
   if (auto llama = std::dynamic_pointer_cast<LlamaLMImpl>(model)) {
     const std::string folder = LlamaDir(c, dir);
-    if (!std::filesystem::exists(folder + "/model.safetensors")) {
-      throw CheckpointError("checkpoint lacks model folder " + folder);
-    }
+    if (!std::filesystem::exists(folder)) throw CheckpointError("checkpoint lacks model folder " + folder);
     LlamaLM holder(llama);
-    LoadLlamaWeights(holder, SafetensorsFile(folder + "/model.safetensors"));
+    LoadLlamaWeights(holder, SafetensorsModel(folder));
     LoadTroupeParts(holder, folder + "/troupe.safetensors");
     return;
   }

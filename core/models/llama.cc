@@ -39,14 +39,15 @@ RoleLora MaybeLora(torch::nn::Module& owner, const char* name, int64_t in, int64
   return owner.register_module(name, RoleLora(in, out, o.num_roles(), o.lora_rank()));
 }
 
-// Copies the parameters of `model` that `wanted` selects from `file`, by name,
-// each checked against its shape.
-void LoadParameters(torch::nn::Module& model, const SafetensorsFile& file,
+// Copies the parameters of `model` that `wanted` selects from the file
+// `file_of` gives for each, by name, each checked against its shape.
+void LoadParameters(torch::nn::Module& model, const std::function<const SafetensorsFile&(const std::string&)>& file_of,
                     const std::function<bool(const std::string&)>& wanted) {
   torch::NoGradGuard no_grad;
   for (auto& p : model.named_parameters()) {
     const std::string& name = p.key();
     if (!wanted(name)) continue;
+    const SafetensorsFile& file = file_of(name);
     const SafetensorsView& v = file.Tensor(name);
     const std::vector<int64_t> want = p.value().sizes().vec();
     if (v.shape != want) {
@@ -59,10 +60,11 @@ void LoadParameters(torch::nn::Module& model, const SafetensorsFile& file,
   }
 }
 
-// Writes the parameters of `model` that `wanted` selects, atomically.
-void WriteParameters(torch::nn::Module& model, const std::string& path, bool bf16,
-                     const std::function<bool(const std::string&)>& wanted) {
-  std::vector<torch::Tensor> keep;  // contiguous float32 copies the views point into
+// The parameters of `model` that `wanted` selects, as float32 views over `keep`.
+std::vector<SafetensorsTensor> Selected(torch::nn::Module& model, bool bf16,
+                                        const std::function<bool(const std::string&)>& wanted,
+                                        std::vector<torch::Tensor>* keep_out) {
+  std::vector<torch::Tensor>& keep = *keep_out;  // contiguous float32 copies the views point into
   std::vector<SafetensorsTensor> tensors;
   for (const auto& p : model.named_parameters()) {
     if (!wanted(p.key())) continue;
@@ -70,8 +72,9 @@ void WriteParameters(torch::nn::Module& model, const std::string& path, bool bf1
     tensors.push_back({p.key(), keep.back().sizes().vec(), keep.back().data_ptr<float>(),
                        bf16 ? SafetensorsDtype::kBF16 : SafetensorsDtype::kF32});
   }
-  WriteSafetensors(path, tensors, {{"format", "pt"}});
+  return tensors;
 }
+
 
 }  // namespace
 
@@ -267,12 +270,19 @@ HfDecoderConfig HfConfigOf(const LlamaOptions& o) {
 LlamaOptions ReadLlamaConfig(const std::string& path) { return LlamaOptionsOf(ReadHfDecoderConfig(path)); }
 
 void LoadLlamaWeights(LlamaLM& model, const SafetensorsFile& file) {
-  LoadParameters(*model, file, IsFieldParameter);
+  LoadParameters(*model, [&](const std::string&) -> const SafetensorsFile& { return file; }, IsFieldParameter);
 }
 
-void WriteLlamaFolder(LlamaLM& model, const std::string& dir, bool bf16) {
+void LoadLlamaWeights(LlamaLM& model, const SafetensorsModel& weights) {
+  LoadParameters(
+      *model, [&](const std::string& name) -> const SafetensorsFile& { return weights.FileOf(name); },
+      IsFieldParameter);
+}
+
+void WriteLlamaFolder(LlamaLM& model, const std::string& dir, bool bf16, size_t max_shard_bytes) {
   std::filesystem::create_directories(dir);
-  WriteParameters(*model, dir + "/model.safetensors", bf16, IsFieldParameter);
+  std::vector<torch::Tensor> keep;
+  WriteSafetensorsModel(dir, Selected(*model, bf16, IsFieldParameter, &keep), {{"format", "pt"}}, max_shard_bytes);
   WriteHfDecoderConfig(HfConfigOf(model->options()), dir + "/config.json", bf16 ? "bfloat16" : "float32");
 }
 
@@ -283,16 +293,22 @@ LlamaLM LoadLlamaFolder(const std::string& dir, const LlamaOptions* extra) {
     o.latent_in_width(extra->latent_in_width());
   }
   LlamaLM model(o);
-  LoadLlamaWeights(model, SafetensorsFile(dir + "/model.safetensors"));
+  LoadLlamaWeights(model, SafetensorsModel(dir));
   return model;
 }
 
+namespace {
+bool IsTroupePart(const std::string& name) { return !IsFieldParameter(name); }
+}  // namespace
+
 void WriteTroupeParts(LlamaLM& model, const std::string& path) {
-  WriteParameters(*model, path, false, [](const std::string& name) { return !IsFieldParameter(name); });
+  std::vector<torch::Tensor> keep;
+  WriteSafetensors(path, Selected(*model, false, IsTroupePart, &keep), {{"format", "pt"}});
 }
 
 void LoadTroupeParts(LlamaLM& model, const std::string& path) {
-  LoadParameters(*model, SafetensorsFile(path), [](const std::string& name) { return !IsFieldParameter(name); });
+  const SafetensorsFile file(path);
+  LoadParameters(*model, [&](const std::string&) -> const SafetensorsFile& { return file; }, IsTroupePart);
 }
 
 }  // namespace troupe

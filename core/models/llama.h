@@ -19,6 +19,7 @@
 namespace troupe {
 
 class SafetensorsFile;
+class SafetensorsModel;
 struct HfDecoderConfig;
 
 // Sizes come from a config (config.json or a workflow): no defaults here.
@@ -146,13 +147,16 @@ HfDecoderConfig HfConfigOf(const LlamaOptions& options);
 // troupe's parts stay as they are; a missing tensor or one whose shape differs
 // is a CheckpointError naming the file and the tensor.
 void LoadLlamaWeights(LlamaLM& model, const SafetensorsFile& file);
+// The same from a folder's weights, one file or shards.
+void LoadLlamaWeights(LlamaLM& model, const SafetensorsModel& weights);
 
 // Writes `model` as a Hugging Face folder: config.json (the field's fields for
-// its variant) and model.safetensors (F32, or BF16 when `bf16`), atomically
-// file by file. troupe's parts are not written there (see WriteTroupeParts).
-void WriteLlamaFolder(LlamaLM& model, const std::string& dir, bool bf16 = false);
+// its variant) and model.safetensors (F32, or BF16 when `bf16`), or shards of
+// at most `max_shard_bytes` and their index, atomically file by file. troupe's
+// parts are not written there (see WriteTroupeParts).
+void WriteLlamaFolder(LlamaLM& model, const std::string& dir, bool bf16 = false, size_t max_shard_bytes = 0);
 
-// A model from a Hugging Face folder (config.json, model.safetensors), with
+// A model from a Hugging Face folder (config.json, model.safetensors or its shards), with
 // troupe's parts as `extra` asks (fresh ones: role embeddings at zero, adapters
 // that change nothing).
 LlamaLM LoadLlamaFolder(const std::string& dir, const LlamaOptions* extra = nullptr);

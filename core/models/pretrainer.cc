@@ -98,10 +98,10 @@ void Pretrainer::Save(const std::string& dir) const {
 }
 
 void Pretrainer::Load(const std::string& dir) {
-  if (!std::filesystem::exists(dir + "/model/model.safetensors") || !std::filesystem::exists(dir + "/optimizer.pt")) {
+  if (!std::filesystem::exists(dir + "/model/config.json") || !std::filesystem::exists(dir + "/optimizer.pt")) {
     throw CheckpointError(dir + " is not a pretraining checkpoint (model/ and optimizer.pt)");
   }
-  LoadLlamaWeights(impl_->model, SafetensorsFile(dir + "/model/model.safetensors"));
+  LoadLlamaWeights(impl_->model, SafetensorsModel(dir + "/model"));
   try {
     torch::load(*impl_->optimizer, dir + "/optimizer.pt");
   } catch (const c10::Error& e) {

@@ -8,6 +8,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include "core/base/errors.h"
 #include "core/models/llama.h"
@@ -75,6 +76,7 @@ TEST_CASE("a Hugging Face folder written by troupe reads back with identical log
           "[llama]") {
   torch::NoGradGuard no_grad;
   const std::string dir = (std::filesystem::temp_directory_path() / "troupe-llama-folder").string();
+  size_t shard_count = 0;
   for (const char* variant : {"llama_gqa", "qwen2_bias", "qwen3_qknorm"}) {
     INFO(variant);
     LlamaLM model = Load(variant);
@@ -92,7 +94,24 @@ TEST_CASE("a Hugging Face folder written by troupe reads back with identical log
     const double moved = (rounded - logits).abs().max().item<double>();
     CHECK(moved > 0.0);   // BF16 rounds the weights...
     CHECK(moved < 0.05);  // ...by about 2^-8 of each
+    // Shards of at most 8 KB and their index: the same logits, and no single file left to shadow them.
+    WriteLlamaFolder(model, dir, false, 8192);
+    CHECK(std::filesystem::exists(dir + "/model.safetensors.index.json"));
+    CHECK_FALSE(std::filesystem::exists(dir + "/model.safetensors"));
+    const SafetensorsModel shards(dir);
+    CHECK(shards.shards() > 2);
+    shard_count = shards.shards();
+    CHECK(torch::equal(LoadLlamaFolder(dir)->forward(tokens, Positions(2, 0, 6), AllValid(2, 6), {}).logits, logits));
   }
+  // An index that names a tensor its shard lacks, and one that is not JSON.
+  char first[64];
+  std::snprintf(first, sizeof first, "model-00001-of-%05zu.safetensors", shard_count);
+  std::ofstream(dir + "/model.safetensors.index.json")
+      << R"({"weight_map": {"model.no_such.weight": ")" << first << R"("}})";
+  CHECK_THROWS_WITH(SafetensorsModel(dir),
+                    Catch::Contains("tensor 'model.no_such.weight' is not in") && Catch::Contains(first));
+  std::ofstream(dir + "/model.safetensors.index.json") << "{ nope";
+  CHECK_THROWS_WITH(SafetensorsModel(dir), Catch::Contains("model.safetensors.index.json: not JSON"));
 }
 
 TEST_CASE("a checkpoint that does not fit the config is refused with the file and the tensor named", "[llama]") {
