@@ -147,6 +147,59 @@ TEST_CASE("a Llama-family role model trains from config and resumes exactly from
   CHECK(Metrics(split) == Metrics(whole));
 }
 
+TEST_CASE("the supervised warm start learns from a recorded session and from a JSONL file of demonstrations",
+          "[training][sft]") {
+  // A recorded session (guided choices: every call's answer is readable): its text calls carry their prompts.
+  const auto recorded = Temp("sft-record");
+  TrainOptions o;
+  o.out_dir = recorded;
+  o.progress = false;
+  o.final_eval = false;
+  o.record = recorded + ".session";
+  std::ostringstream sink;
+  Train(Tiny({"trainer.iterations=2", "trainer.guided_choices=true"}), o, sink);
+  const CompiledWorkflow from_session = Tiny({"trainer.sft.session=" + o.record});
+  const auto& demos = from_session.run.sft_demonstrations;
+  REQUIRE(demos.size() >= 8);
+  for (const Demonstration& d : demos) {
+    CHECK(from_session.roles[d.role].name == "a");
+    CHECK_FALSE(d.prompt.empty());
+  }
+  // The same demonstrations as JSONL, every answer made one word the model must learn to give.
+  const std::string answer = demos.front().response.front();
+  const std::string jsonl = recorded + ".jsonl";
+  {
+    std::ofstream out(jsonl);
+    for (const Demonstration& d : demos) {
+      std::string prompt;
+      for (const auto& w : d.prompt) prompt += (prompt.empty() ? "" : " ") + w;
+      out << nlohmann::json{{"role", "a"}, {"prompt", prompt}, {"response", answer}}.dump() << "\n";
+    }
+  }
+  const CompiledWorkflow from_file = Tiny({"trainer.sft.jsonl=" + jsonl, "trainer.sft.steps=60"});
+  REQUIRE(from_file.run.sft_demonstrations.size() == demos.size());
+  const auto dir = Temp("sft-jsonl");
+  o.out_dir = dir;
+  o.record.clear();
+  std::ostringstream log;
+  Train(Tiny({"trainer.sft.jsonl=" + jsonl, "trainer.sft.steps=60", "trainer.iterations=1"}), o, log);
+  INFO(log.str());
+  const std::string line = log.str().substr(log.str().find("sft warm start: "));
+  CHECK_THAT(line, Catch::Contains(std::to_string(demos.size()) + " demonstrations from " + jsonl));
+  const double loss = std::stod(line.substr(line.find("final loss ") + 11));
+  CHECK(loss < 0.5);  // from about ln(vocabulary) = 4.4: it learnt the answer
+
+  // Bad lines are refused at their line.
+  const std::string word = demos.front().prompt.front();
+  std::ofstream(jsonl) << nlohmann::json{{"role", "a"}, {"prompt", word}, {"response", answer}}.dump() << "\n"
+                       << nlohmann::json{{"role", "zz"}, {"prompt", word}, {"response", answer}}.dump() << "\n";
+  CHECK_THROWS_WITH(Tiny({"trainer.sft.jsonl=" + jsonl}),
+                    Catch::Contains(jsonl + ":2:1") && Catch::Contains("'zz' is not a trained role"));
+  std::ofstream(jsonl) << nlohmann::json{{"role", "a"}, {"prompt", word}, {"response", "purple"}}.dump() << "\n";
+  CHECK_THROWS_WITH(Tiny({"trainer.sft.jsonl=" + jsonl}),
+                    Catch::Contains(jsonl + ":1:1") && Catch::Contains("'purple' is not a word"));
+}
+
 TEST_CASE("an interrupted checkpoint never replaces the last complete one", "[training][checkpoint]") {
   const auto dir = Temp("ckpt");
   Run(Tiny({"trainer.iterations=2"}), dir);

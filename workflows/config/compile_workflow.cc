@@ -506,6 +506,7 @@ CompiledWorkflow CompileWorkflow(const LoadedWorkflow& w) {
     }
     m.vocab_size = c.vocab.size();
   }
+  c.run.sft_demonstrations = LoadDemonstrations(w, c);
   return c;
 }
 

@@ -18,6 +18,7 @@
 #include "core/pipeline_task.h"
 #include "core/vocab.h"
 #include "workflows/config/runtime_settings.h"
+#include "workflows/config/sft_data.h"
 
 namespace troupe {
 
@@ -88,6 +89,7 @@ struct RunSettings {
   int sft_episodes = 0;
   int sft_steps = 0;
   std::string sft_teacher;
+  std::vector<Demonstration> sft_demonstrations;  // from trainer.sft.jsonl and .session
 };
 
 // What a rollout reads (Rollout, CallReward, and the prompts of hybrid

@@ -69,17 +69,44 @@ class ReinforcementObjective : public TrainingObjective {
 
   // The supervised warm start, if asked for.
   void WarmStart(std::ostream& out) override {
-    if (w_.run.sft_episodes <= 0) return;
-    RolloutOptions demo;
-    demo.episodes = w_.run.sft_episodes;
-    demo.seed = Rng::Mix(w_.seed, 3);
-    demo.scripted_for_trained = true;
-    demo.teacher = w_.run.sft_teacher;
-    Rng demo_rng(Rng::Mix(w_.seed, 4));
-    RolloutBatch demos = rollout_.Run(demo, demo_rng);
-    auto st = policy_.Supervised(demos.records, w_.run.sft_steps);
-    out << "sft warm start: " << demos.records.size() << " demonstrations from " << w_.run.sft_teacher << ", "
-        << w_.run.sft_steps << " steps, final loss " << st.front().loss << "\n";
+    std::vector<CallRecord> records;
+    std::string from;
+    if (w_.run.sft_episodes > 0) {
+      RolloutOptions demo;
+      demo.episodes = w_.run.sft_episodes;
+      demo.seed = Rng::Mix(w_.seed, 3);
+      demo.scripted_for_trained = true;
+      demo.teacher = w_.run.sft_teacher;
+      Rng demo_rng(Rng::Mix(w_.seed, 4));
+      records = rollout_.Run(demo, demo_rng).records;
+      from = w_.run.sft_teacher;
+    }
+    for (const Demonstration& d : w_.run.sft_demonstrations) records.push_back(RecordOf(d));
+    if (!w_.run.sft_demonstrations.empty()) {
+      const config::SftSpec& sft = w_.proto.trainer().sft();
+      for (const std::string& file : {sft.jsonl(), sft.session()}) {
+        if (!file.empty()) from += (from.empty() ? "" : ", ") + file;
+      }
+    }
+    if (records.empty()) return;
+    auto st = policy_.Supervised(records, w_.run.sft_steps);
+    out << "sft warm start: " << records.size() << " demonstrations from " << from << ", " << w_.run.sft_steps
+        << " steps, final loss " << st.front().loss << "\n";
+  }
+
+  // A demonstration as the call its role would have made.
+  CallRecord RecordOf(const Demonstration& d) const {
+    const RoleInfo& role = w_.roles.at(d.role);
+    CallRecord r;
+    r.role = d.role;
+    r.model = role.model;
+    r.role_slot = role.slot;
+    r.phase = "sft";
+    r.prompt = rollout_.Prompt(d.role, d.prompt).tokens;
+    r.response = w_.vocab.Encode(d.response);
+    r.response.push_back(Vocab::kEos);
+    r.logprobs.assign(r.response.size(), 0.0f);
+    return r;
   }
 
   IterationReport Iterate(int it) override {

@@ -343,6 +343,8 @@ class Rollout::GameRun {
         } else {
           CallRecord scripted = r_.NewRecord(e, options_.group_size, w_.seat_role[d.seat], d.seat, turn, d.phase);
           scripted.valid = valid[k];
+          // What a model in this seat would have read: a recorded session can then teach one (trainer.sft.session).
+          if (d.latent_messages.empty()) scripted.prompt = r_.Prompt(w_.seat_role[d.seat], d.observation).tokens;
           observer_->Acted(e, scripted, outputs_[e][k].words, true);
         }
       }
