@@ -321,6 +321,18 @@ int Keys(const Args& a) {
 }
 
 int Validate(const Args& a) {
+  troupe::LoadedWorkflow loaded = troupe::LoadWorkflowFile(a.file);
+  if (loaded.proto.has_pretrain()) {
+    for (const auto& s : a.sets) troupe::ApplyOverride(loaded, s);
+    const troupe::CompiledPretrain p = troupe::CompilePretrain(loaded);
+    std::cout << (p.proto.name().empty() ? p.file : p.proto.name()) << ": pretraining on";
+    for (const auto& c : p.corpora) std::cout << " " << c;
+    std::cout << "\n  model " << p.model.name << ": llama d=" << p.model.d_model << " layers=" << p.model.layers
+              << " heads=" << p.model.heads << " kv_heads=" << p.model.kv_heads << "\n  " << p.seq_len << " x "
+              << p.batch << " tokens a step, " << p.epochs << " pass(es)"
+              << (p.max_tokens > 0 ? " over at most " + std::to_string(p.max_tokens) + " tokens" : "") << "\n\nvalid\n";
+    return 0;
+  }
   CompiledWorkflow w = Load(a);
   std::cout << troupe::DescribeWorkflow(w) << "\nvalid\n";
   return 0;
