@@ -2,10 +2,8 @@
 #include "workflows/cli/lm_commands.h"
 
 #include <cmath>
-#include <fstream>
 #include <iomanip>
 #include <iostream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 #include <CLI/CLI.hpp>
@@ -19,22 +17,10 @@ namespace troupe::cli {
 
 namespace {
 
-std::string ReadFile(const std::string& file) {
-  std::ostringstream buf;
-  if (file.empty() || file == "-") {
-    buf << std::cin.rdbuf();
-  } else {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) throw Error(file + ": cannot open");
-    buf << in.rdbuf();
-  }
-  return buf.str();
-}
-
 int Score(const TextArgs& a) {
   const Tokenizer tokenizer = LoadTokenizer(a.tokenizer.empty() ? a.model : a.tokenizer);
   const auto model = LanguageModel::Load(a.model);
-  const std::vector<int> ids = tokenizer.Encode(ReadFile(a.file), !a.no_special);
+  const std::vector<int> ids = tokenizer.Encode(ReadTextInput(a.file), !a.no_special);
   const std::vector<float> logp = model->Score(ids);
   double total = 0;
   for (float v : logp) total += v;

@@ -21,9 +21,7 @@
 
 namespace troupe::cli {
 
-namespace {
-
-std::string ReadInput(const std::string& file) {
+std::string ReadTextInput(const std::string& file) {
   std::ostringstream buf;
   if (file.empty() || file == "-") {
     buf << std::cin.rdbuf();
@@ -35,9 +33,11 @@ std::string ReadInput(const std::string& file) {
   return buf.str();
 }
 
+namespace {
+
 int Encode(const TextArgs& a) {
   const Tokenizer t = LoadTokenizer(a.tokenizer);
-  const std::vector<int> ids = t.Encode(ReadInput(a.file), !a.no_special);
+  const std::vector<int> ids = t.Encode(ReadTextInput(a.file), !a.no_special);
   if (a.json) {
     std::cout << nlohmann::json(ids).dump() << "\n";
     return 0;
@@ -49,7 +49,7 @@ int Encode(const TextArgs& a) {
 
 int Decode(const TextArgs& a) {
   const Tokenizer t = LoadTokenizer(a.tokenizer);
-  const std::string text = ReadInput(a.file);
+  const std::string text = ReadTextInput(a.file);
   std::vector<int> ids;
   if (!text.empty() && text.find('[') != std::string::npos) {
     try {
@@ -92,7 +92,7 @@ int Train(const TextArgs& a) {
     std::cerr << "read " << name << ": " << documents << " documents, " << bytes / 1000000.0 << " MB so far\n";
   }
   for (const std::string& f : a.text_files) {
-    const std::string text = ReadInput(f);
+    const std::string text = ReadTextInput(f);
     trainer.Add(text);
     bytes += text.size();
     ++documents;

@@ -30,6 +30,9 @@ struct TextArgs {
   unsigned long long seed = 1;
 };
 
+// The text of `file`, or of standard input when it is empty or "-".
+std::string ReadTextInput(const std::string& file);
+
 // Adds `tokenizer` (encode, decode, train) and `lm` (score, generate) to `app`.
 void AddTextCommands(CLI::App& app, TextArgs& args);
 

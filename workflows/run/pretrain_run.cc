@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -27,31 +26,13 @@
 #include "core/text/corpora.h"
 #include "core/text/tokenizer_folder.h"
 #include "workflows/run/metrics_log.h"
+#include "workflows/run/run_clock.h"
 
 namespace troupe {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-
-std::string Duration(double s) {
-  char buf[32];
-  if (s >= 3600) std::snprintf(buf, sizeof buf, "%dh%02dm", static_cast<int>(s / 3600), static_cast<int>(s / 60) % 60);
-  else std::snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(s / 60), static_cast<int>(s) % 60);
-  return buf;
-}
-
-void WriteText(const fs::path& p, const std::string& text) {
-  const fs::path tmp = p.string() + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << text;
-    if (!out) throw Error("cannot write " + tmp.string());
-  }
-  fs::rename(tmp, p);
-}
 
 // The split's token stream: each document's ids, then <|endoftext|>.
 struct Splits {
@@ -225,10 +206,10 @@ class PretrainRun {
     std::ofstream metrics(metrics_path, std::ios::app);
     TensorBoardWriter tensorboard(dir_.string());
     ChunkOrder order(chunks, w_.seed);
-    const double t0 = Now();
+    const double t0 = MonotonicSeconds();
     double loss_sum = 0.0, norm_sum = 0.0;
     int since = 0, step = start;
-    auto elapsed = [&] { return elapsed_before + Now() - t0; };
+    auto elapsed = [&] { return elapsed_before + MonotonicSeconds() - t0; };
     auto save = [&](int at) {
       RunState state;
       state["metrics_lines"] = std::to_string(lines);
@@ -262,7 +243,7 @@ class PretrainRun {
         JsonLine line;
         line.Add("step", step + 1).Add("tokens", double(step + 1) * B * L).Add("loss", loss_sum / since);
         line.Add("lr", lr).Add("grad_norm", norm_sum / since);
-        const double run_s = Now() - t0;
+        const double run_s = MonotonicSeconds() - t0;
         line.Add("tokens_per_s", run_s > 0 ? double(step + 1 - start) * B * L / run_s : 0.0);
         if (eval) {
           const double h = HeldOutLoss(model, data.heldout, L, B, w_.eval_tokens);
@@ -295,7 +276,7 @@ class PretrainRun {
     fs::create_directories(dir_);
     std::string text;
     google::protobuf::TextFormat::PrintToString(w_.proto, &text);
-    WriteText(dir_ / "workflow.resolved.textproto", text);
+    WriteFileAtomically((dir_ / "workflow.resolved.textproto").string(), text);
   }
 
   // The workflow's tokenizer, or the one this run learns (once) on its training split.
@@ -303,7 +284,7 @@ class PretrainRun {
     if (!w_.tokenizer.empty()) return LoadTokenizer(w_.tokenizer);
     const fs::path folder = dir_ / "tokenizer";
     if (fs::exists(folder / "tokenizer.json")) return LoadTokenizer(folder.string());
-    const double t0 = Now();
+    const double t0 = MonotonicSeconds();
     BpeTrainerOptions options;
     options.vocab_size = w_.vocab_size;
     BpeTrainer trainer(options);
@@ -314,18 +295,18 @@ class PretrainRun {
     }
     Tokenizer tokenizer(trainer.Train());
     WriteTokenizerFolder(tokenizer, folder.string());
-    out_ << "tokenizer: learnt " << tokenizer.vocab_size() << " tokens in " << static_cast<int>(Now() - t0)
+    out_ << "tokenizer: learnt " << tokenizer.vocab_size() << " tokens in " << static_cast<int>(MonotonicSeconds() - t0)
          << " s -> " << folder.string() << "\n";
     return tokenizer;
   }
 
   void Progress(int step, int total, int start, double t0, double loss, double lr) {
-    const double per_step = (Now() - t0) / (step + 1 - start);
+    const double per_step = (MonotonicSeconds() - t0) / (step + 1 - start);
     std::ostringstream p;
     p << "[step " << step + 1 << "/" << total << "] loss " << std::fixed << std::setprecision(3) << loss;
     if (!std::isnan(heldout_)) p << "  held-out ppl " << std::setprecision(1) << std::exp(heldout_);
     p << "  lr " << std::scientific << std::setprecision(1) << lr << std::fixed << "  "
-      << static_cast<int>(w_.batch * w_.seq_len / per_step) << " tok/s  ETA " << Duration(per_step * (total - step - 1));
+      << static_cast<int>(w_.batch * w_.seq_len / per_step) << " tok/s  ETA " << FormatDuration(per_step * (total - step - 1));
     if (tty_) out_ << "\r" << p.str() << "\x1b[K" << std::flush;
     else out_ << p.str() << std::endl;
   }
@@ -336,7 +317,7 @@ class PretrainRun {
     model.WriteModel(folder.string());
     WriteTokenizerFolder(tokenizer, folder.string());
     nlohmann::json generation = {{"eos_token_id", *tokenizer.TokenId("<|endoftext|>")}, {"do_sample", false}};
-    WriteText(folder / "generation_config.json", generation.dump(2) + "\n");
+    WriteFileAtomically((folder / "generation_config.json").string(), generation.dump(2) + "\n");
     result_.model_dir = folder.string();
     const double h = HeldOutLoss(model, data.heldout, w_.seq_len, w_.batch, 0);
     result_.heldout_perplexity = std::exp(h);
@@ -352,7 +333,7 @@ class PretrainRun {
       samples << prompt << "[" << text << "]\n\n";
       continuations.push_back({{"prompt", prompt}, {"continuation", text}});
     }
-    WriteText(dir_ / "samples.txt", samples.str());
+    WriteFileAtomically((dir_ / "samples.txt").string(), samples.str());
     result_.finished = true;
     const nlohmann::json summary = {{"parameters", result_.parameters},
                                     {"steps", result_.steps},
@@ -364,10 +345,10 @@ class PretrainRun {
                                     {"unigram_perplexity", result_.unigram_perplexity},
                                     {"bigram_perplexity", result_.bigram_perplexity},
                                     {"samples", continuations}};
-    WriteText(dir_ / "summary.json", summary.dump(2) + "\n");
+    WriteFileAtomically((dir_ / "summary.json").string(), summary.dump(2) + "\n");
     out_ << std::fixed << std::setprecision(1) << "held-out perplexity " << result_.heldout_perplexity
          << " (unigram " << result_.unigram_perplexity << ", bigram " << result_.bigram_perplexity << ") after "
-         << result_.steps << " steps in " << Duration(result_.seconds) << "\nmodel: " << folder.string()
+         << result_.steps << " steps in " << FormatDuration(result_.seconds) << "\nmodel: " << folder.string()
          << "\nsamples: " << (dir_ / "samples.txt").string() << "\n";
   }
 

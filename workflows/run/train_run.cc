@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +16,7 @@
 #include "workflows/config/model_spec.h"
 #include "workflows/run/distill_objective.h"
 #include "workflows/run/metrics_log.h"
+#include "workflows/run/run_clock.h"
 #include "workflows/run/metrics_sink.h"
 #include "workflows/run/rl_objective.h"
 #include "workflows/run/run_folder.h"
@@ -30,21 +30,6 @@ namespace fs = std::filesystem;
 bool IsTimingKey(const std::string& key) { return key.rfind("time/", 0) == 0; }
 
 namespace {
-
-double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-
-std::string Duration(double s) {
-  char buf[32];
-  if (s >= 3600) std::snprintf(buf, sizeof buf, "%dh%02dm", static_cast<int>(s / 3600), static_cast<int>(s / 60) % 60);
-  else std::snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(s / 60), static_cast<int>(s) % 60);
-  return buf;
-}
-
-void WriteFile(const fs::path& p, const std::string& text) {
-  const fs::path tmp = p.string() + ".tmp";
-  std::ofstream(tmp) << text;
-  fs::rename(tmp, p);
-}
 
 // An evaluation as EvalJson wrote it (eval_untrained.json of a run being resumed).
 EvalResult EvalFromFile(const fs::path& path) {
@@ -112,7 +97,7 @@ class TrainingRun {
     result_.headline = w_.headline_metrics;
     if (options_.resume) Resume();
     else WarmStart();
-    t0_ = Now();
+    t0_ = MonotonicSeconds();
     MetricsSink metrics(dir_.string(), events_, options_.resume, objective_.LinesAfter(start_));
     events_.RunStarted(dir_.filename().string(), start_);
     const int total = objective_.iterations(), every = objective_.checkpoint_every();
@@ -145,14 +130,14 @@ class TrainingRun {
     result_.seconds = Elapsed();
     if (options_.final_eval && !interrupted) {
       result_.after = Evaluation();
-      WriteFile(dir_ / "eval_trained.json", EvalJson(*result_.after) + "\n");
+      WriteFileAtomically((dir_ / "eval_trained.json").string(), EvalJson(*result_.after) + "\n");
     }
     events_.RunEnded(result_.iterations, result_.seconds, interrupted, interrupted ? "interrupted" : "");
     return result_;
   }
 
  private:
-  double Elapsed() const { return elapsed_before_ + Now() - t0_; }
+  double Elapsed() const { return elapsed_before_ + MonotonicSeconds() - t0_; }
 
   EvalResult Evaluation() {
     return Evaluate(w_, hub_, w_.run.eval_episodes, w_.seed, objective_.greedy_evaluation(), w_.trainer.temperature);
@@ -176,17 +161,17 @@ class TrainingRun {
   void WarmStart() {
     if (options_.final_eval) {
       result_.before = Evaluation();
-      WriteFile(dir_ / "eval_untrained.json", EvalJson(*result_.before) + "\n");
+      WriteFileAtomically((dir_ / "eval_untrained.json").string(), EvalJson(*result_.before) + "\n");
     }
     objective_.WarmStart(out_);
   }
 
   void Progress(int it, const std::string& figures) {
     const int total = objective_.iterations();
-    const double per_it = (Now() - t0_) / (it + 1 - start_);
+    const double per_it = (MonotonicSeconds() - t0_) / (it + 1 - start_);
     std::ostringstream p;
     p << "[" << (objective_.unit() == "iteration" ? "it" : objective_.unit()) << " " << it + 1 << "/" << total << "] "
-      << figures << "  ETA " << Duration(per_it * (total - it - 1));
+      << figures << "  ETA " << FormatDuration(per_it * (total - it - 1));
     if (tty_) out_ << "\r" << p.str() << "\x1b[K" << std::flush;
     else out_ << p.str() << std::endl;
   }
@@ -232,14 +217,14 @@ TrainResult Train(const CompiledWorkflow& w, const TrainOptions& options, std::o
     }
   }
   int iteration = 0;
-  const double t0 = Now();
+  const double t0 = MonotonicSeconds();
   try {
     WorkerHub hub(MakeHubSpec(w), [&](const WorkerNotice& n) { events.WorkerChanged(n); });
     std::unique_ptr<TrainingObjective> objective =
         w.hybrid() ? MakeDistillationObjective(w, hub, events, out) : MakeReinforcementObjective(w, hub, events);
     return TrainingRun(w, options, out, hub, events, *objective).Run(&iteration);
   } catch (const std::exception& e) {
-    events.RunEnded(iteration, Now() - t0, true, e.what());
+    events.RunEnded(iteration, MonotonicSeconds() - t0, true, e.what());
     throw;
   }
 }
