@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/base/errors.h"
+#include "core/models/language_model.h"
 #include "tests/test_paths.h"
 #include "tests/test_support.h"
 #include "workflows/config/config_loader.h"
@@ -127,6 +128,18 @@ TEST_CASE("a tiny base model learns from real text and ends as a model folder tr
   const auto text = testing::RunCommand("printf '" + ids.output.substr(0, ids.output.size() - 1) + "' | " + troupe +
                                         " tokenizer decode --tokenizer " + r.model_dir);
   CHECK(text.output == "Call me Ishmael.");
+
+  // Scoring a text longer than the model's 64 positions: overlapping windows,
+  // the first of which scores exactly what a text of 64 tokens scores alone.
+  const auto lm = LanguageModel::Load(r.model_dir);
+  std::vector<int> long_ids;
+  for (int i = 0; i < 150; ++i) long_ids.push_back((i * 37) % 500);
+  const std::vector<float> all = lm->Score(long_ids);
+  REQUIRE(all.size() == long_ids.size() - 1);
+  const std::vector<float> first = lm->Score(std::vector<int>(long_ids.begin(), long_ids.begin() + 64));
+  REQUIRE(first.size() == 63);
+  for (size_t i = 0; i < first.size(); ++i) CHECK(all[i] == first[i]);
+  for (float v : all) CHECK((std::isfinite(v) && v < 0));
 }
 
 TEST_CASE("a pretraining run split by a resume equals the unsplit run", "[pretrain][resume]") {
