@@ -136,15 +136,17 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const torch::T
     *cache_k = k;
     *cache_v = v;
   }
-  const int64_t group = heads_ / kv_heads_;  // each key/value head serves `group` query heads
-  if (group > 1) {
-    k = k.repeat_interleave(group, 1);
-    v = v.repeat_interleave(group, 1);
-  }
-  torch::Tensor scores = q.matmul(k.transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim_));
+  // Each key/value head serves `group` consecutive query heads: those heads'
+  // queries are stacked as one longer query block of their key/value head, so
+  // the keys and values (and the cache) are never copied per query head.
+  const int64_t group = heads_ / kv_heads_, Tk = k.size(2);
+  const torch::Tensor grouped = q.reshape({B, kv_heads_, group * T, head_dim_});
+  torch::Tensor scores = grouped.matmul(k.transpose(-2, -1)).view({B, heads_, T, Tk}) /
+                         std::sqrt(static_cast<double>(head_dim_));
   scores = scores.masked_fill(allowed.logical_not(), -std::numeric_limits<float>::infinity());
   torch::Tensor att = torch::softmax(scores.to(torch::kFloat), -1).to(q.scalar_type());
-  return Project(o_proj, lora_o, att.matmul(v).transpose(1, 2).reshape({B, T, heads_ * head_dim_}), role);
+  const torch::Tensor out = att.view({B, kv_heads_, group * T, Tk}).matmul(v).view({B, heads_, T, head_dim_});
+  return Project(o_proj, lora_o, out.transpose(1, 2).reshape({B, T, heads_ * head_dim_}), role);
 }
 
 LlamaMlpImpl::LlamaMlpImpl(const LlamaOptions& o) {
