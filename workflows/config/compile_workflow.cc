@@ -110,6 +110,11 @@ void CompilePipelineTask(const LoadedWorkflow& w, CompiledWorkflow& c) {
   }
 }
 
+// What a missing model folder's error adds: the command that makes troupe's own.
+constexpr char kMakeBaseModel[] =
+    " (troupe's base model is made by `troupe pretrain workflows/shipped/base_model.textproto --out "
+    "runs/base_model`, into runs/base_model/model)";
+
 // The field holding model i's sizes, for error positions.
 std::vector<PathStep> SizesPath(const LoadedWorkflow& w, int i, const char* field = nullptr) {
   const config::ModelSpec& m = w.proto.model(i);
@@ -173,7 +178,7 @@ void CompileModels(const LoadedWorkflow& w, CompiledWorkflow& c) {
     try {
       mc = ArchitectureOf(c.proto.model(i));  // with its defaults
     } catch (const CheckpointError& e) {
-      w.Fail({{"model", i}, {"hf_dir"}}, "model '" + m.name() + "': " + e.what());
+      w.Fail({{"model", i}, {"hf_dir"}}, "model '" + m.name() + "': " + e.what() + kMakeBaseModel);
     }
     mc.index = static_cast<int>(c.models.size());
     CheckArchitecture(w, i, mc);
