@@ -16,8 +16,9 @@ class Vocab {
   static constexpr int kEos = 2;
   static constexpr int kUnk = 3;
   // A prompt position whose input is a vector, not a token's embedding (hybrid
-  // messages). Padding never occurs inside a prompt, so it can mark the slot.
-  static constexpr int kSoft = kPad;
+  // messages). Negative, so it is no token of any vocabulary or tokenizer;
+  // PolicyModel::embed reads it as a placeholder that the vector replaces.
+  static constexpr int kSoft = -1;
 
   Vocab() = default;
   Vocab(const std::vector<std::string>& words, const std::vector<std::string>& roles);

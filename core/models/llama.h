@@ -113,7 +113,7 @@ TORCH_MODULE(LlamaModel);
 class LlamaLMImpl : public PolicyModelImpl {
  public:
   explicit LlamaLMImpl(const LlamaOptions& options);
-  torch::Tensor embed(const torch::Tensor& tokens) override { return model->embed_tokens(tokens); }
+  torch::Tensor token_embeddings(const torch::Tensor& tokens) override { return model->embed_tokens(tokens); }
   // role [B] may be undefined when the model has one role.
   LMOutput forward_embeds(const torch::Tensor& embeds, const torch::Tensor& positions, const torch::Tensor& key_valid,
                           const torch::Tensor& role, KvCache* cache = nullptr, bool all_layers = false) override;

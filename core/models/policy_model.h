@@ -84,8 +84,9 @@ TORCH_MODULE(LatentProjection);
 
 class PolicyModelImpl : public torch::nn::Module {
  public:
-  // Input embeddings [B,T,d] of tokens [B,T].
-  virtual torch::Tensor embed(const torch::Tensor& tokens) = 0;
+  // Input embeddings [B,T,d] of tokens [B,T]; a soft slot (Vocab::kSoft,
+  // negative) gets a placeholder row for the caller to replace with its vector.
+  torch::Tensor embed(const torch::Tensor& tokens) { return token_embeddings(tokens.clamp_min(0)); }
   // positions [B,T]; key_valid [B,Tk] (Tk = cached + T); role [B] (the role slot
   // of each row on this model). With `all_layers`, every block's output too.
   virtual LMOutput forward_embeds(const torch::Tensor& embeds, const torch::Tensor& positions,
@@ -96,6 +97,8 @@ class PolicyModelImpl : public torch::nn::Module {
     return forward_embeds(embed(tokens), positions, key_valid, role, cache);
   }
   virtual int64_t width() const = 0;  // d of the hidden states and input embeddings
+  // The embeddings of valid token ids.
+  virtual torch::Tensor token_embeddings(const torch::Tensor& tokens) = 0;
   virtual int64_t vocab_size() const = 0;
   virtual int64_t max_len() const = 0;
   // A new model of the same architecture and options (its parameters freshly initialised).

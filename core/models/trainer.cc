@@ -185,7 +185,8 @@ Scored Score(PolicyModel& model, const PackedBatch& p, double temperature) {
   if (p.guide.defined()) logits = logits + p.guide;
   torch::Tensor all = torch::log_softmax(logits, -1);
   Scored s;
-  s.logp = all.gather(-1, p.tokens.narrow(1, 1, T - 1).unsqueeze(-1)).squeeze(-1);
+  // Soft slots (negative) are never targets: read as token 0, then masked out.
+  s.logp = all.gather(-1, p.tokens.narrow(1, 1, T - 1).clamp_min(0).unsqueeze(-1)).squeeze(-1);
   s.entropy = -(all.exp() * all).sum(-1);
   s.values = o.values.narrow(1, 0, T - 1);
   return s;

@@ -54,7 +54,7 @@ TORCH_MODULE(Block);
 class TransformerLMImpl : public PolicyModelImpl {
  public:
   explicit TransformerLMImpl(const TransformerLMOptions& options);
-  torch::Tensor embed(const torch::Tensor& tokens) override { return tok_emb(tokens); }
+  torch::Tensor token_embeddings(const torch::Tensor& tokens) override { return tok_emb(tokens); }
   LMOutput forward_embeds(const torch::Tensor& embeds, const torch::Tensor& positions, const torch::Tensor& key_valid,
                           const torch::Tensor& role, KvCache* cache = nullptr, bool all_layers = false) override;
   int64_t width() const override { return options_.d_model(); }
