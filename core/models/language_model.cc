@@ -32,7 +32,12 @@ class LlamaLanguageModel : public LanguageModel {
                                              torch::ones({1, T}, torch::kBool), {})
                                  .logits[0],
                              -1);
-      for (int64_t t = scored; t < end; ++t) out.push_back(logp[t - 1 - begin][ids[t]].item<float>());
+      // The targets' log-probabilities in one gather, copied out once.
+      const torch::Tensor targets =
+          torch::tensor(std::vector<int64_t>(ids.begin() + scored, ids.begin() + end), torch::kLong).unsqueeze(1);
+      const torch::Tensor chosen =
+          logp.narrow(0, scored - 1 - begin, end - scored).gather(1, targets).squeeze(1).contiguous();
+      out.insert(out.end(), chosen.data_ptr<float>(), chosen.data_ptr<float>() + chosen.numel());
       scored = end;
     }
     return out;

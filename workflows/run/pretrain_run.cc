@@ -40,13 +40,25 @@ struct Splits {
   size_t train_documents = 0, heldout_documents = 0;
 };
 
-Splits TokenizeCorpora(const CompiledPretrain& w, const Tokenizer& tokenizer, std::ostream& out) {
+// The workflow's corpora, read once, split into training and held-out documents.
+struct Documents {
+  std::vector<Document> train, heldout;
+};
+
+Documents ReadDocuments(const CompiledPretrain& w) {
+  Documents docs;
+  for (const std::string& name : w.corpora) {
+    for (Document& d : ReadCorpus(name)) {
+      (IsHeldOut(d, w.heldout_every) ? docs.heldout : docs.train).push_back(std::move(d));
+    }
+  }
+  return docs;
+}
+
+Splits TokenizeCorpora(const CompiledPretrain& w, Documents docs, const Tokenizer& tokenizer, std::ostream& out) {
   const auto eot = tokenizer.TokenId("<|endoftext|>");
   if (!eot) throw TokenizerError("the tokenizer has no <|endoftext|> token to separate documents");
-  std::vector<Document> train, heldout;
-  for (const std::string& name : w.corpora) {
-    for (Document& d : ReadCorpus(name)) (IsHeldOut(d, w.heldout_every) ? heldout : train).push_back(std::move(d));
-  }
+  std::vector<Document>& train = docs.train;
   // The training documents in an order fixed by the seed, so every corpus is spread over the run.
   Rng rng(Rng::Mix(w.seed, 31));
   for (size_t i = train.size(); i > 1; --i) std::swap(train[i - 1], train[rng.Below(static_cast<int>(i))]);
@@ -59,7 +71,7 @@ Splits TokenizeCorpora(const CompiledPretrain& w, const Tokenizer& tokenizer, st
     ++s.train_documents;
   }
   if (w.max_tokens > 0 && static_cast<int64_t>(s.train.size()) > w.max_tokens) s.train.resize(w.max_tokens);
-  for (const Document& d : heldout) {
+  for (const Document& d : docs.heldout) {
     const std::vector<int> ids = tokenizer.Encode(d.text, false);
     s.heldout.insert(s.heldout.end(), ids.begin(), ids.end());
     s.heldout.push_back(*eot);
@@ -169,8 +181,9 @@ class PretrainRun {
 
   PretrainResult Run() {
     PrepareFolder();
-    const Tokenizer tokenizer = TokenizerOfRun();
-    const Splits data = TokenizeCorpora(w_, tokenizer, out_);
+    Documents documents = ReadDocuments(w_);
+    const Tokenizer tokenizer = TokenizerOfRun(documents.train);
+    const Splits data = TokenizeCorpora(w_, std::move(documents), tokenizer, out_);
     const int L = w_.seq_len, B = w_.batch;
     const int64_t chunks = Chunks(data.train, L);
     if (chunks < B) throw Error("too little training text for one batch of " + std::to_string(B) + " x " +
@@ -280,7 +293,7 @@ class PretrainRun {
   }
 
   // The workflow's tokenizer, or the one this run learns (once) on its training split.
-  Tokenizer TokenizerOfRun() {
+  Tokenizer TokenizerOfRun(const std::vector<Document>& train) {
     if (!w_.tokenizer.empty()) return LoadTokenizer(w_.tokenizer);
     const fs::path folder = dir_ / "tokenizer";
     if (fs::exists(folder / "tokenizer.json")) return LoadTokenizer(folder.string());
@@ -288,11 +301,7 @@ class PretrainRun {
     BpeTrainerOptions options;
     options.vocab_size = w_.vocab_size;
     BpeTrainer trainer(options);
-    for (const std::string& name : w_.corpora) {
-      for (const Document& d : ReadCorpus(name)) {
-        if (!IsHeldOut(d, w_.heldout_every)) trainer.Add(d.text);
-      }
-    }
+    for (const Document& d : train) trainer.Add(d.text);  // BPE counts do not depend on the order
     Tokenizer tokenizer(trainer.Train());
     WriteTokenizerFolder(tokenizer, folder.string());
     out_ << "tokenizer: learnt " << tokenizer.vocab_size() << " tokens in " << static_cast<int>(MonotonicSeconds() - t0)
