@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/base/registry.h"
@@ -24,6 +25,13 @@ struct LatentRef {
   bool operator==(const LatentRef& o) const { return position == o.position && handle == o.handle; }
 };
 
+// Text views (Decision::text) show a word a model said up to this many letters,
+// so that the longest prompt a game can give is known before anything runs:
+// its longest decisions use kLongestTextWord (rare letters: many tokens).
+inline constexpr size_t kTextWordLetters = 10;
+inline constexpr std::string_view kLongestTextWord = "qzxjvkqzxj";
+inline std::string TextWord(const std::string& word) { return word.substr(0, kTextWordLetters); }
+
 // One seat must act now. Several decisions pending at once are simultaneous.
 struct Decision {
   int seat = 0;
@@ -33,6 +41,10 @@ struct Decision {
   std::vector<std::string> options;        // the words the answer must start with (empty: free text)
   bool message = false;                    // the answer is a message other seats will read (one of MessagePhases)
   std::vector<LatentRef> latent_messages;  // latent messages the seat reads, where they stand in `observation`
+  // The same observation as natural-language text, for models that read text
+  // through a tokenizer (Game::RendersText); empty when the game renders none.
+  // The answer is read back as words: lower-cased, split at spaces and punctuation.
+  std::string text;
 };
 
 // What one seat said in answer to its Decision.
@@ -84,6 +96,9 @@ class Game {
   // Phases whose answers are messages to other seats (and honour SeatOutput::latent_message).
   // LATENT and HYBRID channels need one outside trainer.hybrid.
   virtual std::vector<std::string> MessagePhases() const { return {}; }
+  // Whether every Decision carries its observation as text (Decision::text), so
+  // that a tokenizer-based language model can play any seat.
+  virtual bool RendersText() const { return false; }
   // The longest decision any seat can face in each phase: a worst case the game
   // builds with its own observation code, so that validation can check every
   // prompt fits a model's max_len before anything runs. Messages (of

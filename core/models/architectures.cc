@@ -77,11 +77,31 @@ PolicyModel BuildPolicyModel(const ModelConfig& c) {
                    "' (known: " + JoinNames(ArchitectureNames()) + ")");
 }
 
+namespace {
+
+// A model that reads text carries its tokenizer (tokenizer.json and, when one
+// sits beside it, tokenizer_config.json), so the folder is whole on its own.
+void CopyTokenizerFiles(const std::string& tokenizer_json, const std::string& folder) {
+  if (tokenizer_json.empty()) return;
+  namespace fs = std::filesystem;
+  const fs::path from(tokenizer_json);
+  const fs::path config = from.parent_path() / "tokenizer_config.json";
+  std::error_code ec;
+  fs::copy_file(from, fs::path(folder) / "tokenizer.json", fs::copy_options::overwrite_existing, ec);
+  if (!ec && fs::exists(config)) {
+    fs::copy_file(config, fs::path(folder) / "tokenizer_config.json", fs::copy_options::overwrite_existing, ec);
+  }
+  if (ec) throw CheckpointError("cannot copy the tokenizer " + tokenizer_json + " into " + folder + ": " + ec.message());
+}
+
+}  // namespace
+
 void SavePolicyModel(PolicyModelImpl& model, const ModelConfig& c, const std::string& dir) {
   if (auto* llama = dynamic_cast<LlamaLMImpl*>(&model)) {
     LlamaLM holder(std::shared_ptr<LlamaLMImpl>(llama->shared_from_this(), llama));
     WriteLlamaFolder(holder, LlamaDir(c, dir));
     WriteTroupeParts(holder, LlamaDir(c, dir) + "/troupe.safetensors");
+    CopyTokenizerFiles(c.tokenizer_json, LlamaDir(c, dir));
     return;
   }
   torch::save(model.shared_from_this(), TransformerFile(c, dir));

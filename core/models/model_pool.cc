@@ -233,7 +233,9 @@ struct RowProgress {
 // for every row at once.
 std::vector<Generation> GenerateBatch(PolicyModel& model, torch::Device device,
                                       const std::vector<GenerateQuery>& queries, Rng& rng, double temperature,
-                                      bool greedy, int64_t* forward_calls, const std::string& name) {
+                                      bool greedy, int64_t* forward_calls, const ModelConfig& config) {
+  const std::string& name = config.name;
+  const int eos = config.eos_token;
   CheckFits(model, queries, name);
   const int64_t B = static_cast<int64_t>(queries.size()), d = model->width();
   PromptBatch pb = EncodePrompts(model, device, queries, name);
@@ -303,7 +305,7 @@ std::vector<Generation> GenerateBatch(PolicyModel& model, torch::Device device,
         out[b].logprobs.push_back(picked_logp[b]);
         ++r.sampled;
         next[b] = picked[b];
-        r.done = picked[b] == Vocab::kEos || r.sampled >= queries[b].max_new_tokens;
+        r.done = picked[b] == eos || r.sampled >= queries[b].max_new_tokens;
       }
       all_done = all_done && r.done;
     }
@@ -356,7 +358,7 @@ std::vector<Generation> ModelPool::Generate(int model_index, const std::vector<G
     if (q.latent_steps > 0) model->set_latent_dropout(false);  // the trainer recomputes these vectors: no random masks
   }
   return GenerateBatch(model, impl_->devices.at(model_index), queries, rng, temperature, greedy,
-                       &impl_->forward_calls[model_index], impl_->configs[model_index].name);
+                       &impl_->forward_calls[model_index], impl_->configs[model_index]);
 }
 
 void ModelPool::Save(const std::string& dir) const {

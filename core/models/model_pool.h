@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/rng.h"
+#include "core/vocab.h"
 
 namespace troupe {
 
@@ -35,6 +36,8 @@ struct ModelConfig {
   bool qk_norm = false;   // Qwen3
   bool tie_embeddings = false;
   std::string hf_dir;  // a Hugging Face folder whose weights the model starts from; empty: fresh
+  std::string tokenizer_json;  // text prompts: the tokenizer, which checkpoints carry; empty: word prompts
+  int eos_token = Vocab::kEos;  // the token that ends an answer (the tokenizer's <|im_end|> for text prompts)
   int num_roles = 1;        // roles mapped onto this model (role embeddings)
   int lora_rank = 0;        // > 0: per-role LoRA adapters (partial sharing)
   bool role_heads = false;  // per-role heads (partial sharing)

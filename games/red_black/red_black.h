@@ -31,6 +31,7 @@ class RedBlackGame : public Game {
   std::vector<std::string> SignalNames() const override;
   std::vector<std::string> TurnSignalNames() const override;
   std::vector<std::string> MessagePhases() const override { return {"speak"}; }
+  bool RendersText() const override { return true; }
   std::vector<Decision> LongestDecisions(int message_words) const override;
   std::string MetricOfSignal(const std::string& signal, int seat) const override;
   std::vector<std::string> HeadlineMetrics(int seat) const override;

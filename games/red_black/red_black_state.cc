@@ -131,10 +131,17 @@ std::vector<Decision> RedBlackState::Longest(const RedBlackGame& game, int messa
   for (int r = 0; r < game.rounds(); ++r) most_points += 6 * game.Multiplier(r);
   s.round_ = game.rounds() - 1;
   s.history_.assign(game.rounds() - 1, RoundRecord{});
+  for (size_t r = 0; r < s.history_.size(); ++r) {  // the longest text: the widest figures
+    RoundRecord& rec = s.history_[r];
+    rec.multiplier = game.Multiplier(static_cast<int>(r));
+    rec.choice = {Choice::kBlack, Choice::kBlack};
+    rec.points = {-6 * rec.multiplier, -6 * rec.multiplier};
+  }
   s.score_ = {-most_points, -most_points};  // the most words: a sign and the most digits
   // A message reads as its recommendation and reasoning, or (latent) as `message_words` expanded tokens.
   Message longest;
-  longest.reasoning.assign(std::max(game.reason_words(), message_words - 1), "black");
+  // Reasoning words as text models see them at their longest (ten letters, rare ones: many tokens each).
+  longest.reasoning.assign(std::max(game.reason_words(), message_words - 1), std::string(kLongestTextWord));
   std::vector<Decision> d;
   const int speakers = n * (1 + game.discussion_rounds());
   // The last speaker of the round reads every message but its own; voters read them all.
@@ -144,6 +151,7 @@ std::vector<Decision> RedBlackState::Longest(const RedBlackGame& game, int messa
   d.push_back({0, "speak", s.Observation(0, "speak", &none), 1 + game.reason_words(), {"red", "black"}, true});
   s.teams_[0].messages.assign(speakers, longest);
   d.push_back({0, "vote", s.Observation(0, "vote", &none), 1, {"red", "black"}});
+  for (Decision& x : d) x.text = s.ObservationText(0, x.phase);
   return d;
 }
 
@@ -159,6 +167,7 @@ std::vector<Decision> RedBlackState::Pending(bool with_observations) const {
   auto add = [&](int seat, const char* phase, int max_words, std::vector<std::string> options, bool message) {
     d.push_back({seat, phase, {}, max_words, std::move(options), message});
     d.back().observation = observe(seat, phase);
+    if (with_observations) d.back().text = ObservationText(seat, phase);
   };
   const int n = game_->team_size();
   for (int t = 0; t < 2; ++t) {

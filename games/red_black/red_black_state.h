@@ -66,6 +66,8 @@ class RedBlackState : public State {
 
   // The words `seat` sees in `phase`; latent messages it reads go to `refs`.
   std::vector<std::string> Observation(int seat, const std::string& phase, std::vector<LatentRef>* refs) const;
+  // The same observation as text (red_black_text.cc), for tokenizer models.
+  std::string ObservationText(int seat, const std::string& phase) const;
   std::vector<Decision> Pending(bool with_observations) const;
   void StartRound();
   void SkipTrivialWillingness();

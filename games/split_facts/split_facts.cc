@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <numeric>
 #include <sstream>
+#include <utility>
 
 #include "core/base/errors.h"
 
@@ -97,8 +98,8 @@ std::vector<Decision> SplitFactsGame::LongestDecisions(int message_words) const 
   SplitFactsState state(*this, 0);
   std::vector<Decision> longest = state.PendingDecisions();
   std::vector<SeatOutput> said;
-  for (int seat = 0; seat < 2; ++seat)
-    said.push_back({seat, std::vector<std::string>(message_words_, ValueNames()[0])});
+  for (int seat = 0; seat < 2; ++seat)  // the longest words a text view shows
+    said.push_back({seat, std::vector<std::string>(message_words_, std::string(kLongestTextWord))});
   state.Apply(said);
   for (Decision d : state.PendingDecisions()) {
     const int extra = message_words - message_words_;  // a latent message's expansion replaces the words
@@ -140,6 +141,43 @@ std::vector<std::string> SplitFactsState::Observation(int seat, std::vector<Late
   return o;
 }
 
+std::string SplitFactsState::ObservationText(int seat) const {
+  const auto& E = SplitFactsGame::EntityNames();
+  const auto& V = SplitFactsGame::ValueNames();
+  const std::string other = seat == 0 ? "B" : "A";
+  std::ostringstream t;
+  t << "You are agent " << (seat == 0 ? "A" : "B") << ". You know:";
+  const char* sep = " ";
+  for (int e : episode_.known[seat]) {
+    t << sep << E[e] << " is " << V[episode_.value_of[e]];
+    sep = ", ";
+  }
+  t << ".\nYou are asked about:";
+  sep = " ";
+  for (int e : episode_.asked[seat]) t << std::exchange(sep, ", ") << E[e];
+  t << ". Agent " << other << " is asked about:";
+  sep = " ";
+  for (int e : episode_.asked[1 - seat]) t << std::exchange(sep, ", ") << E[e];
+  t << ".\n";
+  if (phase_ == 0) {
+    t << "Write agent " << other << " a message of at most " << game_->message_words() << " words.";
+    return t.str();
+  }
+  const auto& heard = messages_[1 - seat];
+  if (latent_[1 - seat] >= 0 || heard.empty()) {
+    t << "Agent " << other << " sent no words.\n";
+  } else {
+    t << "Agent " << other << " says:";
+    for (const auto& w : heard) t << ' ' << TextWord(w);
+    t << ".\n";
+  }
+  t << "Answer with the value of";
+  sep = " ";
+  for (int e : episode_.asked[seat]) t << std::exchange(sep, ", then ") << E[e];
+  t << ".";
+  return t.str();
+}
+
 std::vector<Decision> SplitFactsState::PendingDecisions() const {
   if (phase_ == 2) return {};
   std::vector<Decision> d;
@@ -149,6 +187,7 @@ std::vector<Decision> SplitFactsState::PendingDecisions() const {
     x.phase = phase_ == 0 ? "message" : "answer";
     x.message = phase_ == 0;
     x.observation = Observation(seat, &x.latent_messages);
+    x.text = ObservationText(seat);
     x.max_words = phase_ == 0 ? game_->message_words() : game_->asks();
     if (phase_ == 1) {
       x.options.assign(SplitFactsGame::ValueNames().begin(), SplitFactsGame::ValueNames().begin() + game_->values());

@@ -33,6 +33,7 @@ class SplitFactsGame : public Game {
   std::vector<std::string> TurnSignalNames() const override { return {"correct", "team_correct"}; }
   std::vector<std::string> HeadlineMetrics(int) const override { return {"accuracy"}; }
   std::vector<std::string> MessagePhases() const override { return {"message"}; }
+  bool RendersText() const override { return true; }
   std::vector<Decision> LongestDecisions(int message_words) const override;
   std::unique_ptr<State> NewInitialState(uint64_t seed) const override;
   std::unique_ptr<State> Deserialize(const std::string& text) const override;
@@ -74,6 +75,8 @@ class SplitFactsState : public State {
  private:
   // `refs`, when given, receives where a latent message stands in it.
   std::vector<std::string> Observation(int seat, std::vector<LatentRef>* refs = nullptr) const;
+  // The same observation as text, for tokenizer models.
+  std::string ObservationText(int seat) const;
   const SplitFactsGame* game_;
   uint64_t seed_;
   SplitFactsEpisode episode_;

@@ -363,3 +363,54 @@ TEST_CASE("Red-Black names its headline metrics and the metric of each signal fr
   while (!s->IsTerminal()) s->Apply(Answer(*s, "1", "black", "black", "red"));
   for (const auto& h : game->HeadlineMetrics(0)) CHECK(s->Metrics().count(h) == 1);
 }
+
+TEST_CASE("the text view states the rules, each past round, the scores, teammates' messages and the question",
+          "[red_black][text]") {
+  auto game = Make({{"team_size", int64_t{2}}, {"rounds", int64_t{3}}, {"multipliers", std::string("3:3")}});
+  REQUIRE(game->RendersText());
+  auto s = game->NewInitialState(1);
+  const std::string first = s->PendingDecisions().front().text;
+  CHECK(first.find("Both black: +3 each. Both red: -3 each.") != std::string::npos);
+  CHECK(first.find("You are on team A.") != std::string::npos);
+  CHECK(first.find("Now round 1 of 3 (2 left after it), multiplier x1. Score: us 0, them 0.") != std::string::npos);
+  CHECK(first.find("Round 1 (") == std::string::npos);  // no history yet
+  while (s->Turn() == 0) s->Apply(Answer(*s, "1", "black", "red", "black", 2));  // A defects on a cooperating B
+  // Round 2: team A speaks first; then its second speaker reads the message.
+  std::vector<Decision> d = s->PendingDecisions();
+  REQUIRE(d.front().phase == "will");
+  CHECK(d.front().text.rfind("How much do you want to speak next, from 0 to 3?") != std::string::npos);
+  CHECK(d.back().text.find("You are on team B.") != std::string::npos);
+  CHECK(d.back().text.find("Round 1 (x1): we black, they red; we -6, they +6.") != std::string::npos);
+  s->Apply(Answer(*s, "1", "black", "red", "black", 2));  // willingness: the speakers are set
+  d = s->PendingDecisions();
+  REQUIRE(d.front().phase == "speak");
+  CHECK(d.front().text.find("Round 1 (x1): we red, they black; we +6, they -6.") != std::string::npos);
+  CHECK(d.front().text.find("Score: us 6, them -6.") != std::string::npos);
+  CHECK(d.front().text.find("Teammates said") == std::string::npos);
+  CHECK(d.front().text.find("Recommend red or black, then say why in a few words.") != std::string::npos);
+  std::vector<SeatOutput> speak;
+  for (const auto& x : d) speak.push_back({x.seat, {"black", "we", "trustworthiness-everywhere"}});
+  s->Apply(speak);
+  d = s->PendingDecisions();
+  REQUIRE(d.front().phase == "speak");
+  // A word a model said is shown up to ten letters, so the longest prompt is known before a run.
+  CHECK(d.front().text.find("Teammates said: \"black, we trustworth\".") != std::string::npos);
+}
+
+TEST_CASE("the longest decisions' text views are at least as long as any a game gives", "[red_black][text]") {
+  auto game = Make({{"team_size", int64_t{3}}, {"rounds", int64_t{4}}, {"reason_words", int64_t{2}}});
+  std::map<std::string, size_t> longest;
+  for (const Decision& d : game->LongestDecisions(0)) longest[d.phase] = std::max(longest[d.phase], d.text.size());
+  REQUIRE(longest.size() == 3);
+  auto s = game->NewInitialState(3);
+  while (!s->IsTerminal()) {
+    std::vector<SeatOutput> out;
+    for (const Decision& d : s->PendingDecisions()) {
+      INFO(d.phase << ": " << d.text);
+      CHECK(d.text.size() <= longest.at(d.phase));
+      if (d.phase == "will") out.push_back({d.seat, {"2"}});
+      else out.push_back({d.seat, {"red", "multiplication", "abcdefghijklmnop"}});
+    }
+    s->Apply(out);
+  }
+}

@@ -76,3 +76,27 @@ TEST_CASE("split_facts observations show the facts, the question and what was he
   CHECK(d[1].options.size() == 6);
   CHECK(d[1].max_words == 2);
 }
+
+TEST_CASE("split_facts text view: the facts known, who is asked what, the message heard and the question",
+          "[split_facts][text]") {
+  auto game = MakeGame("split_facts", {{"entities", int64_t{4}}, {"values", int64_t{4}}, {"asks", int64_t{2}}});
+  REQUIRE(game->RendersText());
+  auto s = game->NewInitialState(9);
+  const auto* state = dynamic_cast<const SplitFactsState*>(s.get());
+  REQUIRE(state != nullptr);
+  const SplitFactsEpisode& ep = state->episode();
+  const auto& E = SplitFactsGame::EntityNames();
+  const auto& V = SplitFactsGame::ValueNames();
+  std::vector<Decision> d = s->PendingDecisions();
+  const std::string& a = d[0].text;
+  CHECK(a.rfind("You are agent A. You know: " + E[ep.known[0][0]] + " is " + V[ep.value_of[ep.known[0][0]]], 0) == 0);
+  CHECK(a.find("You are asked about: " + E[ep.asked[0][0]] + ", " + E[ep.asked[0][1]] + ".") != std::string::npos);
+  CHECK(a.find("Agent B is asked about: " + E[ep.asked[1][0]]) != std::string::npos);
+  CHECK(a.find("Write agent B a message of at most 2 words.") != std::string::npos);
+  s->Apply({{0, {"gold", "teal"}}, {1, {}}});
+  d = s->PendingDecisions();
+  CHECK(d[1].text.find("Agent A says: gold teal.") != std::string::npos);
+  CHECK(d[0].text.find("Agent B sent no words.") != std::string::npos);
+  CHECK(d[0].text.find("Answer with the value of " + E[ep.asked[0][0]] + ", then " + E[ep.asked[0][1]] + ".") !=
+        std::string::npos);
+}

@@ -11,6 +11,7 @@
 #include "workflows/config/defaults.h"
 #include "workflows/config/enums.h"
 #include "workflows/config/model_spec.h"
+#include "workflows/config/prompt_codec.h"
 #include "workflows/config/validate_graph.h"
 
 namespace troupe {
@@ -411,10 +412,71 @@ void CompileTraining(const LoadedWorkflow& w, CompiledWorkflow& c) {
   c.trainer = TrainerConfigOf(t, k);  // the same settings a model worker gets
 }
 
+// How each model reads prompts (workflows/config/prompt_codec.h): the game's
+// words through the workflow's vocabulary, or its text through the model's
+// tokenizer. Fixes each model's vocabulary size and end token.
+void CompilePrompts(const LoadedWorkflow& w, CompiledWorkflow& c) {
+  std::vector<std::string> words = c.game ? c.game->Vocabulary() : c.pipeline->task->Vocabulary();
+  if (c.pipeline) words.push_back("|");  // separates a node's inputs in its prompt
+  if (c.hybrid() || c.LatentMessages()) {
+    words.push_back("<bot>");
+    words.push_back("<eot>");
+  }
+  std::vector<std::string> role_names;
+  for (const auto& r : c.roles) role_names.push_back(r.name);
+  c.vocab = Vocab(words, role_names);
+  const std::shared_ptr<const PromptCodec> word_codec = MakeWordCodec(c.vocab);
+  for (size_t i = 0; i < c.models.size(); ++i) {
+    ModelConfig& m = c.models[i];
+    const int mi = static_cast<int>(i);
+    const config::ModelSpec& spec = w.proto.model(mi);
+    const std::vector<PathStep> where{{"model", mi}, {spec.has_tokenizer() ? "tokenizer" : "hf_dir"}};
+    if (m.tokenizer_json.empty()) {
+      if (!m.hf_dir.empty() && m.vocab_size != c.vocab.size()) {
+        w.Fail({{"model", mi}, {"hf_dir"}},
+               "model '" + m.name + "': " + m.hf_dir + " holds a model of " + std::to_string(m.vocab_size) +
+                   " tokens and no tokenizer.json, so it reads this workflow's word vocabulary of " +
+                   std::to_string(c.vocab.size()) + " words, which it was not made for");
+      }
+      m.vocab_size = c.vocab.size();
+      m.eos_token = Vocab::kEos;
+      c.codecs.push_back(word_codec);
+      continue;
+    }
+    // Text prompts: every part of the workflow this model serves must have a text form.
+    if (c.pipeline) {
+      w.Fail(where, "model '" + m.name + "' reads text (" + m.tokenizer_json +
+                        "), but pipelines give word prompts only so far; use a transformer or llama model without a "
+                        "tokenizer");
+    }
+    if (!c.game->RendersText()) {
+      w.Fail(where, "model '" + m.name + "' reads text (" + m.tokenizer_json + "), but game " + c.game->Name() +
+                        " renders no text view of its observations");
+    }
+    if (c.hybrid() || c.LatentMessages()) {
+      w.Fail(where, "model '" + m.name + "' reads text (" + m.tokenizer_json +
+                        "); latent and hybrid messages need word-vocabulary models so far");
+    }
+    std::shared_ptr<const PromptCodec> codec;
+    try {
+      codec = MakeTextCodec(m.tokenizer_json, role_names);
+    } catch (const Error& e) {
+      w.Fail(where, "model '" + m.name + "': " + e.what());
+    }
+    if (!m.hf_dir.empty() && m.vocab_size < codec->vocab_size()) {
+      w.Fail(where, "model '" + m.name + "': " + m.hf_dir + " holds a model of " + std::to_string(m.vocab_size) +
+                        " tokens, fewer than its tokenizer's " + std::to_string(codec->vocab_size()));
+    }
+    if (m.hf_dir.empty()) m.vocab_size = codec->vocab_size();
+    m.eos_token = codec->eos();
+    c.codecs.push_back(std::move(codec));
+  }
+}
+
 // Every prompt the game can produce must fit the model that reads it: the
 // longest decision of each phase (Game::LongestDecisions) as the rollout
-// encodes it (<bos>, role token, observation, a latent speaker's <bot> K <eot>)
-// plus its answer. Refused at the model's max_len, naming the prompt.
+// encodes it (<bos>, role token, observation, a latent speaker's <bot> K <eot>;
+// or the text view as a chat, through the model's tokenizer) plus its answer. Refused at the model's max_len, naming the prompt.
 void ValidatePromptLengths(const LoadedWorkflow& w, const CompiledWorkflow& c) {
   if (!c.game) return;
   int message_words = 0;  // a latent message in a reader's view: <bot> K vectors <eot> and its words
@@ -429,10 +491,15 @@ void ValidatePromptLengths(const LoadedWorkflow& w, const CompiledWorkflow& c) {
     int prompt = 0, answer = 0;
     for (const auto& r : c.roles) {
       if (r.model != static_cast<int>(mi)) continue;
+      const PromptCodec& codec = *c.codecs[mi];
       for (const Decision& d : longest) {
         const bool latent = d.message && r.message_mode != config::TEXT;
-        const int p = 2 + static_cast<int>(d.observation.size()) + (latent ? 1 : 0);
-        const int a = latent ? r.latent_vectors + 1 + std::min(d.max_words, std::max(1, r.text_words)) : d.max_words;
+        int p = 2 + static_cast<int>(d.observation.size()) + (latent ? 1 : 0);
+        int a = latent ? r.latent_vectors + 1 + std::min(d.max_words, std::max(1, r.text_words)) : d.max_words;
+        if (codec.reads_text()) {
+          p = static_cast<int>(codec.TextPrompt(static_cast<int>(&r - c.roles.data()), d.text).size());
+          a = codec.MaxNewTokens(d.max_words);
+        }
         if (worst == nullptr || p + a > prompt + answer) role = &r, worst = &d, prompt = p, answer = a;
       }
     }
@@ -440,7 +507,7 @@ void ValidatePromptLengths(const LoadedWorkflow& w, const CompiledWorkflow& c) {
     if (worst == nullptr || prompt + answer <= m.max_len) continue;
     const int i = static_cast<int>(mi);
     const config::ModelSpec& spec = w.proto.model(i);
-    const bool written = spec.transformer().has_max_len() || spec.llama().has_max_len();
+    const bool written = spec.transformer().has_max_len() || spec.llama().has_max_len() || spec.has_hf_dir();
     w.Fail(written ? SizesPath(w, i, "max_len") : std::vector<PathStep>{{"model", i}},
            "model '" + m.name + "': max_len " + std::to_string(m.max_len) + (written ? "" : " (the default)") +
                " is too short for role '" + role->name + "': the longest '" + worst->phase + "' prompt " +
@@ -477,6 +544,7 @@ CompiledWorkflow CompileWorkflow(const LoadedWorkflow& w) {
   CompileRewards(w, c);
   CompileTraining(w, c);
   CompileRuntime(w, c);
+  CompilePrompts(w, c);
   ValidatePromptLengths(w, c);
   if (c.pipeline) {
     c.headline_metrics = c.pipeline->task->HeadlineMetrics();
@@ -492,25 +560,6 @@ CompiledWorkflow CompileWorkflow(const LoadedWorkflow& w) {
       c.headline_metrics.insert(c.headline_metrics.end(), {"text_tokens", "latent_vectors", "wire_bytes"});
   }
 
-  std::vector<std::string> words = c.game ? c.game->Vocabulary() : c.pipeline->task->Vocabulary();
-  if (c.pipeline) words.push_back("|");  // separates a node's inputs in its prompt
-  if (c.hybrid() || c.LatentMessages()) {
-    words.push_back("<bot>");
-    words.push_back("<eot>");
-  }
-  std::vector<std::string> role_names;
-  for (const auto& r : c.roles) role_names.push_back(r.name);
-  c.vocab = Vocab(words, role_names);
-  for (size_t i = 0; i < c.models.size(); ++i) {
-    ModelConfig& m = c.models[i];
-    if (!m.hf_dir.empty() && m.vocab_size != c.vocab.size()) {
-      w.Fail({{"model", static_cast<int>(i)}, {"hf_dir"}},
-             "model '" + m.name + "': " + m.hf_dir + " holds a model of " + std::to_string(m.vocab_size) +
-                 " tokens, but this workflow's prompts use its game's vocabulary of " + std::to_string(c.vocab.size()) +
-                 " words");
-    }
-    m.vocab_size = c.vocab.size();
-  }
   c.run.sft_demonstrations = LoadDemonstrations(w, c);
   return c;
 }
@@ -534,9 +583,11 @@ std::string DescribeWorkflow(const CompiledWorkflow& c) {
         << " heads=" << mc.heads;
     if (mc.architecture == "llama") out << " kv_heads=" << mc.kv_heads;
     if (!mc.hf_dir.empty()) out << " from " << mc.hf_dir;
-    out << " on " << mc.device << ", " << c.sharing[m] << "\n";
+    out << " on " << mc.device << ", " << c.sharing[m];
+    if (c.codecs[m]->reads_text()) out << ", text prompts (" << mc.tokenizer_json << ", " << mc.vocab_size << " tokens)";
+    out << "\n";
   }
-  out << "  vocabulary " << c.vocab.size() << " tokens";
+  out << "  word vocabulary " << c.vocab.size() << " tokens";
   return out.str();
 }
 

@@ -17,6 +17,7 @@
 #include "core/models/trainer.h"
 #include "core/pipeline_task.h"
 #include "core/vocab.h"
+#include "workflows/config/prompt_codec.h"
 #include "workflows/config/runtime_settings.h"
 #include "workflows/config/sft_data.h"
 
@@ -102,7 +103,13 @@ struct RolloutSpec {
   std::vector<int> seat_role;  // seat -> role index
   std::vector<RoleInfo> roles;
   Vocab vocab;
+  // Per physical model: how it reads prompts and writes answers (the game's
+  // words through `vocab`, or its text through the model's tokenizer).
+  std::vector<std::shared_ptr<const PromptCodec>> codecs;
   std::vector<RewardTerm> rewards;
+
+  // The codec of a trained role's model.
+  const PromptCodec& Codec(int role) const { return *codecs.at(roles.at(role).model); }
 };
 
 // The whole compiled workflow: the rollout's spec and everything else. Its

@@ -1,6 +1,8 @@
 // ModelServeSpec <-> ModelConfig, TrainerConfig.
 #include "workflows/config/model_spec.h"
 
+#include <filesystem>
+
 #include "core/base/errors.h"
 #include "core/hf_config.h"
 #include "workflows/config/compiled_workflow.h"
@@ -24,6 +26,8 @@ wire::ModelServeSpec MakeServeSpec(const CompiledWorkflow& c, int model) {
   *s.mutable_trainer() = c.proto.trainer();
   s.mutable_trainer()->clear_hybrid();  // the distillation settings come with each step
   s.set_hybrid(c.hybrid());
+  s.set_eos_token(m.eos_token);
+  s.set_tokenizer_json(m.tokenizer_json);
   *s.mutable_credit() = c.proto.credit();
   return s;
 }
@@ -77,6 +81,13 @@ ModelConfig ArchitectureOf(const config::ModelSpec& spec) {
     m.max_len = spec.transformer().max_len();
     m.ff_mult = spec.transformer().ff_mult();
   }
+  // Text prompts: the named tokenizer, or the one an hf_dir holds.
+  namespace fs = std::filesystem;
+  if (spec.has_tokenizer()) {
+    m.tokenizer_json = fs::is_directory(spec.tokenizer()) ? spec.tokenizer() + "/tokenizer.json" : spec.tokenizer();
+  } else if (spec.has_hf_dir() && fs::exists(spec.hf_dir() + "/tokenizer.json")) {
+    m.tokenizer_json = spec.hf_dir() + "/tokenizer.json";
+  }
   m.device = spec.device();
   m.lr = spec.optimizer().lr();
   m.weight_decay = spec.optimizer().weight_decay();
@@ -93,6 +104,8 @@ ModelConfig ModelConfigOf(const wire::ModelServeSpec& s) {
   m.role_heads = s.role_heads();
   m.latent = s.latent();
   m.latent_in_width = s.latent_in_width();
+  m.eos_token = s.eos_token();
+  m.tokenizer_json = s.tokenizer_json();
   return m;
 }
 

@@ -30,8 +30,10 @@ int TrainedRole(const CompiledWorkflow& c, const std::string& name) {
   return -1;
 }
 
-// The first word outside the vocabulary, or "" when every word is in it.
-std::string UnknownWord(const CompiledWorkflow& c, const std::vector<std::string>& words) {
+// The first word outside the vocabulary, or "" when every word is in it (or
+// the role's model reads text, where every word is).
+std::string UnknownWord(const CompiledWorkflow& c, int role, const std::vector<std::string>& words) {
+  if (c.Codec(role).reads_text()) return "";
   for (const std::string& w : words) {
     if (c.vocab.Id(w) == Vocab::kUnk) return w;
   }
@@ -60,11 +62,12 @@ std::vector<Demonstration> FromJsonl(const LoadedWorkflow& loaded, const Compile
     Demonstration d;
     d.role = TrainedRole(c, j["role"].get<std::string>());
     if (d.role < 0) fail("'" + j["role"].get<std::string>() + "' is not a trained role of this workflow");
-    d.prompt = Words(j["prompt"].get<std::string>());
+    d.prompt_text = j["prompt"].get<std::string>();
+    d.prompt = Words(d.prompt_text);
     d.response = Words(j["response"].get<std::string>());
     if (d.response.empty()) fail("the response is empty");
     for (const auto* words : {&d.prompt, &d.response}) {
-      const std::string unknown = UnknownWord(c, *words);
+      const std::string unknown = UnknownWord(c, d.role, *words);
       if (!unknown.empty()) fail("'" + unknown + "' is not a word of this workflow's vocabulary");
     }
     d.origin = path + ":" + std::to_string(number);
@@ -96,9 +99,11 @@ std::vector<Demonstration> FromSession(const LoadedWorkflow& loaded, const Compi
     Demonstration d;
     d.role = TrainedRole(c, roles[m.role()]);
     if (d.role < 0) continue;  // a role this workflow does not train (e.g. the scripted opponents)
-    d.prompt = Words(m.prompt());
+    d.prompt_text = m.prompt();
+    d.prompt = Words(d.prompt_text);
     d.response = Words(m.text());
-    if (d.response.empty() || !UnknownWord(c, d.prompt).empty() || !UnknownWord(c, d.response).empty()) continue;
+    if (d.response.empty() || !UnknownWord(c, d.role, d.prompt).empty() || !UnknownWord(c, d.role, d.response).empty())
+      continue;
     d.origin = path + ": event " + std::to_string(i);
     out.push_back(std::move(d));
   }

@@ -14,6 +14,7 @@ struct CompiledWorkflow;
 struct Demonstration {
   int role = 0;                        // index among the workflow's roles (trained)
   std::vector<std::string> prompt;     // the observation the role reads, word by word
+  std::string prompt_text;             // the same as written (text models read it through their tokenizer)
   std::vector<std::string> response;   // what it should answer
   std::string origin;                  // "file:line" or "file: event N", for messages
 };

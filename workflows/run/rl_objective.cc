@@ -102,9 +102,10 @@ class ReinforcementObjective : public TrainingObjective {
     r.model = role.model;
     r.role_slot = role.slot;
     r.phase = "sft";
-    r.prompt = rollout_.Prompt(d.role, d.prompt).tokens;
-    r.response = w_.vocab.Encode(d.response);
-    r.response.push_back(Vocab::kEos);
+    const PromptCodec& codec = w_.Codec(d.role);
+    r.prompt = codec.reads_text() ? codec.TextPrompt(d.role, d.prompt_text) : rollout_.Prompt(d.role, d.prompt).tokens;
+    r.response = codec.Answer(d.response, static_cast<int>(d.response.size()));
+    if (r.response.back() != codec.eos()) r.response.push_back(codec.eos());
     r.logprobs.assign(r.response.size(), 0.0f);
     return r;
   }

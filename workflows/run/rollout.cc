@@ -69,6 +69,12 @@ PromptParts Rollout::Prompt(int role, const std::vector<std::string>& observatio
   return p;
 }
 
+PromptParts Rollout::Prompt(int role, const Decision& d, const std::vector<LatentMessage>* sent) const {
+  const PromptCodec& codec = workflow_.Codec(role);
+  if (codec.reads_text()) return {codec.TextPrompt(role, d.text)};
+  return Prompt(role, d.observation, d.latent_messages, sent);
+}
+
 CallRecord Rollout::NewRecord(int episode, int group_size, int role, int seat, int turn,
                               const std::string& phase) const {
   CallRecord rec;
@@ -201,7 +207,7 @@ class Rollout::GameRun {
     size_t output;  // index into that episode's outputs
     int role;
     PromptParts prompt;
-    int max_words;
+    int max_new_tokens;
     std::string phase;
     std::vector<int> options;  // guided first tokens, or empty
     int latent_steps = 0;      // a latent message: vectors to send before the text
@@ -238,29 +244,30 @@ class Rollout::GameRun {
     if (teacher_) {  // a demonstration: the teacher answers for the trained seat
       outputs_[e][k].words = teacher_->Act(*states_[e], d, rng_);
       CallRecord rec = r_.NewRecord(e, options_.group_size, role, d.seat, states_[e]->Turn(), d.phase);
-      PromptParts prompt = r_.Prompt(role, d.observation, d.latent_messages, &sent_[e]);
+      PromptParts prompt = r_.Prompt(role, d, &sent_[e]);
       rec.prompt = std::move(prompt.tokens);
       rec.soft_inputs = std::move(prompt.soft);
       rec.soft_width = prompt.soft_width;
-      rec.response = w_.vocab.Encode(outputs_[e][k].words);
-      if (static_cast<int>(rec.response.size()) < d.max_words) rec.response.push_back(Vocab::kEos);
-      rec.response.resize(std::min<size_t>(rec.response.size(), d.max_words));
+      rec.response = w_.Codec(role).Answer(outputs_[e][k].words, d.max_words);
       Keep(e, k, std::move(rec));
       return;
     }
+    const PromptCodec& codec = w_.Codec(role);
     Pending p{e,
               k,
               role,
-              r_.Prompt(role, d.observation, d.latent_messages, &sent_[e]),
-              d.max_words,
+              r_.Prompt(role, d, &sent_[e]),
+              codec.MaxNewTokens(d.max_words),
               d.phase,
-              options_.guided ? w_.vocab.Encode(d.options) : std::vector<int>{}};
+              options_.guided ? codec.FirstTokens(d.options) : std::vector<int>{}};
+    // A guided one-word choice among whole tokens is that token: nothing after it to misread.
+    if (options_.guided && d.max_words == 1 && codec.OneTokenEach(d.options)) p.max_new_tokens = 1;
     if (d.message && info.message_mode != config::TEXT) {
       // A latent message: K vectors after <bot>, then <eot> and the words its readers see
       // (LATENT: one, for the game's rules only).
       p.prompt.tokens.push_back(r_.bot_);
       p.latent_steps = info.latent_vectors;
-      p.max_words = std::min(d.max_words, std::max(1, info.text_words));
+      p.max_new_tokens = std::min(d.max_words, std::max(1, info.text_words));
     }
     by_model_[info.model].push_back(std::move(p));
   }
@@ -270,7 +277,7 @@ class Rollout::GameRun {
     std::vector<std::vector<GenerateQuery>> queries(by_model_.size());
     for (size_t m = 0; m < by_model_.size(); ++m) {
       for (const auto& p : by_model_[m]) {
-        GenerateQuery q{w_.roles[p.role].slot, &p.prompt.tokens, p.max_words, p.options.empty() ? nullptr : &p.options,
+        GenerateQuery q{w_.roles[p.role].slot, &p.prompt.tokens, p.max_new_tokens, p.options.empty() ? nullptr : &p.options,
                         static_cast<int64_t>(p.episode)};
         if (!p.prompt.soft.empty()) {
           q.soft_inputs = &p.prompt.soft;
@@ -294,7 +301,7 @@ class Rollout::GameRun {
     }
     SeatOutput& out = outputs_[p.episode][p.output];
     const Decision& d = decisions_[p.episode][p.output];
-    out.words = w_.vocab.Decode(g.tokens);
+    out.words = w_.Codec(p.role).Words(g.tokens);
     CallRecord rec = r_.NewRecord(p.episode, options_.group_size, p.role, d.seat, states_[p.episode]->Turn(), p.phase);
     if (d.message) cost_[p.episode].Add(w_.roles[p.role], out.words, g.latents);
     if (p.latent_steps > 0) {

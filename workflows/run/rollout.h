@@ -86,6 +86,9 @@ class Rollout {
   // `sent`: the episode's latent messages, which the handles index.
   PromptParts Prompt(int role, const std::vector<std::string>& observation, const std::vector<LatentRef>& latent = {},
                      const std::vector<LatentMessage>* sent = nullptr) const;
+  // A trained role's prompt for a decision, as its model reads it: the words
+  // above, or the decision's text view through its model's codec.
+  PromptParts Prompt(int role, const Decision& decision, const std::vector<LatentMessage>* sent) const;
 
  private:
   class GameRun;  // one RunGame call's episodes and ticks (rollout.cc)

@@ -138,7 +138,9 @@ void SessionEvents::Acted(int episode, const CallRecord& call, const std::vector
   } else {
     auto* m = NewMessage(&e, episode, call.role, call.seat, call.turn, call.phase, "TEXT", words);
     if (!scripted) m->set_text_tokens(static_cast<int>(call.response.size()));
-    if (call.soft_inputs.empty()) m->set_prompt(Join(workflow_.vocab.Decode(call.prompt)));
+    if (call.soft_inputs.empty()) {
+      m->set_prompt(call.model >= 0 ? workflow_.Codec(call.role).Show(call.prompt) : Join(workflow_.vocab.Decode(call.prompt)));
+    }
     m->set_wire_bytes(static_cast<int64_t>(m->text().size()));
     m->set_valid(call.valid);
   }

@@ -1,0 +1,204 @@
+// Games in natural language: a model with a tokenizer reads a game's text view
+// as a ChatML conversation and answers in words the game parses; the model
+// trained in Red-Black, with the tokenizer its checkpoint carries, loads as a
+// role model in split_facts; workflows that cannot work that way are refused.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/base/errors.h"
+#include "core/models/checkpoint.h"
+#include "core/text/bpe_trainer.h"
+#include "core/text/tokenizer_folder.h"
+#include "tests/test_support.h"
+#include "workflows/config/compiled_workflow.h"
+#include "workflows/config/config_loader.h"
+#include "workflows/config/prompt_codec.h"
+#include "workflows/run/train_run.h"
+
+using namespace troupe;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string Temp(const std::string& name) {
+  const fs::path p = fs::temp_directory_path() / ("troupe-text-" + name);
+  fs::remove_all(p);
+  return p.string();
+}
+
+// Every text view a few played games of both kinds show.
+std::string GameTexts() {
+  std::string text;
+  auto play = [&](const Game& game, uint64_t seed, auto answer) {
+    auto s = game.NewInitialState(seed);
+    while (!s->IsTerminal()) {
+      std::vector<SeatOutput> out;
+      for (const Decision& d : s->PendingDecisions()) {
+        text += d.text + "\n";
+        out.push_back({d.seat, answer(d, seed)});
+      }
+      s->Apply(out);
+    }
+  };
+  auto red_black = MakeGame("red_black", {{"team_size", int64_t{3}}, {"rounds", int64_t{3}}});
+  auto split_facts = MakeGame("split_facts", {{"entities", int64_t{4}}, {"values", int64_t{4}}, {"asks", int64_t{1}}});
+  for (uint64_t seed = 0; seed < 8; ++seed) {
+    play(*red_black, seed, [](const Decision& d, uint64_t s) -> std::vector<std::string> {
+      if (d.phase == "will") return {std::to_string(s % 4)};
+      return {s % 2 ? "red" : "black", "we", "trust"};
+    });
+    play(*split_facts, seed, [](const Decision&, uint64_t) -> std::vector<std::string> { return {"gold"}; });
+  }
+  return text;
+}
+
+// A small BPE vocabulary learnt on those texts (ChatML's tokens included), as a folder.
+const std::string& TinyTokenizer() {
+  static const std::string dir = [] {
+    BpeTrainerOptions o;
+    o.vocab_size = 600;
+    BpeTrainer trainer(o);
+    trainer.Add(GameTexts());
+    const std::string d = Temp("tokenizer");
+    fs::create_directories(d);
+    WriteTokenizerFolder(Tokenizer(trainer.Train()), d);
+    return d;
+  }();
+  return dir;
+}
+
+const char kLlama[] = "llama { hidden_size: 32 heads: 2 kv_heads: 1 layers: 1 intermediate_size: 64 max_len: 512 }";
+
+// Team A of a tiny Red-Black game on one language model reading text.
+std::string RedBlackText(const std::string& trainer) {
+  std::string text = testing::TinyRedBlack(3, "trainer { guided_choices: true " + trainer + " }");
+  const std::string transformer = "transformer { d_model: 16 heads: 2 layers: 1 ff_mult: 2 max_len: 64 }";
+  text.replace(text.find(transformer), transformer.size(),
+               std::string(kLlama) + " tokenizer: \"" + TinyTokenizer() + "\"");
+  return text;
+}
+
+CompiledWorkflow Compile(const std::string& text) { return CompileWorkflow(ParseWorkflowText(text, "t.textproto")); }
+
+std::string ErrorOf(const std::string& text) {
+  try {
+    Compile(text);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TrainResult Run(const CompiledWorkflow& w, const std::string& dir, bool final_eval) {
+  TrainOptions o;
+  o.out_dir = dir;
+  o.progress = false;
+  o.final_eval = final_eval;
+  std::ostringstream sink;
+  return Train(w, o, sink);
+}
+
+}  // namespace
+
+TEST_CASE("a text codec wraps a game's text view in ChatML and reads answers back as words", "[text]") {
+  const CompiledWorkflow w = Compile(RedBlackText("iterations: 1"));
+  REQUIRE(w.codecs.size() == 1);
+  const PromptCodec& codec = *w.codecs[0];
+  REQUIRE(codec.reads_text());
+  const Tokenizer tokenizer = LoadTokenizer(TinyTokenizer());
+  CHECK(w.models[0].vocab_size == tokenizer.vocab_size());
+  CHECK(w.models[0].eos_token == *tokenizer.TokenId("<|im_end|>"));
+  CHECK(DescribeWorkflow(w).find("text prompts") != std::string::npos);
+
+  const std::vector<int> prompt = codec.TextPrompt(0, "Vote red or black.");
+  CHECK(codec.Show(prompt) ==
+        "<|im_start|>system\nYou are a.<|im_end|>\n<|im_start|>user\nVote red or black.<|im_end|>\n"
+        "<|im_start|>assistant\n");
+  // An answer of words ends with <|im_end|> and reads back as the same words.
+  const std::vector<int> answer = codec.Answer({"black", "we", "trust"}, 3);
+  CHECK(answer.back() == codec.eos());
+  CHECK(codec.Words(answer) == std::vector<std::string>{"black", "we", "trust"});
+  CHECK(static_cast<int>(answer.size()) <= codec.MaxNewTokens(3));
+  // Guided choices: one first token per option, each the start of that option's answer.
+  const std::vector<int> first = codec.FirstTokens({"red", "black"});
+  REQUIRE(first.size() == 2);
+  CHECK(first[0] == codec.Answer({"red"}, 1).front());
+  CHECK(first[1] == codec.Answer({"black"}, 1).front());
+  CHECK(WordsOfText("Black, we SHOULD trust them!\n+6 #3") ==
+        std::vector<std::string>{"black", "we", "should", "trust", "them", "+6", "#3"});
+}
+
+TEST_CASE("a language model trained in Red-Black from text prompts loads as a role model in split_facts",
+          "[text][training][llama]") {
+  const std::string red_black_dir = Temp("red-black");
+  const TrainResult r = Run(Compile(RedBlackText("iterations: 2 episodes_per_iteration: 4 checkpoint_every: 2 "
+                                                 "eval_episodes: 4")),
+                            red_black_dir, true);
+  CHECK(r.iterations == 2);
+  REQUIRE(r.after);
+  // Guided choices hold a vote to an option's first token, and this vocabulary holds each option whole.
+  CHECK(r.after->metrics.at("invalid_vote") == 0.0);
+  const auto checkpoint = FindCheckpoint(red_black_dir);
+  REQUIRE(checkpoint);
+  const std::string model_dir = *checkpoint + "/model-m";
+  for (const char* file : {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"}) {
+    INFO(file);
+    CHECK(fs::exists(fs::path(model_dir) / file));
+  }
+
+  const std::string split_facts = R"(name: "transfer" seed: 2
+game { name: "split_facts" param { name: "entities" int: 4 } param { name: "values" int: 4 } param { name: "asks" int: 1 } }
+model { name: "lm" hf_dir: ")" + model_dir + R"(" optimizer { lr: 0.001 } }
+role { name: "a" seats: "a" model: "lm" }
+role { name: "b" seats: "b" model: "lm" }
+reward { level: TRAJECTORY signal: "correct" }
+credit { group_size: 4 }
+trainer { iterations: 1 episodes_per_iteration: 4 guided_choices: true }
+)";
+  const CompiledWorkflow w = Compile(split_facts);
+  REQUIRE(w.codecs[0]->reads_text());  // the tokenizer came with the checkpoint
+  CHECK(w.models[0].vocab_size == LoadTokenizer(TinyTokenizer()).vocab_size());
+  const std::string split_dir = Temp("split-facts");
+  CHECK(Run(w, split_dir, false).iterations == 1);
+  std::ifstream metrics(split_dir + "/metrics.jsonl");
+  std::string line;
+  REQUIRE(std::getline(metrics, line));
+  const double accuracy = nlohmann::json::parse(line).at("game/accuracy").get<double>();
+  CHECK(accuracy >= 0.0);
+  CHECK(accuracy <= 1.0);
+}
+
+TEST_CASE("text prompts are refused where they cannot work, at the field that asks for them", "[text][config]") {
+  const std::string ok = RedBlackText("iterations: 1");
+  REQUIRE(ErrorOf(ok).empty());
+  const std::string tokenizer_field = "tokenizer: \"" + TinyTokenizer() + "\"";
+  SECTION("a tokenizer that is not there") {
+    std::string text = ok;
+    text.replace(text.find(tokenizer_field), tokenizer_field.size(), "tokenizer: \"/nonexistent/tokenizer.json\"");
+    const std::string e = ErrorOf(text);
+    CHECK_THAT(e, Catch::StartsWith("t.textproto:5:"));
+    CHECK_THAT(e, Catch::Contains("/nonexistent/tokenizer.json"));
+  }
+  SECTION("a prompt longer than the model's max_len, counted in tokens") {
+    std::string text = ok;
+    text.replace(text.find("max_len: 512"), 12, "max_len: 40");
+    CHECK_THAT(ErrorOf(text), Catch::Contains("max_len 40 is too short for role 'a'") &&
+                                  Catch::Contains("tokens"));
+  }
+  SECTION("latent messages") {
+    const std::string e = ErrorOf(ok + "channel { from: \"a\" to: \"a\" mode: HYBRID }\n");
+    CHECK_THAT(e, Catch::StartsWith("t.textproto:5:"));
+    CHECK_THAT(e, Catch::Contains("latent and hybrid messages need word-vocabulary models"));
+  }
+  SECTION("a pipeline") {
+    std::string text = testing::ReadFile(testing::SourceDir() + "/workflows/shipped/proposer_critic.textproto");
+    const std::string transformer = "transformer { d_model: 32 heads: 4 layers: 2 ff_mult: 2 max_len: 48 }";
+    REQUIRE(text.find(transformer) != std::string::npos);
+    text.replace(text.find(transformer), transformer.size(), std::string(kLlama) + " " + tokenizer_field);
+    CHECK_THAT(ErrorOf(text), Catch::Contains("pipelines give word prompts only so far"));
+  }
+}
