@@ -149,9 +149,10 @@ std::vector<Decision> RedBlackState::Longest(const RedBlackGame& game, int messa
   std::vector<LatentRef> none;
   d.push_back({0, "will", s.Observation(0, "will", &none), 1, {"0", "1", "2", "3"}});
   d.push_back({0, "speak", s.Observation(0, "speak", &none), 1 + game.reason_words(), {"red", "black"}, true});
+  for (Decision& x : d) x.text = s.ObservationText(0, x.phase);
   s.teams_[0].messages.assign(speakers, longest);
   d.push_back({0, "vote", s.Observation(0, "vote", &none), 1, {"red", "black"}});
-  for (Decision& x : d) x.text = s.ObservationText(0, x.phase);
+  d.back().text = s.ObservationText(0, "vote");
   return d;
 }
 
