@@ -71,6 +71,9 @@ class State {
     (void)seat;
     return false;
   }
+  // When no seat must decide and the state is not terminal, the game runs its
+  // own rules (a simulation step); false when it has nothing to run.
+  virtual bool Advance() { return false; }
   virtual bool IsTerminal() const = 0;
   virtual int Turn() const = 0;  // current turn (round), 0-based
   // A named episode-level signal for one seat, e.g. "team_score".

@@ -68,6 +68,7 @@ void Params::Set(const std::string& name, const ParamValue& value) {
     }
   }
   values_[name] = v;
+  given_.insert(name);
 }
 
 int64_t Params::Int(const std::string& name) const {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -42,11 +43,14 @@ class Params {
   bool Flag(const std::string& name) const;
   const std::string& Text(const std::string& name) const;
   const std::map<std::string, ParamValue>& values() const { return values_; }
+  // Whether `name` was set (not left at its default): presets fill the rest.
+  bool Given(const std::string& name) const { return given_.count(name) > 0; }
 
  private:
   const ParamSpec& Spec(const std::string& name) const;
   std::vector<ParamSpec> specs_;
   std::map<std::string, ParamValue> values_;
+  std::set<std::string> given_;
 };
 
 // The parameter specs of every registered plug-in of one kind (games, tasks),

@@ -39,6 +39,12 @@ class ConfigError : public Error {
 class GameError : public Error {
  public:
   using Error::Error;
+  // A parameter's value is wrong (validation points at that parameter).
+  GameError(const std::string& message, std::string param) : Error(message), param_(std::move(param)) {}
+  const std::string& param() const { return param_; }
+
+ private:
+  std::string param_;
 };
 
 class ModelError : public Error {

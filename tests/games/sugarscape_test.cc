@@ -162,7 +162,7 @@ TEST_CASE("a trade happens only when both welfares rise and the MRS do not cross
   CHECK(x.spice(e) == std::floor(x.spice(e)));
 }
 
-TEST_CASE("a trader whose sugar or spice runs out dies; the classic rules also end it at its age", "[sugarscape]") {
+TEST_CASE("a trader whose sugar or spice runs out dies, and under the classic rules also at its age", "[sugarscape]") {
   World w = Empty(3, 1);
   const int t = w.AddTrader(0, 0, 2, 10, 3, 1, 1);  // eats 3 sugar a step, finds none
   w.Step();
@@ -176,7 +176,7 @@ TEST_CASE("a trader whose sugar or spice runs out dies; the classic rules also e
   CHECK(v.population() == 0);
 }
 
-TEST_CASE("g1mt places its traders with replacement; without it each on its own cell", "[sugarscape]") {
+TEST_CASE("g1mt places its traders with replacement, and without it each on its own cell", "[sugarscape]") {
   WorldParams p = G1mtPreset();
   p.population = 40;
   World crowded(p, Flat(4, 4, 1), 3);  // 40 traders on 16 cells: with replacement they share

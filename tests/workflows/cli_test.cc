@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <regex>
+#include <sstream>
 
 #include "comms/session_file.h"
 #include "tests/test_support.h"
@@ -198,4 +200,92 @@ TEST_CASE("debug messages are logged with --verbose, and neither by default nor 
   Result quiet = Troupe(common + run + " --quiet");
   REQUIRE(quiet.status == 0);
   CHECK_THAT(quiet.output, !Catch::Contains("[debug]") && !Catch::Contains("[it 1/1]"));
+}
+
+namespace {
+
+// A PNG's width and height from its header, or (0, 0) when it is not a PNG.
+std::pair<int, int> PngSize(const std::string& path) {
+  const std::string bytes = troupe::testing::ReadFile(path);
+  if (bytes.size() < 24 || bytes.compare(1, 3, "PNG") != 0) return {0, 0};
+  auto be32 = [&](size_t at) {
+    int v = 0;
+    for (size_t i = 0; i < 4; ++i) v = (v << 8) | static_cast<unsigned char>(bytes[at + i]);
+    return v;
+  };
+  return {be32(16), be32(20)};
+}
+
+}  // namespace
+
+TEST_CASE("troupe run plays a simulation-only workflow: metrics per step, plots, a summary and JSON per seed",
+          "[cli][simulate]") {
+  const fs::path out = fs::temp_directory_path() / "troupe-cli-simulate";
+  fs::remove_all(out);
+  const std::string wf = Source("workflows/shipped/sugarscape_g1mt.textproto");
+  Result r = Troupe("run " + wf + " --steps 30 --seeds 3 --out " + out.string());
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.output, Catch::Contains("seed 3: 30 steps") && Catch::Contains("(3 seeds)"));
+  // Every step of every seed is a line of metrics.
+  std::ifstream metrics(out / "metrics.jsonl");
+  int lines = 0;
+  std::string line;
+  while (std::getline(metrics, line)) ++lines;
+  CHECK(lines == 90);
+  for (const char* plot : {"population_end", "gini_end", "step_trades", "step_price"}) {
+    INFO(plot);
+    CHECK(PngSize((out / "plots" / (std::string(plot) + ".png")).string()) == std::pair<int, int>{800, 450});
+  }
+  CHECK_THAT(troupe::testing::ReadFile((out / "summary.json").string()), Catch::Contains("\"ci95\""));
+  // --json: one object per seed, with the figures the issue of the simulation asks for.
+  Result j = Troupe("run " + wf + " --steps 30 --seeds 2 --json");
+  REQUIRE(j.status == 0);
+  std::istringstream objects(j.output);
+  int seeds = 0;
+  while (std::getline(objects, line)) {
+    if (line.empty() || line[0] != '{') continue;
+    ++seeds;
+    for (const char* key : {"\"seed\"", "\"steps\":30", "\"population_end\"", "\"trades\"", "\"mean_price\"",
+                            "\"gini_end\"", "\"agent_steps\"", "\"seconds\""}) {
+      CHECK_THAT(line, Catch::Contains(key));
+    }
+  }
+  CHECK(seeds == 2);
+  // The same seed gives the same world (all but the wall-clock time).
+  auto figures = [&](const std::string& seed) {
+    const std::string o = Troupe("run " + wf + " --steps 30 --json --seed " + seed).output;
+    return std::regex_replace(o, std::regex("\"seconds\":[^,]*,"), "");
+  };
+  CHECK(figures("4") == figures("4"));
+  CHECK(figures("4") != figures("5"));
+}
+
+TEST_CASE("bad Sugarscape parameters are refused at validation, at the parameter", "[cli][simulate]") {
+  const fs::path dir = fs::temp_directory_path() / "troupe-cli-sugarscape";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto validate = [&](const std::string& params) {
+    const fs::path file = dir / "s.textproto";
+    std::ofstream(file) << "name: \"s\"\ngame {\n  name: \"sugarscape\"\n" << params << "}\n";
+    return Troupe("validate " + file.string());
+  };
+  const std::string file = (dir / "s.textproto").string();
+  Result vision = validate("  param { name: \"vision_min\" int: 0 }\n");
+  CHECK(vision.status == 1);
+  CHECK_THAT(vision.output, Catch::StartsWith(file + ":4:") && Catch::Contains("vision_min"));
+  Result crowded = validate("  param { name: \"placement_with_replacement\" flag: false }\n"
+                            "  param { name: \"population\" int: 2600 }\n");
+  CHECK(crowded.status == 1);
+  CHECK_THAT(crowded.output, Catch::StartsWith(file + ":5:") && Catch::Contains("does not fit the 50 x 50"));
+  Result missing = validate("  param { name: \"landscape\" text: \"file:/nonexistent/map.txt\" }\n");
+  CHECK(missing.status == 1);
+  CHECK_THAT(missing.output, Catch::StartsWith(file + ":4:") && Catch::Contains("/nonexistent/map.txt: cannot open"));
+  std::ofstream(dir / "bad-map.txt") << "1 2 3\n4 5\n";
+  Result malformed = validate("  param { name: \"landscape\" text: \"file:" + (dir / "bad-map.txt").string() + "\" }\n");
+  CHECK(malformed.status == 1);
+  CHECK_THAT(malformed.output, Catch::StartsWith(file + ":4:") && Catch::Contains("bad-map.txt:2: 2 cells"));
+  Result preset = validate("  param { name: \"preset\" text: \"mesa\" }\n");
+  CHECK_THAT(preset.output, Catch::StartsWith(file + ":4:") && Catch::Contains("not g1mt or seed_study"));
+  CHECK(validate("  param { name: \"preset\" text: \"seed_study\" }\n").status == 0);
 }

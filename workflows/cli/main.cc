@@ -1,5 +1,5 @@
 // The `troupe` command line (CLI11, options per command): train, eval,
-// validate, worker, record, replay, keys, view. Only this file catches troupe's errors, prints them and chooses the
+// validate, run, worker, record, replay, keys, view. Only this file catches troupe's errors, prints them and chooses the
 // exit status.
 #include <malloc.h>
 #include <signal.h>
@@ -12,6 +12,8 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <iomanip>
+#include <cmath>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -20,6 +22,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "comms/curve.h"
 #include "comms/event_stream.h"
@@ -31,6 +34,7 @@
 #include "workflows/run/evaluate.h"
 #include "workflows/config/pretrain_config.h"
 #include "workflows/run/pretrain_run.h"
+#include "workflows/run/simulate_run.h"
 #include "workflows/run/train_run.h"
 #include "workflows/runtime/model_worker.h"
 #include "workflows/config/model_spec.h"
@@ -143,6 +147,17 @@ Parses and validates the whole workflow (schema, roles, seats, models, sharing,
 channels, rewards, graph) and prints a summary. Errors read file:line:col: message.
 )";
 
+const char* kRunUsage = R"(usage: troupe run FILE [--steps N] [--seeds K] [--out DIR] [--json] [--seed N] [--set P=V ...]
+
+Plays the workflow without training: scripted seats, or a game that runs by its
+own rules (Sugarscape), for K seeds (the workflow's seed, then the next ones).
+Each seed's line gives its ticks, time and the game's headline figures; with
+several seeds a table gives each figure's mean and 95% interval. --out writes
+metrics.jsonl (every tick's episode metrics, with seed and step),
+plots/METRIC.png (one line per seed) and summary.json. --json prints one JSON
+object per seed (seed, steps, seconds and every episode metric) instead.
+)";
+
 struct Args {
   std::string command;
   std::string file;
@@ -154,6 +169,7 @@ struct Args {
   int episodes = 0;
   int show = 0;
   int replica = 0;
+  int steps = 0, seeds = 1;
   int events = 0;
   double seconds = 0;
   double await_subscriber = 0;
@@ -338,6 +354,34 @@ int Validate(const Args& a) {
   return 0;
 }
 
+int Simulate(const Args& a) {
+  const CompiledWorkflow w = Load(a);
+  troupe::SimulateOptions o;
+  o.steps = a.steps;
+  o.seeds = a.seeds;
+  o.out_dir = a.out;
+  o.progress = !a.json && !a.quiet;
+  const std::vector<troupe::SeedRun> runs = troupe::Simulate(w, o, std::cerr);
+  if (a.json) {
+    for (const auto& r : runs) {
+      nlohmann::json j = {{"seed", r.seed}, {"steps", r.steps}, {"seconds", r.seconds}};
+      for (const auto& [k, v] : r.metrics) j[k] = std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+      std::cout << j.dump() << "\n";
+    }
+    return 0;
+  }
+  if (runs.size() > 1) {
+    std::cout << std::left << std::setw(24) << "metric" << std::right << std::setw(14) << "mean" << std::setw(14)
+              << "95% +-" << "   (" << runs.size() << " seeds)\n";
+    for (const auto& [k, s] : troupe::SpreadOverSeeds(runs)) {
+      std::cout << std::left << std::setw(24) << k << std::right << std::setw(14) << s.mean << std::setw(14)
+                << s.half_width << "\n";
+    }
+  }
+  if (!a.out.empty()) std::cout << "wrote " << a.out << "/metrics.jsonl, plots/, summary.json\n";
+  return 0;
+}
+
 // `troupe view ARGS...`: runs troupe-view from beside this binary (build tree or
 // install), or from PATH, with the same arguments.
 int View(const std::vector<std::string>& args) {
@@ -414,6 +458,13 @@ struct Cli {
         Command("validate", "check a workflow file and describe it (exit 0 valid, 1 invalid)", kValidateUsage);
     File(validate, "workflow file");
     Overrides(validate);
+    CLI::App* run = Command("run", "play a workflow without training (simulation); metrics, plots", kRunUsage);
+    File(run, "workflow file");
+    Overrides(run);
+    run->add_option("--steps", a.steps, "ticks per seed at most (default: until the episode ends)");
+    run->add_option("--seeds", a.seeds, "how many seeds (default 1)")->check(CLI::Range(1, 100000));
+    run->add_option("--out", a.out, "folder for metrics.jsonl, plots/ and summary.json");
+    run->add_flag("--json", a.json, "print one JSON object per seed");
     CLI::App* worker = Command("worker", "serve one model of a running `troupe train` from this process", kWorkerUsage);
     worker->add_option("--model", a.model, "the model to serve")->required();
     worker->add_option("--connect", a.connect, "the controller's worker endpoint")->required();
@@ -489,6 +540,7 @@ struct Cli {
     if (command == "pretrain") return Pretrain(a);
     if (command == "eval") return Eval(a);
     if (command == "validate") return Validate(a);
+    if (command == "run") return Simulate(a);
     if (command == "worker") return Worker(a);
     if (command == "record") return Record(a);
     if (command == "replay") return Replay(a);

@@ -89,6 +89,12 @@ void CompileGame(const LoadedWorkflow& w, CompiledWorkflow& c) {
   try {
     c.game = GameFactory::Get().Create(spec.name(), params);
   } catch (const GameError& e) {
+    // At the parameter the error names when the workflow sets it; else at the game.
+    for (int i = 0; i < spec.param_size(); ++i) {
+      if (!e.param().empty() && spec.param(i).name() == e.param()) {
+        w.Fail({{"game"}, {"param", i}}, std::string("game '") + spec.name() + "': " + e.what());
+      }
+    }
     w.Fail({{"game"}}, std::string("game '") + spec.name() + "': " + e.what());
   }
   c.seat_names = c.game->SeatNames();
@@ -305,7 +311,11 @@ void CompileRoles(const LoadedWorkflow& w, CompiledWorkflow& c) {
 }
 
 void CompileRewards(const LoadedWorkflow& w, CompiledWorkflow& c) {
-  if (w.proto.reward_size() == 0) w.Fail({}, "no reward: add at least one reward { level: ... signal: ... }");
+  // A workflow that trains nothing (scripted seats, or a world that runs by its own rules) needs no reward.
+  const bool trains = std::any_of(c.roles.begin(), c.roles.end(), [](const RoleInfo& r) { return r.trained(); });
+  if (w.proto.reward_size() == 0 && trains) {
+    w.Fail({}, "no reward: add at least one reward { level: ... signal: ... }");
+  }
   std::vector<std::string> trajectory, turn;
   if (c.game) {
     trajectory = c.game->SignalNames();
@@ -569,7 +579,8 @@ std::string DescribeWorkflow(const CompiledWorkflow& c) {
   out << (c.proto.name().empty() ? c.file : c.proto.name()) << ": ";
   if (c.game) out << "game " << c.game->Name() << " (" << c.seat_names.size() << " seats)";
   else out << "pipeline " << c.proto.pipeline().task() << " (" << c.pipeline->nodes.size() << " nodes)";
-  out << ", estimator " << EstimatorName(c.credit.estimator) << "\n";
+  if (c.models.empty()) out << ", simulation only (no model: troupe run)\n";
+  else out << ", estimator " << EstimatorName(c.credit.estimator) << "\n";
   for (const auto& r : c.roles) {
     out << "  role " << r.name << " -> ";
     if (r.trained()) out << "model " << c.models[r.model].name;
@@ -587,7 +598,7 @@ std::string DescribeWorkflow(const CompiledWorkflow& c) {
     if (c.codecs[m]->reads_text()) out << ", text prompts (" << mc.tokenizer_json << ", " << mc.vocab_size << " tokens)";
     out << "\n";
   }
-  out << "  word vocabulary " << c.vocab.size() << " tokens";
+  if (!c.models.empty()) out << "  word vocabulary " << c.vocab.size() << " tokens";
   return out.str();
 }
 

@@ -223,8 +223,13 @@ class Rollout::GameRun {
     record_of_output_.assign(E_, {});
     for (int e = 0; e < E_; ++e) {
       if (dropped_[e] || states_[e]->IsTerminal()) continue;
-      active = true;
       decisions_[e] = states_[e]->PendingDecisions();
+      // Where nobody decides, the game runs its own rules until someone must, or it ends.
+      while (decisions_[e].empty() && !states_[e]->IsTerminal() && states_[e]->Advance()) {
+        decisions_[e] = states_[e]->PendingDecisions();
+      }
+      if (decisions_[e].empty()) continue;
+      active = true;
       outputs_[e].resize(decisions_[e].size());
       record_of_output_[e].assign(outputs_[e].size(), SIZE_MAX);
       for (size_t k = 0; k < decisions_[e].size(); ++k) Decide(e, k);
