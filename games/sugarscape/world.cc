@@ -49,6 +49,23 @@ namespace {
 enum Purpose : uint64_t { kSetup = 1, kMoveOrder, kMoveTies, kTradeOrder, kBirths };
 
 bool IsClose(double a, double b, double rel) { return std::fabs(a - b) <= rel * std::max(std::fabs(a), std::fabs(b)); }
+
+// ln(k) for the small whole amounts g1mt holdings are, read instead of computed.
+constexpr int kLogTable = 4096;
+const double* LogTable() {
+  static const std::vector<double> table = [] {
+    std::vector<double> t(kLogTable);
+    t[0] = -std::numeric_limits<double>::infinity();
+    for (int k = 1; k < kLogTable; ++k) t[k] = std::log(static_cast<double>(k));
+    return t;
+  }();
+  return table.data();
+}
+
+double Log(double v) {
+  const int k = static_cast<int>(v);
+  return k >= 0 && k < kLogTable && static_cast<double>(k) == v ? LogTable()[k] : std::log(v);
+}
 }  // namespace
 
 World::World(const WorldParams& params, Landscape landscape, uint64_t seed)
@@ -200,8 +217,8 @@ void World::Move(int t) {
   const double a = exponent_sugar_[t];
   const double s = sugar_[t], p = spice_[t];
   for (size_t c = 0; c < log_sugar_.size(); ++c) {
-    log_sugar_[c] = a * std::log(s + static_cast<double>(c));
-    log_spice_[c] = (1.0 - a) * std::log(p + static_cast<double>(c));
+    log_sugar_[c] = a * Log(s + static_cast<double>(c));
+    log_spice_[c] = (1.0 - a) * Log(p + static_cast<double>(c));
   }
   const int here = cell_[t];
   double best = -std::numeric_limits<double>::infinity();
@@ -281,8 +298,13 @@ int World::TradePair(int t, int u, StepStats* stats) {
     const double bs = sugar_[buyer] + dsugar, bp = spice_[buyer] - dspice;
     const double ss = sugar_[seller] - dsugar, sp = spice_[seller] + dspice;
     if (bs <= 0 || bp <= 0 || ss <= 0 || sp <= 0) return done;
-    const bool better = Welfare(buyer) < Welfare(buyer, bs, bp) && Welfare(seller) < Welfare(seller, ss, sp);
-    if (!better || !(Mrs(buyer, bs, bp) > Mrs(seller, ss, sp))) return done;
+    if (!(Mrs(buyer, bs, bp) > Mrs(seller, ss, sp))) return done;  // the cheap test first
+    // Both welfares rise: W' > W as logarithms, a ln(s'/s) + (1 - a) ln(p'/p) > 0.
+    auto rises = [&](int who, double s2, double p2) {
+      const double a = exponent_sugar_[who];
+      return a * (Log(s2) - Log(sugar_[who])) + (1.0 - a) * (Log(p2) - Log(spice_[who])) > 0;
+    };
+    if (!rises(buyer, bs, bp) || !rises(seller, ss, sp)) return done;
     sugar_[buyer] = bs, spice_[buyer] = bp, sugar_[seller] = ss, spice_[seller] = sp;
     ++done;
     if (stats) {
