@@ -238,6 +238,12 @@ TEST_CASE("troupe run plays a simulation-only workflow: metrics per step, plots,
     CHECK(PngSize((out / "plots" / (std::string(plot) + ".png")).string()) == std::pair<int, int>{800, 450});
   }
   CHECK_THAT(troupe::testing::ReadFile((out / "summary.json").string()), Catch::Contains("\"ci95\""));
+  // Session events: each seed an iteration, its state after every tick (a recording troupe replay reads).
+  const std::string session = (out / "run.session").string();
+  REQUIRE(Troupe("run " + wf + " --steps 10 --seeds 2 --quiet --record " + session).status == 0);
+  Result replay = Troupe("replay " + session);
+  CHECK_THAT(replay.output, Catch::Contains("iterations: 1..2") && Catch::Contains("snapshot: 20") &&
+                                Catch::Contains("episode_end: 2"));
   // --json: one object per seed, with the figures the issue of the simulation asks for.
   Result j = Troupe("run " + wf + " --steps 30 --seeds 2 --json");
   REQUIRE(j.status == 0);

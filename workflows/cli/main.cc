@@ -34,6 +34,7 @@
 #include "workflows/run/evaluate.h"
 #include "workflows/config/pretrain_config.h"
 #include "workflows/run/pretrain_run.h"
+#include "workflows/run/session_events.h"
 #include "workflows/run/simulate_run.h"
 #include "workflows/run/train_run.h"
 #include "workflows/runtime/model_worker.h"
@@ -147,7 +148,8 @@ Parses and validates the whole workflow (schema, roles, seats, models, sharing,
 channels, rewards, graph) and prints a summary. Errors read file:line:col: message.
 )";
 
-const char* kRunUsage = R"(usage: troupe run FILE [--steps N] [--seeds K] [--out DIR] [--json] [--seed N] [--set P=V ...]
+const char* kRunUsage = R"(usage: troupe run FILE [--steps N] [--seeds K] [--out DIR] [--json] [--record F] [--publish E]
+                  [--seed N] [--set P=V ...]
 
 Plays the workflow without training: scripted seats, or a game that runs by its
 own rules (Sugarscape), for K seeds (the workflow's seed, then the next ones).
@@ -156,6 +158,8 @@ several seeds a table gives each figure's mean and 95% interval. --out writes
 metrics.jsonl (every tick's episode metrics, with seed and step),
 plots/METRIC.png (one line per seed) and summary.json. --json prints one JSON
 object per seed (seed, steps, seconds and every episode metric) instead.
+--record / --publish send session events (troupe-view, troupe replay): each
+seed an iteration of one episode, its state after every tick.
 )";
 
 struct Args {
@@ -361,6 +365,8 @@ int Simulate(const Args& a) {
   o.seeds = a.seeds;
   o.out_dir = a.out;
   o.progress = !a.json && !a.quiet;
+  troupe::SessionEvents events(w, a.publish, a.record);
+  o.events = &events;
   const std::vector<troupe::SeedRun> runs = troupe::Simulate(w, o, std::cerr);
   if (a.json) {
     for (const auto& r : runs) {
@@ -465,6 +471,8 @@ struct Cli {
     run->add_option("--seeds", a.seeds, "how many seeds (default 1)")->check(CLI::Range(1, 100000));
     run->add_option("--out", a.out, "folder for metrics.jsonl, plots/ and summary.json");
     run->add_flag("--json", a.json, "print one JSON object per seed");
+    run->add_option("--publish", a.publish, "publish session events on this endpoint");
+    run->add_option("--record", a.record, "write the session events to this file");
     CLI::App* worker = Command("worker", "serve one model of a running `troupe train` from this process", kWorkerUsage);
     worker->add_option("--model", a.model, "the model to serve")->required();
     worker->add_option("--connect", a.connect, "the controller's worker endpoint")->required();

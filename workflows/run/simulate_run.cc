@@ -11,6 +11,7 @@
 
 #include "core/base/errors.h"
 #include "workflows/run/line_chart.h"
+#include "workflows/run/session_events.h"
 
 namespace troupe {
 
@@ -74,6 +75,9 @@ std::vector<SeedRun> Simulate(const CompiledWorkflow& w, const SimulateOptions& 
   }
   std::map<std::string, std::vector<ChartSeries>> curves;  // metric -> one series per seed
   std::vector<SeedRun> runs;
+  const double start = Seconds();
+  SessionEvents* events = o.events != nullptr && o.events->enabled() ? o.events : nullptr;
+  if (events) events->RunStarted(w.proto.name().empty() ? w.game->Name() : w.proto.name(), 0);
   for (int k = 0; k < o.seeds; ++k) {
     SeedRun run;
     run.seed = w.seed + static_cast<uint64_t>(k);
@@ -81,6 +85,10 @@ std::vector<SeedRun> Simulate(const CompiledWorkflow& w, const SimulateOptions& 
     const double t0 = Seconds();
     std::unique_ptr<State> state = w.game->NewInitialState(run.seed);
     std::map<std::string, ChartSeries> seed_curves;
+    if (events) {
+      events->BeginIteration(k + 1, false);
+      events->EpisodeStarted(0, 0);
+    }
     while (!state->IsTerminal() && (o.steps <= 0 || run.steps < o.steps)) {
       const std::vector<Decision> pending = state->PendingDecisions();
       if (pending.empty()) {
@@ -93,6 +101,7 @@ std::vector<SeedRun> Simulate(const CompiledWorkflow& w, const SimulateOptions& 
         state->Apply(outputs);
       }
       ++run.steps;
+      if (events && events->Detailed(0)) events->StateChanged(0, *state);
       if (o.out_dir.empty()) continue;
       const std::map<std::string, double> m = state->Metrics();
       nlohmann::json line = {{"seed", run.seed}, {"step", run.steps}};
@@ -106,6 +115,10 @@ std::vector<SeedRun> Simulate(const CompiledWorkflow& w, const SimulateOptions& 
     }
     run.seconds = Seconds() - t0;
     run.metrics = state->Metrics();
+    if (events) {
+      events->EpisodeEnded(0, {run.metrics, state->ToString(), false});
+      events->Metrics(k + 1, run.metrics, 0.0, 0.0);
+    }
     for (auto& [key, s] : seed_curves) {
       s.label = "seed " + std::to_string(run.seed);
       curves[key].push_back(std::move(s));
@@ -120,6 +133,7 @@ std::vector<SeedRun> Simulate(const CompiledWorkflow& w, const SimulateOptions& 
     }
     runs.push_back(std::move(run));
   }
+  if (events) events->RunEnded(o.seeds, Seconds() - start, false, "");
   if (!o.out_dir.empty()) {
     for (const auto& [key, series] : curves) {
       WriteLineChartPng((fs::path(o.out_dir) / "plots" / (key + ".png")).string(), series,

@@ -15,11 +15,16 @@
 
 namespace troupe {
 
+class SessionEvents;
+
 struct SimulateOptions {
   int steps = 0;        // ticks per seed at most; 0: until the episode ends
   int seeds = 1;        // seeds seed, seed + 1, ... (the workflow's seed first)
   std::string out_dir;  // empty: write nothing
   bool progress = true;
+  // Session events (viewers, recordings): each seed is an iteration of one
+  // episode, with the state after every tick and the metrics at its end.
+  SessionEvents* events = nullptr;
 };
 
 struct SeedRun {
