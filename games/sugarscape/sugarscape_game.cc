@@ -1,6 +1,7 @@
 // Sugarscape's parameters, presets and simulation state.
 #include "games/sugarscape/sugarscape_game.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -93,6 +94,11 @@ SugarscapeGame::SugarscapeGame(const Params& p) : params_(FromParams(p)), steps_
     landscape_ = std::make_shared<const Landscape>(MakeLandscape(spec, static_cast<int>(p.Int("size"))));
   } catch (const GameError& e) {
     throw GameError(e.what(), "landscape");
+  }
+  if (params_.torus && params_.vision_max >= std::min(landscape_->width, landscape_->height)) {
+    throw GameError("vision_max " + std::to_string(params_.vision_max) + " must be below the torus's shorter side (" +
+                        std::to_string(std::min(landscape_->width, landscape_->height)) + ")",
+                    "vision_max");
   }
   const int64_t cells = static_cast<int64_t>(landscape_->width) * landscape_->height;
   if (!params_.placement_with_replacement && params_.population > cells) {

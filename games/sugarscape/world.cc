@@ -83,6 +83,10 @@ World::World(const WorldParams& params, Landscape landscape, uint64_t seed)
   range("vision", p.vision_min, p.vision_max, 1);
   if (p.max_age_max > 0) range("max_age", p.max_age_min, p.max_age_max, 1);
   const int cells = width_ * height_;
+  if (p.torus && p.vision_max >= std::min(width_, height_)) {
+    throw GameError("vision_max " + std::to_string(p.vision_max) + " must be below the torus's shorter side (" +
+                    std::to_string(std::min(width_, height_)) + ")");
+  }
   if (p.population < 0) throw GameError("population must not be negative");
   if (!p.placement_with_replacement && p.population > cells) {
     throw GameError("population " + std::to_string(p.population) + " does not fit the " + std::to_string(width_) +
@@ -189,17 +193,6 @@ void World::Kill(int t) {
   free_.push_back(t);
 }
 
-int World::Offset(int cell, int dx, int dy) const {
-  int x = cell % width_ + dx, y = cell / width_ + dy;
-  if (params_.torus) {
-    x = ((x % width_) + width_) % width_;
-    y = ((y % height_) + height_) % height_;
-  } else if (x < 0 || x >= width_ || y < 0 || y >= height_) {
-    return -1;
-  }
-  return y * width_ + x;
-}
-
 double World::Welfare(int t, double sugar, double spice) const {
   const double a = exponent_sugar_[t];
   return std::pow(sugar, a) * std::pow(spice, 1.0 - a);
@@ -238,8 +231,9 @@ void World::Move(int t) {
     candidate_distance_.push_back(distance);
   };
   if (params_.rules == Rules::kClassic) consider(here, 0.0);  // staying is a move
+  const int hx = here % width_, hy = here / width_;
   for (const Step_& o : offsets_[vision_[t]]) {
-    const int cell = Offset(here, o.dx, o.dy);
+    const int cell = Offset(hx, hy, o.dx, o.dy);
     if (cell >= 0 && count_[cell] == 0) consider(cell, o.distance);
   }
   if (candidates_.empty()) return;  // nowhere empty to go: stay
@@ -321,9 +315,9 @@ void World::Trades(Rng& rng, StepStats* stats) {
   // g1mt: everyone within vision (the diamond); classic: the four neighbours.
   for (int t : order_) {
     const int radius = params_.rules == Rules::kG1mt ? vision_[t] : 1;
-    const int here = cell_[t];
+    const int here = cell_[t], hx = here % width_, hy = here / width_;
     for (const Step_& o : offsets_[std::min(radius, params_.vision_max)]) {
-      const int cell = Offset(here, o.dx, o.dy);
+      const int cell = Offset(hx, hy, o.dx, o.dy);
       if (cell < 0) continue;
       for (int u = head_[cell]; u >= 0; u = next_[u]) TradePair(t, u, stats);
     }

@@ -108,8 +108,18 @@ class World {
   void Eat(int t);  // harvest the cell; g1mt also pays the metabolism here
   void Trades(Rng& rng, StepStats* stats);
   void Shuffle(std::vector<int>* order, Rng& rng) const;
-  // The cell at offset (dx, dy) from `cell`, wrapped on a torus; -1 off a bounded grid.
-  int Offset(int cell, int dx, int dy) const;
+  // The cell at offset (dx, dy) from (x, y), wrapped on a torus; -1 off a
+  // bounded grid. No division: offsets are shorter than the grid's sides.
+  int Offset(int x, int y, int dx, int dy) const {
+    x += dx, y += dy;
+    if (params_.torus) {
+      x += x < 0 ? width_ : x >= width_ ? -width_ : 0;
+      y += y < 0 ? height_ : y >= height_ ? -height_ : 0;
+    } else if (x < 0 || x >= width_ || y < 0 || y >= height_) {
+      return -1;
+    }
+    return y * width_ + x;
+  }
 
   WorldParams params_;
   Landscape landscape_;
