@@ -47,30 +47,29 @@ WorldParams FromParams(const Params& p) {
   WorldParams w;
   if (preset == "seed_study") w = SeedStudyPreset();
   else if (preset != "g1mt") throw GameError("preset '" + preset + "' is not g1mt or seed_study", "preset");
-  auto integer = [&](const char* name, int* field) {
-    if (p.Given(name)) *field = static_cast<int>(p.Int(name));
-  };
-  auto flag = [&](const char* name, bool* field) {
-    if (p.Given(name)) *field = p.Flag(name);
-  };
+  // The parameters a workflow sets override the preset's.
+  static const std::pair<const char*, int WorldParams::*> kInts[] = {
+      {"population", &WorldParams::population},         {"endowment_min", &WorldParams::endowment_min},
+      {"endowment_max", &WorldParams::endowment_max},   {"metabolism_min", &WorldParams::metabolism_min},
+      {"metabolism_max", &WorldParams::metabolism_max}, {"vision_min", &WorldParams::vision_min},
+      {"vision_max", &WorldParams::vision_max},         {"max_age_min", &WorldParams::max_age_min},
+      {"max_age_max", &WorldParams::max_age_max}};
+  static const std::pair<const char*, bool WorldParams::*> kFlags[] = {
+      {"torus", &WorldParams::torus},
+      {"trade", &WorldParams::trade},
+      {"replacement", &WorldParams::replacement},
+      {"placement_with_replacement", &WorldParams::placement_with_replacement}};
   if (p.Given("rules")) {
     const std::string r = p.Text("rules");
     if (r != "g1mt" && r != "classic") throw GameError("rules '" + r + "' is not g1mt or classic", "rules");
     w.rules = r == "g1mt" ? Rules::kG1mt : Rules::kClassic;
   }
-  flag("torus", &w.torus);
-  integer("population", &w.population);
-  integer("endowment_min", &w.endowment_min);
-  integer("endowment_max", &w.endowment_max);
-  integer("metabolism_min", &w.metabolism_min);
-  integer("metabolism_max", &w.metabolism_max);
-  integer("vision_min", &w.vision_min);
-  integer("vision_max", &w.vision_max);
-  integer("max_age_min", &w.max_age_min);
-  integer("max_age_max", &w.max_age_max);
-  flag("trade", &w.trade);
-  flag("replacement", &w.replacement);
-  flag("placement_with_replacement", &w.placement_with_replacement);
+  for (const auto& [name, field] : kInts) {
+    if (p.Given(name)) w.*field = static_cast<int>(p.Int(name));
+  }
+  for (const auto& [name, field] : kFlags) {
+    if (p.Given(name)) w.*field = p.Flag(name);
+  }
   auto ordered = [](const char* lo_name, int lo, const char* hi_name, int hi) {
     if (lo > hi) {
       throw GameError(std::string(lo_name) + " " + std::to_string(lo) + " exceeds " + hi_name + " " +
