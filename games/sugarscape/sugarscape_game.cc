@@ -112,12 +112,12 @@ std::unique_ptr<State> SugarscapeGame::NewInitialState(uint64_t seed) const {
   return std::make_unique<SugarscapeState>(*this, seed);
 }
 
-// "SEED STEPS": the world is a function of its seed, so replaying the steps restores it.
+// "SEED STEPS" (then a picture): the world is a function of its seed, so replaying the steps restores it.
 std::unique_ptr<State> SugarscapeGame::Deserialize(const std::string& text) const {
   std::istringstream in(text);
   uint64_t seed = 0;
   int64_t steps = -1;
-  if (!(in >> seed >> steps) || steps < 0) throw GameError("sugarscape: bad serialized state '" + text + "'");
+  if (!(in >> seed >> steps) || steps < 0) throw GameError("sugarscape: bad serialized state '" + text.substr(0, text.find('\n')) + "'");
   auto state = std::make_unique<SugarscapeState>(*this, seed);
   while (state->Turn() < steps && state->Advance()) {
   }
@@ -167,7 +167,36 @@ std::map<std::string, double> SugarscapeState::Metrics() const {
   return m;
 }
 
-std::string SugarscapeState::Serialize() const { return std::to_string(seed_) + " " + std::to_string(world_.steps()); }
+std::string SugarscapeState::Serialize() const {
+  std::ostringstream s;
+  s << seed_ << " " << world_.steps() << "\n";
+  // The picture renderers draw (Deserialize reads only the line above): cell
+  // levels as digits, traders, the last step's trades. Worlds up to 500 x 500.
+  const int w = world_.width(), h = world_.height();
+  if (static_cast<int64_t>(w) * h > 250000) return s.str();
+  s << "picture " << w << " " << h << "\n";
+  for (int layer = 0; layer < 2; ++layer) {
+    std::string row(static_cast<size_t>(w) * h, '0');
+    for (int y = 0; y < h; ++y) {
+      for (int x = 0; x < w; ++x) {
+        const int v = layer == 0 ? world_.cell_sugar(x, y) : world_.cell_spice(x, y);
+        row[static_cast<size_t>(y) * w + x] = static_cast<char>('0' + std::min(v, 9));
+      }
+    }
+    s << row << "\n";
+  }
+  s << "traders " << world_.population() << "\n";
+  for (int t : world_.live()) {
+    s << world_.x(t) << "," << world_.y(t) << "," << static_cast<int64_t>(world_.sugar(t)) << ","
+      << static_cast<int64_t>(world_.spice(t)) << " ";
+  }
+  s << "\ntrades " << world_.last_trades().size() << "\n";
+  for (const auto& [t, u] : world_.last_trades()) {
+    s << world_.x(t) << "," << world_.y(t) << "," << world_.x(u) << "," << world_.y(u) << " ";
+  }
+  s << "\n";
+  return s.str();
+}
 
 std::string SugarscapeState::ToString() const {
   std::ostringstream s;

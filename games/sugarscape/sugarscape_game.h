@@ -55,6 +55,10 @@ class SugarscapeState : public State {
   // mean_wealth) and the last step's (step_trades, step_price).
   std::map<std::string, double> Metrics() const override;
   std::unique_ptr<State> Clone() const override { return std::make_unique<SugarscapeState>(*this); }
+  // "SEED STEPS", then (worlds up to 500 x 500) a picture for renderers:
+  //   picture W H / W*H sugar digits / W*H spice digits (row-major, levels
+  //   capped at 9) / traders N / "x,y,sugar,spice " each / trades M /
+  //   "x1,y1,x2,y2 " per pair that exchanged in the last step.
   std::string Serialize() const override;
   std::string ToString() const override;
 

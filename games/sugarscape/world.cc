@@ -319,13 +319,16 @@ void World::Trades(Rng& rng, StepStats* stats) {
     for (const Step_& o : offsets_[std::min(radius, params_.vision_max)]) {
       const int cell = Offset(hx, hy, o.dx, o.dy);
       if (cell < 0) continue;
-      for (int u = head_[cell]; u >= 0; u = next_[u]) TradePair(t, u, stats);
+      for (int u = head_[cell]; u >= 0; u = next_[u]) {
+        if (TradePair(t, u, stats) > 0) trade_pairs_.emplace_back(t, u);
+      }
     }
   }
 }
 
 StepStats World::Step() {
   StepStats stats;
+  trade_pairs_.clear();
   // G1: growback.
   const size_t cells = cell_sugar_.size();
   for (size_t c = 0; c < cells; ++c) {

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "games/sugarscape/landscape.h"
@@ -79,6 +80,9 @@ class World {
   int cell_sugar(int x, int y) const { return cell_sugar_[Cell(x, y)]; }
   int cell_spice(int x, int y) const { return cell_spice_[Cell(x, y)]; }
   int occupants(int x, int y) const { return count_[Cell(x, y)]; }
+
+  // The pairs (t, u) that exchanged in the last step, once per pair and turn.
+  const std::vector<std::pair<int, int>>& last_trades() const { return trade_pairs_; }
 
   double Welfare(int t) const { return Welfare(t, sugar_[t], spice_[t]); }
   double Mrs(int t) const { return Mrs(t, sugar_[t], spice_[t]); }
@@ -144,6 +148,7 @@ class World {
   struct Step_ { int dx, dy; double distance; };
   std::vector<std::vector<Step_>> offsets_;
   std::vector<int> order_;  // scratch: this step's activation order
+  std::vector<std::pair<int, int>> trade_pairs_;
   // Scratch for a move: candidate cells and their distances.
   std::vector<int> candidates_;
   std::vector<double> candidate_distance_;

@@ -234,3 +234,30 @@ TEST_CASE("troupe-view follows a live run over tcp and sees it end", "[viewer][l
   CHECK_THAT(out, Catch::Contains("status: ended"));
   CHECK(Colours(Load(png)) > 20);
 }
+
+TEST_CASE("the Sugarscape view draws the recorded world: sugar and spice hills, traders and their trades",
+          "[viewer][screenshot][sugarscape]") {
+  const std::string session = Temp("sugarscape.session");
+  Result run = Run(troupe::testing::TroupeBinary() + " run " + troupe::testing::SourceDir() +
+                   "/workflows/shipped/sugarscape_g1mt.textproto --steps 40 --quiet --record " + session);
+  INFO(run.output);
+  REQUIRE(run.status == 0);
+  const std::string png = Temp("sugarscape.png");
+  Result r = Run(View(session + " --screenshot " + png + " --iteration 1 --episode 0 --panel episode"));
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  const Image img = Load(png);
+  // The grid's cells: gold where sugar grows, rust where spice does, light dots for traders.
+  size_t gold = 0, rust = 0, light = 0;
+  for (int y = 80; y < 640 && y < img.h; ++y) {
+    for (int x = 8; x < 568 && x < img.w; ++x) {
+      const unsigned char* p = &img.rgba[(static_cast<size_t>(y) * img.w + x) * 4];
+      gold += p[1] > 120 && p[1] + 20 >= p[0] && p[2] < 80;
+      rust += p[0] > 110 && p[0] > p[1] + 50 && p[2] < 80;
+      light += p[0] > 150 && p[1] > 150 && p[2] > 150;
+    }
+  }
+  CHECK(gold > 10000);
+  CHECK(rust > 10000);
+  CHECK(light > 500);
+}
