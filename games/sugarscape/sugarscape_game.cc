@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "core/base/errors.h"
+#include "games/sugarscape/encounter_view.h"
 
 namespace troupe::sugarscape {
 
@@ -37,6 +39,17 @@ std::vector<ParamSpec> SugarscapeParamSpecs() {
       {"placement_with_replacement", ParamType::kFlag, true,
        "traders may start on one cell (g1mt); off: one per cell; seed_study: off"},
       {"steps", ParamType::kInt, int64_t{200}, "steps per episode (it also ends when nobody is left)", 1, 100000000},
+      {"trade_mode", ParamType::kText, std::string("rules"),
+       "rules (rule T, the `trade` flag) or negotiate (the seed study's encounters: every trader is a seat)"},
+      {"identities", ParamType::kText, std::string("trader"),
+       "negotiation: comma-separated identities dealt to traders in turn (seat IDENTITY_k), e.g. "
+       "altruist,exploiter,survivor"},
+      {"chat_rounds", ParamType::kInt, int64_t{2}, "negotiation: small-talk messages each (0: none)", 0, 8},
+      {"chat_words", ParamType::kInt, int64_t{4}, "negotiation: the longest small-talk message, in words", 1, 40},
+      {"negotiation_turns", ParamType::kInt, int64_t{4}, "negotiation: alternating turns before a timeout", 1, 40},
+      {"fraud", ParamType::kFlag, false,
+       "negotiation: each side sends what it commits after a deal (else the deal is enforced)"},
+      {"max_amount", ParamType::kInt, int64_t{20}, "negotiation: the largest amount an offer may name", 1, 99},
   };
 }
 
@@ -86,7 +99,40 @@ WorldParams FromParams(const Params& p) {
 
 }  // namespace
 
+namespace {
+
+std::vector<std::string> Identities(const std::string& list) {
+  std::vector<std::string> out;
+  std::string id;
+  std::istringstream in(list);
+  while (std::getline(in, id, ',')) {
+    if (id.empty() || !std::all_of(id.begin(), id.end(), [](char c) { return c >= 'a' && c <= 'z'; })) {
+      throw GameError("identity '" + id + "' must be a word of lower-case letters a-z", "identities");
+    }
+    if (std::find(out.begin(), out.end(), id) != out.end()) throw GameError("identity '" + id + "' is listed twice", "identities");
+    out.push_back(id);
+  }
+  if (out.empty()) throw GameError("no identity given", "identities");
+  return out;
+}
+
+}  // namespace
+
 SugarscapeGame::SugarscapeGame(const Params& p) : params_(FromParams(p)), steps_(static_cast<int>(p.Int("steps"))) {
+  const std::string mode = p.Text("trade_mode");
+  if (mode != "rules" && mode != "negotiate") throw GameError("trade_mode '" + mode + "' is not rules or negotiate", "trade_mode");
+  negotiate_ = mode == "negotiate";
+  identities_ = Identities(p.Text("identities"));
+  rules_.chat_rounds = static_cast<int>(p.Int("chat_rounds"));
+  rules_.chat_words = static_cast<int>(p.Int("chat_words"));
+  rules_.turns = static_cast<int>(p.Int("negotiation_turns"));
+  rules_.fraud = p.Flag("fraud");
+  rules_.max_amount = static_cast<int>(p.Int("max_amount"));
+  if (negotiate_ && params_.population > 100000) {
+    throw GameError("population " + std::to_string(params_.population) +
+                        ": negotiation makes every trader a seat; at most 100000",
+                    "population");
+  }
   const bool seed_study = p.Text("preset") == "seed_study";
   const std::string spec = p.Given("landscape") ? p.Text("landscape") : seed_study ? "peaks" : "classic";
   try {
@@ -108,51 +154,275 @@ SugarscapeGame::SugarscapeGame(const Params& p) : params_(FromParams(p)), steps_
   }
 }
 
+std::vector<std::string> SugarscapeGame::SeatNames() const {
+  std::vector<std::string> seats;
+  if (!negotiate_) return seats;
+  for (int k = 0; k < params_.population; ++k) seats.push_back(Identity(k) + "_" + std::to_string(k));
+  return seats;
+}
+
+std::vector<std::string> SugarscapeGame::Vocabulary() const {
+  return negotiate_ ? NegotiationVocabulary(identities_) : std::vector<std::string>{};
+}
+
+std::vector<std::string> SugarscapeGame::SignalNames() const {
+  return negotiate_ ? std::vector<std::string>{"survival"} : std::vector<std::string>{};
+}
+
+std::vector<std::string> SugarscapeGame::TurnSignalNames() const {
+  return negotiate_ ? std::vector<std::string>{"welfare_gain", "pair_welfare_gain"} : std::vector<std::string>{};
+}
+
+std::vector<std::string> SugarscapeGame::HeadlineMetrics(int seat) const {
+  if (!negotiate_) return {"population_end", "trades", "mean_price", "gini_end"};
+  std::vector<std::string> m = {"trade_success_rate", "welfare_gain_per_encounter"};
+  if (identities_.size() > 1) m.push_back("welfare_gain_" + Identity(seat));
+  m.push_back("population_end");
+  return m;
+}
+
 std::unique_ptr<State> SugarscapeGame::NewInitialState(uint64_t seed) const {
   return std::make_unique<SugarscapeState>(*this, seed);
 }
 
-// "SEED STEPS" (then a picture): the world is a function of its seed, so replaying the steps restores it.
+// "SEED STEPS" (then a picture): the world is a function of its seed, so
+// replaying the steps restores it. Negotiation replays the answers too.
 std::unique_ptr<State> SugarscapeGame::Deserialize(const std::string& text) const {
   std::istringstream in(text);
+  std::string first;
+  std::getline(in, first);
+  std::istringstream head(first);
   uint64_t seed = 0;
-  int64_t steps = -1;
-  if (!(in >> seed >> steps) || steps < 0) throw GameError("sugarscape: bad serialized state '" + text.substr(0, text.find('\n')) + "'");
+  int64_t steps = -1, advances = -1;
+  if (!(head >> seed >> steps) || steps < 0) throw GameError("sugarscape: bad serialized state '" + first + "'");
   auto state = std::make_unique<SugarscapeState>(*this, seed);
-  while (state->Turn() < steps && state->Advance()) {
+  if (!(head >> advances)) {
+    while (state->Turn() < steps && state->Advance()) {
+    }
+    return state;
+  }
+  std::vector<std::string> answers;
+  const size_t at = text.find("\nanswers ");
+  if (at != std::string::npos) {
+    std::istringstream log(text.substr(at + 1));
+    std::string line;
+    std::getline(log, line);
+    while (std::getline(log, line)) answers.push_back(line);
+  }
+  size_t next = 0;
+  for (int64_t advanced = 0;;) {
+    const std::vector<Decision> pending = state->PendingDecisions();
+    if (!pending.empty()) {
+      if (next == answers.size()) break;
+      std::vector<SeatOutput> outputs;
+      std::istringstream line(answers[next++]);
+      std::string part;
+      while (std::getline(line, part, '|')) {
+        std::istringstream words(part);
+        SeatOutput o;
+        words >> o.seat;
+        for (std::string w; words >> w;) o.words.push_back(w);
+        outputs.push_back(std::move(o));
+      }
+      if (outputs.size() != pending.size()) throw GameError("sugarscape: a serialized answer line does not match the state");
+      state->Apply(outputs);
+    } else if (advanced < advances && state->Advance()) {
+      ++advanced;
+    } else {
+      break;
+    }
   }
   return state;
 }
 
 SugarscapeState::SugarscapeState(const SugarscapeGame& game, uint64_t seed)
-    : game_(&game), seed_(seed), world_(game.world_params(), game.landscape(), seed) {}
+    : game_(&game), seed_(seed), world_(game.world_params(), game.landscape(), seed) {
+  if (game.negotiate()) {
+    encounter_of_.assign(game.world_params().population, -1);
+    lived_.assign(game.world_params().population, 0);
+  }
+}
+
+const Encounter* SugarscapeState::EncounterOf(int seat) const {
+  if (seat < 0 || seat >= static_cast<int>(encounter_of_.size()) || encounter_of_[seat] < 0) return nullptr;
+  return &encounters_[encounter_of_[seat]];
+}
+
+int SugarscapeState::SideOf(int seat) const {
+  const Encounter* e = EncounterOf(seat);
+  return e != nullptr && e->trader(1) == seat ? 1 : 0;
+}
+
+std::vector<std::pair<int, int>> SugarscapeState::PendingSides() const {
+  std::vector<std::pair<int, int>> out;
+  for (size_t i = 0; i < encounters_.size(); ++i) {
+    for (int side : encounters_[i].Sides()) out.emplace_back(static_cast<int>(i), side);
+  }
+  return out;
+}
+
+std::vector<Decision> SugarscapeState::PendingDecisions() const {
+  std::vector<Decision> out;
+  for (const auto& [i, side] : PendingSides()) {
+    const Encounter& e = encounters_[i];
+    const int seat = e.trader(side);
+    const std::string& identity = game_->Identity(seat);
+    Decision d;
+    d.seat = seat;
+    d.phase = StagePhase(e.stage());
+    d.observation = ObservationWords(e, side, world_, identity);
+    d.max_words = e.stage() == Stage::kChat ? game_->rules().chat_words : e.stage() == Stage::kNegotiate ? 6 : 1;
+    d.options = e.Options(side);
+    d.text = ObservationText(e, side, world_, identity, game_->rules());
+    out.push_back(std::move(d));
+  }
+  return out;
+}
 
 std::vector<bool> SugarscapeState::Apply(const std::vector<SeatOutput>& outputs) {
-  if (!outputs.empty()) throw GameError("sugarscape: no seat acts in a rule-based world");
-  return {};
+  if (!game_->negotiate()) {
+    if (!outputs.empty()) throw GameError("sugarscape: no seat acts in a rule-based world");
+    return {};
+  }
+  const std::vector<std::pair<int, int>> sides = PendingSides();
+  if (outputs.size() != sides.size()) {
+    throw GameError("sugarscape: " + std::to_string(outputs.size()) + " outputs for " + std::to_string(sides.size()) +
+                    " pending decisions");
+  }
+  std::vector<bool> valid(outputs.size());
+  std::string line;
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    Encounter& e = encounters_[sides[k].first];
+    if (outputs[k].seat != e.trader(sides[k].second)) throw GameError("sugarscape: outputs out of the pending order");
+    valid[k] = e.Answer(sides[k].second, outputs[k].words);
+    invalid_ += !valid[k];
+    line += (k > 0 ? "|" : "") + std::to_string(outputs[k].seat);
+    for (const auto& w : outputs[k].words) {
+      std::string clean = w;  // words are split at spaces and punctuation; the log's separators never occur
+      for (char& c : clean) {
+        if (c == '|' || c == ' ' || c == '\n') c = '_';
+      }
+      line += " " + clean;
+    }
+  }
+  answers_.push_back(std::move(line));
+  // Each encounter asked this round moves on once (after all its sides answered).
+  int last = -1;
+  for (const auto& [i, side] : sides) {
+    if (i != last) encounters_[i].Close(&world_);
+    last = i;
+  }
+  if (std::all_of(encounters_.begin(), encounters_.end(), [](const Encounter& e) { return e.done(); })) FinishStep();
+  return valid;
 }
 
 bool SugarscapeState::Advance() {
-  if (IsTerminal()) return false;
+  if (IsTerminal() || !encounters_.empty()) return false;
+  ++advances_;
   agent_steps_ += world_.population();
-  last_ = world_.Step();
-  trades_ += last_.trades;
-  deaths_ += last_.deaths;
-  log_price_sum_ += last_.log_price_sum;
+  if (!game_->negotiate()) {
+    last_ = world_.Step();
+    trades_ += last_.trades;
+    deaths_ += last_.deaths;
+    aged_ += last_.aged;
+    lifespan_sum_ += last_.lifespan_sum;
+    log_price_sum_ += last_.log_price_sum;
+    return true;
+  }
+  last_ = world_.BeginStep();
+  StartTrade();
+  if (encounters_.empty()) FinishStep();
   return true;
 }
 
-bool SugarscapeState::IsTerminal() const { return world_.steps() >= game_->steps() || world_.population() == 0; }
-
-double SugarscapeState::Signal(const std::string& name, int) const {
-  throw GameError("sugarscape: unknown signal '" + name + "' (a rule-based world has none)");
+void SugarscapeState::StartTrade() {
+  step_encounters_ = step_completed_ = 0;
+  for (int t : world_.live()) {
+    if (t < static_cast<int>(lived_.size())) ++lived_[t];
+  }
+  const int seats = static_cast<int>(encounter_of_.size());
+  for (const auto& [a, b] : world_.PairNeighbours()) {
+    if (a >= seats || b >= seats) continue;  // a trader beyond the seats (hand-built worlds) does not negotiate
+    encounter_of_[a] = encounter_of_[b] = static_cast<int>(encounters_.size());
+    encounters_.emplace_back(a, b, world_, game_->rules());
+  }
 }
 
-double SugarscapeState::TurnSignal(const std::string& name, int seat, int) const { return Signal(name, seat); }
+void SugarscapeState::Tally(const Encounter& e) {
+  ++encounters_total_;
+  ++step_encounters_;
+  ++outcomes_[static_cast<int>(e.outcome())];
+  const bool completed = e.outcome() == Outcome::kCompleted;
+  const int seats = static_cast<int>(encounter_of_.size());
+  const int64_t turn = world_.steps();
+  const double pair_gain = e.WelfareGain(0) + e.WelfareGain(1);
+  for (int side = 0; side < 2; ++side) {
+    const int seat = e.trader(side);
+    gain_sum_ += e.WelfareGain(side);
+    auto& by_id = gain_by_identity_[game_->Identity(seat)];
+    by_id.first += e.WelfareGain(side);
+    ++by_id.second;
+    gains_[turn * seats + seat] = {static_cast<float>(e.WelfareGain(side)), static_cast<float>(pair_gain)};
+  }
+  std::string a = game_->Identity(e.trader(0)), b = game_->Identity(e.trader(1));
+  if (b < a) std::swap(a, b);
+  auto& pair = success_by_pair_[a + "_" + b];
+  pair.first += completed;
+  ++pair.second;
+  if (!completed) return;
+  ++trades_;
+  ++step_completed_;
+  volume_ += e.Volume();
+  frauds_ += e.defrauded_by(0) || e.defrauded_by(1);
+  if (e.Price() > 0) {
+    log_price_sum_ += std::log(e.Price());
+    ++priced_;
+  }
+}
+
+void SugarscapeState::FinishStep() {
+  for (const Encounter& e : encounters_) Tally(e);
+  for (const Encounter& e : encounters_) encounter_of_[e.trader(0)] = encounter_of_[e.trader(1)] = -1;
+  last_encounters_ = std::move(encounters_);
+  encounters_.clear();
+  world_.EndStep(&last_);
+  deaths_ += last_.deaths;
+  aged_ += last_.aged;
+  lifespan_sum_ += last_.lifespan_sum;
+}
+
+bool SugarscapeState::IsTerminal() const {
+  return encounters_.empty() && (world_.steps() >= game_->steps() || world_.population() == 0);
+}
+
+double SugarscapeState::Signal(const std::string& name, int seat) const {
+  if (game_->negotiate() && name == "survival" && seat >= 0 && seat < static_cast<int>(lived_.size())) {
+    return static_cast<double>(lived_[seat]) / std::max<int64_t>(1, world_.steps());
+  }
+  throw GameError("sugarscape: unknown signal '" + name + "'" +
+                  (game_->negotiate() ? " (signals: survival)" : " (a rule-based world has none)"));
+}
+
+double SugarscapeState::TurnSignal(const std::string& name, int seat, int turn) const {
+  if (game_->negotiate() && (name == "welfare_gain" || name == "pair_welfare_gain")) {
+    auto it = gains_.find(static_cast<int64_t>(turn) * static_cast<int64_t>(encounter_of_.size()) + seat);
+    if (it == gains_.end()) return 0.0;
+    return name == "welfare_gain" ? it->second.first : it->second.second;
+  }
+  throw GameError("sugarscape: unknown turn signal '" + name + "'" +
+                  (game_->negotiate() ? " (turn signals: welfare_gain, pair_welfare_gain)"
+                                      : " (a rule-based world has none)"));
+}
 
 std::map<std::string, double> SugarscapeState::Metrics() const {
-  double wealth = 0;
-  for (int t : world_.live()) wealth += world_.sugar(t) + world_.spice(t);
+  double wealth = 0, utilitarian = 0, log_welfare = 0, rawlsian = std::numeric_limits<double>::infinity();
+  for (int t : world_.live()) {
+    wealth += world_.sugar(t) + world_.spice(t);
+    const double w = world_.Welfare(t);
+    utilitarian += w;
+    log_welfare += std::log(std::max(w, 1e-12));
+    rawlsian = std::min(rawlsian, w);
+  }
   const int n = world_.population();
   std::map<std::string, double> m = {{"population_end", n},
                                      {"trades", static_cast<double>(trades_)},
@@ -160,20 +430,54 @@ std::map<std::string, double> SugarscapeState::Metrics() const {
                                      {"agent_steps", static_cast<double>(agent_steps_)},
                                      {"deaths", static_cast<double>(deaths_)},
                                      {"mean_wealth", n > 0 ? wealth / n : 0.0},
+                                     {"welfare_utilitarian", utilitarian},
                                      {"step_trades", static_cast<double>(last_.trades)}};
+  if (n > 0) {
+    m["welfare_nash"] = std::exp(log_welfare / n);  // the geometric mean: Nash's product, per trader
+    m["welfare_rawlsian"] = rawlsian;
+  }
+  if (deaths_ > 0) {
+    m["mean_lifespan"] = static_cast<double>(lifespan_sum_) / static_cast<double>(deaths_);
+    m["survival_share"] = static_cast<double>(aged_) / static_cast<double>(deaths_);  // natural deaths / all
+  }
   // Prices exist only where exchanges happened.
-  if (trades_ > 0) m["mean_price"] = std::exp(log_price_sum_ / static_cast<double>(trades_));
-  if (last_.trades > 0) m["step_price"] = std::exp(last_.log_price_sum / static_cast<double>(last_.trades));
+  const int64_t priced = game_->negotiate() ? priced_ : trades_;
+  if (priced > 0) m["mean_price"] = std::exp(log_price_sum_ / static_cast<double>(priced));
+  if (!game_->negotiate()) {
+    if (last_.trades > 0) m["step_price"] = std::exp(last_.log_price_sum / static_cast<double>(last_.trades));
+    return m;
+  }
+  m["step_trades"] = static_cast<double>(step_completed_);
+  m["encounters"] = static_cast<double>(encounters_total_);
+  m["step_encounters"] = static_cast<double>(step_encounters_);
+  m["invalid_answers"] = static_cast<double>(invalid_);
+  m["volume"] = static_cast<double>(volume_);
+  if (encounters_total_ == 0) return m;
+  const double all = static_cast<double>(encounters_total_);
+  m["trade_success_rate"] = static_cast<double>(trades_) / all;
+  for (int o = 1; o < kOutcomes; ++o) {
+    m[std::string("outcome_") + OutcomeName(static_cast<Outcome>(o))] = static_cast<double>(outcomes_[o]) / all;
+  }
+  m["welfare_gain_per_encounter"] = gain_sum_ / (2.0 * all);
+  if (game_->rules().fraud && trades_ > 0) m["fraud_rate"] = static_cast<double>(frauds_) / static_cast<double>(trades_);
+  if (game_->identities().size() > 1) {
+    for (const auto& [id, g] : gain_by_identity_) m["welfare_gain_" + id] = g.first / static_cast<double>(g.second);
+    for (const auto& [pair, c] : success_by_pair_) {
+      m["success_" + pair] = static_cast<double>(c.first) / static_cast<double>(c.second);
+    }
+  }
   return m;
 }
 
 std::string SugarscapeState::Serialize() const {
   std::ostringstream s;
-  s << seed_ << " " << world_.steps() << "\n";
+  s << seed_ << " " << world_.steps();
+  if (game_->negotiate()) s << " " << advances_;
+  s << "\n";
   // The picture renderers draw (Deserialize reads only the line above): cell
   // levels as digits, traders, the last step's trades. Worlds up to 500 x 500.
   const int w = world_.width(), h = world_.height();
-  if (static_cast<int64_t>(w) * h > 250000) return s.str();
+  if (static_cast<int64_t>(w) * h > 250000) return s.str() + Answers();
   s << "picture " << w << " " << h << "\n";
   for (int layer = 0; layer < 2; ++layer) {
     std::string row(static_cast<size_t>(w) * h, '0');
@@ -188,14 +492,36 @@ std::string SugarscapeState::Serialize() const {
   s << "traders " << world_.population() << "\n";
   for (int t : world_.live()) {
     s << world_.x(t) << "," << world_.y(t) << "," << static_cast<int64_t>(world_.sugar(t)) << ","
-      << static_cast<int64_t>(world_.spice(t)) << " ";
+      << static_cast<int64_t>(world_.spice(t));
+    if (game_->negotiate() && game_->identities().size() > 1) s << "," << t % game_->identities().size();
+    s << " ";
   }
   s << "\ntrades " << world_.last_trades().size() << "\n";
   for (const auto& [t, u] : world_.last_trades()) {
     s << world_.x(t) << "," << world_.y(t) << "," << world_.x(u) << "," << world_.y(u) << " ";
   }
   s << "\n";
-  return s.str();
+  if (!game_->negotiate()) return s.str();
+  // This tick's encounters, or (between ticks) the last tick's, as they ended.
+  const std::vector<Encounter>& shown = encounters_.empty() ? last_encounters_ : encounters_;
+  s << "encounters " << shown.size() << "\n";
+  for (const Encounter& e : shown) {
+    s << world_.x(e.trader(0)) << "," << world_.y(e.trader(0)) << "," << world_.x(e.trader(1)) << ","
+      << world_.y(e.trader(1)) << " " << OutcomeName(e.outcome());
+    for (const Line& line : e.dialogue()) {
+      s << "|" << line.side << " " << StagePhase(line.stage);
+      for (const auto& word : line.words) s << " " << word;
+    }
+    s << "\n";
+  }
+  return s.str() + Answers();
+}
+
+std::string SugarscapeState::Answers() const {
+  if (!game_->negotiate()) return "";
+  std::string out = "answers " + std::to_string(answers_.size()) + "\n";
+  for (const auto& line : answers_) out += line + "\n";
+  return out;
 }
 
 std::string SugarscapeState::ToString() const {

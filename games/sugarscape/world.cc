@@ -46,7 +46,7 @@ struct World::Rng {
 };
 
 namespace {
-enum Purpose : uint64_t { kSetup = 1, kMoveOrder, kMoveTies, kTradeOrder, kBirths };
+enum Purpose : uint64_t { kSetup = 1, kMoveOrder, kMoveTies, kTradeOrder, kBirths, kPairing };
 
 bool IsClose(double a, double b, double rel) { return std::fabs(a - b) <= rel * std::max(std::fabs(a), std::fabs(b)); }
 
@@ -185,6 +185,7 @@ void World::Unplace(int t) {
 
 void World::Kill(int t) {
   Unplace(t);
+  lifespan_sum_ += age_[t];
   alive_[t] = 0;
   const int pos = live_pos_[t], last = live_.back();
   live_[pos] = last;
@@ -273,14 +274,23 @@ void World::Eat(int t) {
 // Rule T between t and u, repeated until an exchange is refused.
 int World::TradePair(int t, int u, StepStats* stats) {
   if (t == u || !alive_[t] || !alive_[u]) return 0;
-  const bool whole = params_.rules == Rules::kG1mt;
+  double h[4] = {sugar_[t], spice_[t], sugar_[u], spice_[u]};
+  const int done = Exchanges(t, u, h, params_.rules == Rules::kG1mt, stats);
+  sugar_[t] = h[0], spice_[t] = h[1], sugar_[u] = h[2], spice_[u] = h[3];
+  return done;
+}
+
+int World::Exchanges(int t, int u, double* h, bool whole, StepStats* stats) const {
   int done = 0;
   for (;;) {
-    const double mrs_t = Mrs(t), mrs_u = Mrs(u);
+    const double mrs_t = Mrs(t, h[0], h[1]), mrs_u = Mrs(u, h[2], h[3]);
     if (IsClose(mrs_t, mrs_u, 1e-9)) return done;
     const double price = std::sqrt(mrs_t * mrs_u);
     // The higher MRS values sugar more: it buys sugar with spice.
-    const int buyer = mrs_t > mrs_u ? t : u, seller = buyer == t ? u : t;
+    const bool t_buys = mrs_t > mrs_u;
+    const int buyer = t_buys ? t : u, seller = t_buys ? u : t;
+    double* b = t_buys ? h : h + 2;  // the buyer's sugar and spice
+    double* s = t_buys ? h + 2 : h;
     double dsugar, dspice;
     if (whole) {
       if (price >= 1) dsugar = 1, dspice = std::floor(price);
@@ -289,17 +299,17 @@ int World::TradePair(int t, int u, StepStats* stats) {
       if (price > 1) dsugar = 1, dspice = price;
       else dsugar = 1 / price, dspice = 1;
     }
-    const double bs = sugar_[buyer] + dsugar, bp = spice_[buyer] - dspice;
-    const double ss = sugar_[seller] - dsugar, sp = spice_[seller] + dspice;
+    const double bs = b[0] + dsugar, bp = b[1] - dspice;
+    const double ss = s[0] - dsugar, sp = s[1] + dspice;
     if (bs <= 0 || bp <= 0 || ss <= 0 || sp <= 0) return done;
     if (!(Mrs(buyer, bs, bp) > Mrs(seller, ss, sp))) return done;  // the cheap test first
     // Both welfares rise: W' > W as logarithms, a ln(s'/s) + (1 - a) ln(p'/p) > 0.
-    auto rises = [&](int who, double s2, double p2) {
+    auto rises = [&](int who, const double* was, double s2, double p2) {
       const double a = exponent_sugar_[who];
-      return a * (Log(s2) - Log(sugar_[who])) + (1.0 - a) * (Log(p2) - Log(spice_[who])) > 0;
+      return a * (Log(s2) - Log(was[0])) + (1.0 - a) * (Log(p2) - Log(was[1])) > 0;
     };
-    if (!rises(buyer, bs, bp) || !rises(seller, ss, sp)) return done;
-    sugar_[buyer] = bs, spice_[buyer] = bp, sugar_[seller] = ss, spice_[seller] = sp;
+    if (!rises(buyer, b, bs, bp) || !rises(seller, s, ss, sp)) return done;
+    b[0] = bs, b[1] = bp, s[0] = ss, s[1] = sp;
     ++done;
     if (stats) {
       ++stats->trades;
@@ -327,8 +337,20 @@ void World::Trades(Rng& rng, StepStats* stats) {
 }
 
 StepStats World::Step() {
+  StepStats stats = BeginStep();
+  // T: trade, in a new random order.
+  if (params_.trade) {
+    Rng trade_rng(seed_, static_cast<uint64_t>(step_), kTradeOrder);
+    Trades(trade_rng, &stats);
+  }
+  EndStep(&stats);
+  return stats;
+}
+
+StepStats World::BeginStep() {
   StepStats stats;
   trade_pairs_.clear();
+  lifespan_sum_ = 0;
   // G1: growback.
   const size_t cells = cell_sugar_.size();
   for (size_t c = 0; c < cells; ++c) {
@@ -349,11 +371,12 @@ StepStats World::Step() {
       ++stats.starved;
     }
   }
-  // T: trade, in a new random order.
-  if (params_.trade) {
-    Rng trade_rng(seed_, static_cast<uint64_t>(step_), kTradeOrder);
-    Trades(trade_rng, &stats);
-  }
+  return stats;
+}
+
+void World::EndStep(StepStats* out) {
+  StepStats& stats = *out;
+  const bool g1mt = params_.rules == Rules::kG1mt;
   // Classic: metabolism and ageing after trade, then death.
   if (!g1mt) {
     order_.assign(live_.begin(), live_.end());
@@ -386,7 +409,38 @@ StepStats World::Step() {
   }
   ++step_;
   stats.population = population();
-  return stats;
+  stats.lifespan_sum = lifespan_sum_;
+}
+
+std::vector<std::pair<int, int>> World::PairNeighbours() {
+  std::vector<std::pair<int, int>> pairs;
+  Rng rng(seed_, static_cast<uint64_t>(step_), kPairing);
+  order_.assign(live_.begin(), live_.end());
+  Shuffle(&order_, rng);
+  std::vector<uint8_t> paired(alive_.size(), 0);
+  int choices[64];
+  for (int t : order_) {
+    if (paired[t]) continue;
+    int n = 0;
+    const int here = cell_[t], hx = here % width_, hy = here / width_;
+    for (const Step_& o : offsets_[1]) {  // the four neighbouring cells
+      const int cell = Offset(hx, hy, o.dx, o.dy);
+      if (cell < 0) continue;
+      for (int u = head_[cell]; u >= 0 && n < 64; u = next_[u]) {
+        if (!paired[u]) choices[n++] = u;
+      }
+    }
+    if (n == 0) continue;
+    const int u = choices[rng.Below(n)];
+    paired[t] = paired[u] = 1;
+    pairs.emplace_back(t, u);
+  }
+  return pairs;
+}
+
+void World::Exchange(int t, int u, double t_sugar, double t_spice, double u_sugar, double u_spice) {
+  sugar_[t] = t_sugar, spice_[t] = t_spice, sugar_[u] = u_sugar, spice_[u] = u_spice;
+  trade_pairs_.emplace_back(t, u);
 }
 
 double World::Gini() const {

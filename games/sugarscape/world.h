@@ -17,6 +17,7 @@
 //             exchanges.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -50,6 +51,7 @@ struct StepStats {
   int64_t trades = 0;  // executed exchanges, each with a price
   double price_sum = 0.0, log_price_sum = 0.0;
   int deaths = 0, starved = 0, aged = 0, born = 0;
+  int64_t lifespan_sum = 0;  // ages at death, summed
 };
 
 class World {
@@ -58,6 +60,14 @@ class World {
   World(const WorldParams& params, Landscape landscape, uint64_t seed);
 
   StepStats Step();
+  // The tick in two parts, for trade by negotiation between them: BeginStep
+  // runs growback and movement (g1mt: eating and starvation too); EndStep runs
+  // metabolism, ageing and death (classic), replacement, and closes the step.
+  StepStats BeginStep();
+  void EndStep(StepStats* stats);
+  // Pairs for negotiation (the spec): living traders in a seeded random order
+  // each pick, at random, an unpaired trader on one of the four neighbouring cells.
+  std::vector<std::pair<int, int>> PairNeighbours();
 
   int width() const { return width_; }
   int height() const { return height_; }
@@ -77,15 +87,24 @@ class World {
   int metabolism_spice(int t) const { return mp_[t]; }
   int vision(int t) const { return vision_[t]; }
   int age(int t) const { return age_[t]; }
+  int max_age(int t) const { return max_age_[t]; }
+  bool alive(int t) const { return t >= 0 && t < static_cast<int>(alive_.size()) && alive_[t]; }
+  // Ticks the trader survives on what it holds: min(sugar / ms, spice / mp).
+  double SurvivalTicks(int t) const { return std::min(sugar_[t] / ms_[t], spice_[t] / mp_[t]); }
   int cell_sugar(int x, int y) const { return cell_sugar_[Cell(x, y)]; }
   int cell_spice(int x, int y) const { return cell_spice_[Cell(x, y)]; }
   int occupants(int x, int y) const { return count_[Cell(x, y)]; }
 
   // The pairs (t, u) that exchanged in the last step, once per pair and turn.
   const std::vector<std::pair<int, int>>& last_trades() const { return trade_pairs_; }
+  // A negotiated exchange: the holdings after it (amounts already clamped), and the pair noted as trading.
+  void Exchange(int t, int u, double t_sugar, double t_spice, double u_sugar, double u_spice);
 
   double Welfare(int t) const { return Welfare(t, sugar_[t], spice_[t]); }
   double Mrs(int t) const { return Mrs(t, sugar_[t], spice_[t]); }
+  // At other holdings (what a trade would leave).
+  double Welfare(int t, double sugar, double spice) const;
+  double Mrs(int t, double sugar, double spice) const;
   // Gini coefficient of sugar + spice over living traders.
   double Gini() const;
 
@@ -98,13 +117,16 @@ class World {
   void Move(int t);
   // Exchanges between t and u until one is refused; returns how many happened.
   int TradePair(int t, int u, StepStats* stats = nullptr);
+  // Rule T's exchanges between t and u on holdings h = {t's sugar, t's spice,
+  // u's sugar, u's spice} (updated), until one is refused: what the rule
+  // would trade, without trading (the scripted MRS negotiator's offer).
+  // `whole`: exchanges of whole units (g1mt's), else real-valued (classic).
+  int Exchanges(int t, int u, double* h, bool whole, StepStats* stats = nullptr) const;
 
  private:
   struct Rng;  // the counter-based generator (world.cc)
 
   int Cell(int x, int y) const { return y * width_ + x; }
-  double Welfare(int t, double sugar, double spice) const;
-  double Mrs(int t, double sugar, double spice) const;
   int NewTrader(Rng& rng);
   void Place(int t, int cell);
   void Unplace(int t);
@@ -149,6 +171,7 @@ class World {
   std::vector<std::vector<Step_>> offsets_;
   std::vector<int> order_;  // scratch: this step's activation order
   std::vector<std::pair<int, int>> trade_pairs_;
+  int64_t lifespan_sum_ = 0;  // this step's deaths
   // Scratch for a move: candidate cells and their distances.
   std::vector<int> candidates_;
   std::vector<double> candidate_distance_;

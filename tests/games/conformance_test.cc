@@ -29,9 +29,15 @@ std::vector<SeatOutput> RandomOutputs(const State& s, const std::vector<std::str
 TEST_CASE("every registered game passes the conformance suite", "[conformance]") {
   const auto names = GameFactory::Get().Names();
   REQUIRE_FALSE(names.empty());
-  for (const auto& name : names) {
-    INFO("game " << name);
-    auto game = MakeGame(name, {});
+  // Every game with its defaults, and the variants that change who decides.
+  std::vector<std::pair<std::string, std::map<std::string, ParamValue>>> variants;
+  for (const auto& name : names) variants.push_back({name, {}});
+  variants.push_back({"sugarscape",
+                      {{"preset", std::string("seed_study")}, {"size", int64_t{20}}, {"population", int64_t{40}},
+                       {"steps", int64_t{6}}, {"trade_mode", std::string("negotiate")}, {"fraud", true}}});
+  for (const auto& [name, params] : variants) {
+    INFO("game " << name << " with " << params.size() << " parameters set");
+    auto game = MakeGame(name, params);
     const auto vocab = game->Vocabulary();
     const std::set<std::string> words(vocab.begin(), vocab.end());
     Rng rng(5);

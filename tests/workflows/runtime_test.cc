@@ -304,6 +304,52 @@ TEST_CASE("forward calls per tick do not grow with the number of concurrent epis
   CHECK(per_tick[1] <= per_tick[0] * 1.5);
 }
 
+TEST_CASE("forward calls per Sugarscape tick do not grow with the number of encounters", "[runtime][batching]") {
+  // Every trader negotiates on one model; the same world with 6x the traders
+  // has many more encounters a tick, all answered in the same batched requests.
+  auto workflow = [](int population) {
+    return R"(name: "market" seed: 4
+game { name: "sugarscape" param { name: "preset" text: "seed_study" } param { name: "size" int: 20 }
+       param { name: "population" int: )" +
+           std::to_string(population) + R"( } param { name: "steps" int: 3 }
+       param { name: "trade_mode" text: "negotiate" } }
+model { name: "m" transformer { d_model: 16 heads: 2 layers: 1 ff_mult: 2 max_len: 96 } }
+role { name: "t" seats: "trader*" model: "m" }
+reward { level: TURN signal: "welfare_gain" }
+)";
+  };
+  struct Counts {
+    double encounters = 0, generate_calls = 0, forward_per_request = 0;
+  };
+  auto run = [&](int population) {
+    CompiledWorkflow w = CompileWorkflow(ParseWorkflowText(workflow(population), "market.textproto"));
+    WorkerHub hub(MakeHubSpec(w));
+    Rollout rollout(w, hub);
+    Rng rng(3);
+    RolloutOptions o;
+    o.episodes = 4;
+    o.group_size = 4;
+    o.guided = true;
+    RolloutBatch b = rollout.Run(o, rng);
+    Counts c;
+    for (const auto& e : b.episodes) c.encounters += e.metrics.at("encounters");
+    c.generate_calls = static_cast<double>(b.generate_calls);
+    c.forward_per_request = static_cast<double>(b.forward_calls) / c.generate_calls;
+    return c;
+  };
+  const Counts few = run(20), many = run(120);
+  INFO("encounters " << few.encounters << " vs " << many.encounters << "; requests " << few.generate_calls << " vs "
+                     << many.generate_calls << "; forward calls per request " << few.forward_per_request << " vs "
+                     << many.forward_per_request);
+  REQUIRE(many.encounters >= 4 * few.encounters);
+  // One request per decision step for all pairs of all worlds: at most 2 small-talk rounds,
+  // an intent and 4 negotiation turns a tick, for 3 ticks.
+  CHECK(many.generate_calls <= 3 * 7);
+  CHECK(few.generate_calls <= 3 * 7);
+  // And a request costs the same number of forward passes whatever its batch.
+  CHECK(many.forward_per_request <= 1.5 * few.forward_per_request);
+}
+
 TEST_CASE("Ctrl-C stops a run after its iteration with a checkpoint and a closed session", "[runtime][signals]") {
   const std::string wf = WriteWorkflow("interrupt", "");
   const std::string run = Temp("run-interrupt"), session = Temp("interrupt.session");

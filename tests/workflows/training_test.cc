@@ -431,3 +431,30 @@ TEST_CASE("a resumed run reads its untrained evaluation back, and refuses one th
   CHECK(resumed.before->metrics.at("team_a_score") == 1.5);
   CHECK(resumed.before->metrics.count("episodes") == 0);
 }
+
+TEST_CASE("negotiators train on Sugarscape from a warm start on the MRS negotiator, evaluated with intervals",
+          "[training][sugarscape]") {
+  LoadedWorkflow l =
+      LoadWorkflowFile(troupe::testing::SourceDir() + "/workflows/shipped/sugarscape_negotiate.textproto");
+  for (const char* s : {"trainer.iterations=2", "trainer.episodes_per_iteration=8", "trainer.eval_episodes=8",
+                        "trainer.sft.episodes=4", "trainer.sft.teacher=mrs_negotiator", "trainer.sft.steps=10"}) {
+    ApplyOverride(l, s);
+  }
+  CompiledWorkflow w = CompileWorkflow(l);
+  TrainOptions o;
+  o.out_dir = Temp("negotiate");
+  std::ostringstream out;
+  TrainResult r = Train(w, o, out);
+  INFO(out.str());
+  CHECK_THAT(out.str(), Catch::Contains("demonstrations from mrs_negotiator"));
+  REQUIRE(r.before.has_value());
+  REQUIRE(r.after.has_value());
+  for (const EvalResult* e : {&*r.before, &*r.after}) {
+    CHECK(e->metrics.at("encounters") > 0);
+    CHECK(e->ci95.count("trade_success_rate") == 1);
+  }
+  const std::string table = ResultTable(r);
+  INFO(table);
+  CHECK_THAT(table, Catch::StartsWith("metric") && Catch::Contains("trade_success_rate") &&
+                        Catch::Contains("welfare_gain_learner") && Catch::Contains(" +-"));
+}

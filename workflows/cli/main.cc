@@ -255,8 +255,8 @@ int Train(const Args& a) {
             << static_cast<int>(r.seconds) << " s; peak memory " << usage.ru_maxrss / 1024 << " MiB\n";
   if (r.before && r.after) {
     std::cout << "\n" << troupe::ResultTable(r);
-    std::cout << "(means over " << r.after->episodes << " evaluation episodes each, "
-              << (w.hybrid() ? "greedy" : "sampled policy") << ")\n";
+    std::cout << "(means over " << r.after->episodes << " evaluation episodes each, +- the half-width of the 95% "
+              << "interval over episodes; " << (w.hybrid() ? "greedy" : "sampled policy") << ")\n";
   }
   return 0;
 }
@@ -279,7 +279,11 @@ int Eval(const Args& a) {
     std::cout << troupe::EvalJson(r) << "\n";
   } else {
     std::cout << "checkpoint " << *ckpt << ", " << episodes << " episodes" << (a.greedy ? " (greedy)" : "") << "\n";
-    for (const auto& [k, v] : r.metrics) std::cout << "  " << k << " = " << v << "\n";
+    for (const auto& [k, v] : r.metrics) {
+      std::cout << "  " << k << " = " << v;
+      if (r.ci95.count(k) && r.ci95.at(k) > 0) std::cout << " +- " << r.ci95.at(k) << " (95%, over episodes)";
+      std::cout << "\n";
+    }
     if (auto best = troupe::BestAchievable(w)) {
       std::cout << "  best achievable " << best->signal << " = " << best->value << "\n";
     }

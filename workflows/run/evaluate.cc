@@ -2,6 +2,7 @@
 #include "workflows/run/evaluate.h"
 
 #include "workflows/run/metrics_log.h"
+#include "workflows/run/spread.h"
 
 namespace troupe {
 
@@ -48,6 +49,7 @@ EvalResult Evaluate(const CompiledWorkflow& workflow, PolicyService& policy, int
   Rng rng(Rng::Mix(seed, 0xE7A1));
   EvalResult result;
   std::map<std::string, double> sum;
+  std::map<std::string, std::vector<double>> values;  // per episode, for the intervals
   int64_t forward = 0, turns = 0;
   int kept = 0;
   const int chunk = 64;
@@ -65,7 +67,10 @@ EvalResult Evaluate(const CompiledWorkflow& workflow, PolicyService& policy, int
     for (const auto& e : b.episodes) {
       if (e.dropped) continue;
       ++kept;
-      for (const auto& [k, v] : e.metrics) sum[k] += v;
+      for (const auto& [k, v] : e.metrics) {
+        sum[k] += v;
+        values[k].push_back(v);
+      }
       if (static_cast<int>(result.shown.size()) < show) result.shown.push_back(e.final_state);
     }
     forward += b.forward_calls;
@@ -73,6 +78,7 @@ EvalResult Evaluate(const CompiledWorkflow& workflow, PolicyService& policy, int
   }
   result.episodes = episodes;
   for (auto& [k, v] : sum) result.metrics[k] = v / std::max(1, kept);
+  for (const auto& [k, v] : values) result.ci95[k] = SpreadOf(v).half_width;
   result.forward_calls_per_turn = turns > 0 ? static_cast<double>(forward) / turns : 0.0;
   return result;
 }
@@ -105,6 +111,7 @@ std::string EvalJson(const EvalResult& result) {
   JsonLine j;
   j.Add("episodes", result.episodes);
   for (const auto& [k, v] : result.metrics) j.Add(k, v);
+  for (const auto& [k, v] : result.ci95) j.Add("ci95/" + k, v);
   j.Add("forward_calls_per_turn", result.forward_calls_per_turn);
   return j.Str();
 }

@@ -15,6 +15,7 @@ namespace troupe {
 struct EvalResult {
   int episodes = 0;
   std::map<std::string, double> metrics;  // means over episodes
+  std::map<std::string, double> ci95;     // half-widths of their 95% intervals over episodes (Student's t)
   double forward_calls_per_turn = 0.0;
   std::vector<std::string> shown;  // the first episodes' final states, when asked for
 };

@@ -23,15 +23,6 @@ double Seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// Student's t at 97.5% for n - 1 degrees of freedom (the normal's 1.96 beyond 30).
-double T975(int n) {
-  static const double t[] = {0,     12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-                             2.201, 2.179,  2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080,
-                             2.074, 2.069,  2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
-  const int df = n - 1;
-  return df <= 0 ? 0.0 : df <= 30 ? t[df] : 1.96;
-}
-
 nlohmann::json Number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
 }  // namespace
@@ -44,15 +35,7 @@ std::map<std::string, Spread> SpreadOverSeeds(const std::vector<SeedRun>& runs) 
     }
   }
   std::map<std::string, Spread> out;
-  for (const auto& [k, v] : values) {
-    Spread s;
-    s.n = static_cast<int>(v.size());
-    for (double x : v) s.mean += x / s.n;
-    double var = 0;
-    for (double x : v) var += (x - s.mean) * (x - s.mean);
-    if (s.n > 1) s.half_width = T975(s.n) * std::sqrt(var / (s.n - 1)) / std::sqrt(static_cast<double>(s.n));
-    out[k] = s;
-  }
+  for (const auto& [k, v] : values) out[k] = SpreadOf(v);
   return out;
 }
 
@@ -90,6 +73,7 @@ std::vector<SeedRun> Simulate(const CompiledWorkflow& w, const SimulateOptions& 
       events->EpisodeStarted(0, 0);
     }
     while (!state->IsTerminal() && (o.steps <= 0 || run.steps < o.steps)) {
+      const int turn = state->Turn();
       const std::vector<Decision> pending = state->PendingDecisions();
       if (pending.empty()) {
         if (!state->Advance()) break;
@@ -100,8 +84,10 @@ std::vector<SeedRun> Simulate(const CompiledWorkflow& w, const SimulateOptions& 
         }
         state->Apply(outputs);
       }
-      ++run.steps;
       if (events && events->Detailed(0)) events->StateChanged(0, *state);
+      // A step is a turn of the game (a world tick, a round): decisions within one are not steps.
+      if (state->Turn() == turn && !state->IsTerminal()) continue;
+      run.steps = std::max(run.steps + 1, state->Turn());
       if (o.out_dir.empty()) continue;
       const std::map<std::string, double> m = state->Metrics();
       nlohmann::json line = {{"seed", run.seed}, {"step", run.steps}};

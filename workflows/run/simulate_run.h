@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "workflows/config/compiled_workflow.h"
+#include "workflows/run/spread.h"
 
 namespace troupe {
 
@@ -34,11 +35,7 @@ struct SeedRun {
   std::map<std::string, double> metrics;  // the episode's metrics at its end
 };
 
-// A metric over seeds: mean and the half-width of its 95% interval (Student's t).
-struct Spread {
-  int n = 0;
-  double mean = 0.0, half_width = 0.0;
-};
+// Each metric over seeds: mean and the half-width of its 95% interval (Student's t).
 std::map<std::string, Spread> SpreadOverSeeds(const std::vector<SeedRun>& runs);
 
 // Throws ConfigError when a role needs a model (`troupe run` trains nothing and loads nothing).

@@ -39,6 +39,14 @@ EvalResult EvalFromFile(const fs::path& path) {
   r.forward_calls_per_turn = r.metrics["forward_calls_per_turn"];
   r.metrics.erase("episodes");
   r.metrics.erase("forward_calls_per_turn");
+  for (auto it = r.metrics.begin(); it != r.metrics.end();) {
+    if (it->first.rfind("ci95/", 0) != 0) {
+      ++it;
+      continue;
+    }
+    r.ci95[it->first.substr(5)] = it->second;
+    it = r.metrics.erase(it);
+  }
   return r;
 }
 
@@ -47,7 +55,16 @@ EvalResult EvalFromFile(const fs::path& path) {
 std::string ResultTable(const TrainResult& r) {
   if (!r.before || !r.after) return "";
   std::ostringstream out;
-  out << std::left << std::setw(26) << "metric" << std::right << std::setw(12) << "untrained" << std::setw(12)
+  // A figure with the half-width of its 95% interval over the evaluation episodes.
+  auto cell = [&](const EvalResult& e, const std::string& key) {
+    std::ostringstream c;
+    auto v = e.metrics.find(key);
+    c << std::fixed << std::setprecision(3) << (v == e.metrics.end() ? 0.0 : v->second);
+    auto hw = e.ci95.find(key);
+    if (hw != e.ci95.end() && hw->second > 0) c << " +-" << std::setprecision(3) << hw->second;
+    return c.str();
+  };
+  out << std::left << std::setw(26) << "metric" << std::right << std::setw(18) << "untrained" << std::setw(18)
       << "trained" << std::setw(12) << "best"
       << "\n";
   // The game's headline metrics and the invalid outputs; every metric when the game names none.
@@ -61,9 +78,8 @@ std::string ResultTable(const TrainResult& r) {
     auto a = r.after->metrics.find(key);
     if (a == r.after->metrics.end()) continue;
     const double after = a->second;
-    auto b = r.before->metrics.find(key);
-    out << std::left << std::setw(26) << key << std::right << std::fixed << std::setprecision(3) << std::setw(12)
-        << (b == r.before->metrics.end() ? 0.0 : b->second) << std::setw(12) << after;
+    out << std::left << std::setw(26) << key << std::right << std::fixed << std::setprecision(3) << std::setw(18)
+        << cell(*r.before, key) << std::setw(18) << cell(*r.after, key);
     if (r.best && r.best->metric == key) {
       out << std::setw(12) << r.best->value;
       if (r.best->value > 0) out << "   (" << std::setprecision(1) << 100.0 * after / r.best->value << "% of best)";

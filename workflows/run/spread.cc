@@ -1,0 +1,32 @@
+// Means and 95% intervals.
+#include "workflows/run/spread.h"
+
+#include <cmath>
+
+namespace troupe {
+
+namespace {
+
+// Student's t at 97.5% for n - 1 degrees of freedom (the normal's 1.96 beyond 30).
+double T975(int n) {
+  static const double t[] = {0,     12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+                             2.201, 2.179,  2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080,
+                             2.074, 2.069,  2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
+  const int df = n - 1;
+  return df <= 0 ? 0.0 : df <= 30 ? t[df] : 1.96;
+}
+
+}  // namespace
+
+Spread SpreadOf(const std::vector<double>& v) {
+  Spread s;
+  s.n = static_cast<int>(v.size());
+  if (s.n == 0) return s;
+  for (double x : v) s.mean += x / s.n;
+  double var = 0;
+  for (double x : v) var += (x - s.mean) * (x - s.mean);
+  if (s.n > 1) s.half_width = T975(s.n) * std::sqrt(var / (s.n - 1)) / std::sqrt(static_cast<double>(s.n));
+  return s;
+}
+
+}  // namespace troupe
