@@ -80,7 +80,8 @@ class SugarscapeState : public State {
   // "SEED STEPS" (negotiation: "SEED STEPS ADVANCES"), then (worlds up to
   // 500 x 500) a picture for renderers:
   //   picture W H / W*H sugar digits / W*H spice digits (row-major, levels
-  //   capped at 9) / traders N / "x,y,sugar,spice " each / trades M /
+  //   capped at 9) / traders N / "x,y,sugar,spice " each (",identity" added
+  //   when traders negotiate under several identities) / trades M /
   //   "x1,y1,x2,y2 " per pair that exchanged in the last step.
   // Negotiation then adds the tick's encounters (encounters K / per line
   // "x1,y1,x2,y2 OUTCOME" and "|SIDE PHASE WORDS..." per thing said) and
