@@ -22,3 +22,8 @@ done
 printf '%-10s ' "sugarscape"
 xvfb-run -a -s "-screen 0 1280x800x24" ./build/viewer/troupe-view "$work/sugarscape.session" --bench-frames 300 \
   --iteration 1 --episode 0 --panel episode | tail -1
+# Negotiated trade: a snapshot per decision round, the dialogue panel.
+./build/workflows/troupe run bench/sugarscape_negotiate_reference.textproto --quiet --record "$work/negotiation.session" > /dev/null
+printf '%-10s ' "negotiate"
+xvfb-run -a -s "-screen 0 1280x800x24" ./build/viewer/troupe-view "$work/negotiation.session" --bench-frames 300 \
+  --iteration 1 --episode 0 --panel episode | tail -1
