@@ -336,7 +336,6 @@ bool SugarscapeState::Advance() {
 }
 
 void SugarscapeState::StartTrade() {
-  step_encounters_ = step_completed_ = 0;
   for (int t : world_.live()) {
     if (t < static_cast<int>(lived_.size())) ++lived_[t];
   }
@@ -349,8 +348,6 @@ void SugarscapeState::StartTrade() {
 }
 
 void SugarscapeState::Tally(const Encounter& e) {
-  ++encounters_total_;
-  ++step_encounters_;
   ++outcomes_[static_cast<int>(e.outcome())];
   const bool completed = e.outcome() == Outcome::kCompleted;
   const int seats = static_cast<int>(encounter_of_.size());
@@ -358,7 +355,6 @@ void SugarscapeState::Tally(const Encounter& e) {
   const double pair_gain = e.WelfareGain(0) + e.WelfareGain(1);
   for (int side = 0; side < 2; ++side) {
     const int seat = e.trader(side);
-    gain_sum_ += e.WelfareGain(side);
     auto& by_id = gain_by_identity_[game_->Identity(seat)];
     by_id.first += e.WelfareGain(side);
     ++by_id.second;
@@ -371,7 +367,6 @@ void SugarscapeState::Tally(const Encounter& e) {
   ++pair.second;
   if (!completed) return;
   ++trades_;
-  ++step_completed_;
   volume_ += e.Volume();
   frauds_ += e.defrauded_by(0) || e.defrauded_by(1);
   if (e.Price() > 0) {
@@ -447,18 +442,23 @@ std::map<std::string, double> SugarscapeState::Metrics() const {
     if (last_.trades > 0) m["step_price"] = std::exp(last_.log_price_sum / static_cast<double>(last_.trades));
     return m;
   }
-  m["step_trades"] = static_cast<double>(step_completed_);
-  m["encounters"] = static_cast<double>(encounters_total_);
-  m["step_encounters"] = static_cast<double>(step_encounters_);
+  int64_t encounters = 0, step_completed = 0;
+  for (int64_t n : outcomes_) encounters += n;
+  for (const Encounter& e : last_encounters_) step_completed += e.outcome() == Outcome::kCompleted;
+  m["step_trades"] = static_cast<double>(step_completed);
+  m["encounters"] = static_cast<double>(encounters);
+  m["step_encounters"] = static_cast<double>(last_encounters_.size());
   m["invalid_answers"] = static_cast<double>(invalid_);
   m["volume"] = static_cast<double>(volume_);
-  if (encounters_total_ == 0) return m;
-  const double all = static_cast<double>(encounters_total_);
+  if (encounters == 0) return m;
+  const double all = static_cast<double>(encounters);
   m["trade_success_rate"] = static_cast<double>(trades_) / all;
   for (int o = 1; o < kOutcomes; ++o) {
     m[std::string("outcome_") + OutcomeName(static_cast<Outcome>(o))] = static_cast<double>(outcomes_[o]) / all;
   }
-  m["welfare_gain_per_encounter"] = gain_sum_ / (2.0 * all);
+  double gain = 0.0;
+  for (const auto& [id, g] : gain_by_identity_) gain += g.first;
+  m["welfare_gain_per_encounter"] = gain / (2.0 * all);
   if (game_->rules().fraud && trades_ > 0) m["fraud_rate"] = static_cast<double>(frauds_) / static_cast<double>(trades_);
   if (game_->identities().size() > 1) {
     for (const auto& [id, g] : gain_by_identity_) m["welfare_gain_" + id] = g.first / static_cast<double>(g.second);

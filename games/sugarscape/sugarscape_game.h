@@ -114,10 +114,9 @@ class SugarscapeState : public State {
   std::vector<Encounter> encounters_;  // this tick's (empty between ticks)
   std::vector<Encounter> last_encounters_;  // the last tick's, as they ended (for renderers)
   std::vector<int> encounter_of_;      // seat -> index in encounters_, -1 none
-  int64_t encounters_total_ = 0, priced_ = 0, invalid_ = 0, frauds_ = 0, volume_ = 0, step_encounters_ = 0, step_completed_ = 0;
-  int64_t outcomes_[kOutcomes] = {};
-  double gain_sum_ = 0.0;
-  std::map<std::string, std::pair<double, int64_t>> gain_by_identity_;      // sum, sides
+  int64_t priced_ = 0, invalid_ = 0, frauds_ = 0, volume_ = 0;
+  int64_t outcomes_[kOutcomes] = {};  // encounters by outcome
+  std::map<std::string, std::pair<double, int64_t>> gain_by_identity_;      // welfare gain sum, sides
   std::map<std::string, std::pair<int64_t, int64_t>> success_by_pair_;     // completed, encounters
   std::unordered_map<int64_t, std::pair<float, float>> gains_;            // turn * seats + seat -> own, pair
   std::vector<int> lived_;             // seat -> ticks its trader was alive at the tick's start

@@ -417,7 +417,8 @@ std::vector<std::pair<int, int>> World::PairNeighbours() {
   Rng rng(seed_, static_cast<uint64_t>(step_), kPairing);
   order_.assign(live_.begin(), live_.end());
   Shuffle(&order_, rng);
-  std::vector<uint8_t> paired(alive_.size(), 0);
+  std::vector<uint8_t>& paired = paired_;
+  paired.assign(alive_.size(), 0);
   int choices[64];
   for (int t : order_) {
     if (paired[t]) continue;

@@ -87,8 +87,6 @@ class World {
   int metabolism_spice(int t) const { return mp_[t]; }
   int vision(int t) const { return vision_[t]; }
   int age(int t) const { return age_[t]; }
-  int max_age(int t) const { return max_age_[t]; }
-  bool alive(int t) const { return t >= 0 && t < static_cast<int>(alive_.size()) && alive_[t]; }
   // Ticks the trader survives on what it holds: min(sugar / ms, spice / mp).
   double SurvivalTicks(int t) const { return std::min(sugar_[t] / ms_[t], spice_[t] / mp_[t]); }
   int cell_sugar(int x, int y) const { return cell_sugar_[Cell(x, y)]; }
@@ -171,6 +169,7 @@ class World {
   std::vector<std::vector<Step_>> offsets_;
   std::vector<int> order_;  // scratch: this step's activation order
   std::vector<std::pair<int, int>> trade_pairs_;
+  std::vector<uint8_t> paired_;  // scratch: who is paired this step (PairNeighbours)
   int64_t lifespan_sum_ = 0;  // this step's deaths
   // Scratch for a move: candidate cells and their distances.
   std::vector<int> candidates_;
