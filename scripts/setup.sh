@@ -13,6 +13,7 @@ packages=(
   libimgui-dev libstb-dev libglfw3-dev
   catch2 nlohmann-json3-dev libcli11-dev libspdlog-dev
   libpcre2-dev libicu-dev
+  libxapian-dev
   wordnet-base
   xvfb xauth libgl1-mesa-dri
 )

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/base/data_cache.h"
+#include "core/base/file_io.h"
 #include "core/base/errors.h"
 #include "core/base/registry.h"
 
@@ -17,14 +18,6 @@ namespace troupe {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string ReadText(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path.string() + ": cannot open");
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
-}
 
 std::vector<fs::path> FilesEndingWith(const fs::path& dir, const std::string& suffix) {
   std::vector<fs::path> files;
@@ -66,7 +59,7 @@ std::vector<Document> Factbook() {
     for (const fs::path& file : FilesEndingWith(region, ".json")) {
       nlohmann::json j;
       try {
-        j = nlohmann::json::parse(ReadText(file));
+        j = nlohmann::json::parse(ReadWholeFile(file.string()));
       } catch (const nlohmann::json::exception& e) {
         throw Error(file.string() + ": not JSON: " + e.what());
       }
@@ -81,7 +74,7 @@ std::vector<Document> Factbook() {
 std::vector<Document> TextFiles(const std::string& corpus, const std::string& relative) {
   std::vector<Document> docs;
   for (const fs::path& file : FilesEndingWith(RequireCached(relative), ".txt")) {
-    docs.push_back({corpus, file.stem().string(), ReadText(file)});
+    docs.push_back({corpus, file.stem().string(), ReadWholeFile(file.string())});
   }
   return docs;
 }

@@ -206,8 +206,8 @@ pipeline {
   node { name: "critic" role: "critic" inputs: "propose" }
   node { name: "done" kind: END_NODE }
   edge { from: "propose" to: "critic" }
-  edge { from: "critic" to: "propose" when { node: "critic" equals: "reject" } }
-  edge { from: "critic" to: "done" when { node: "critic" equals: "reject" negate: true } }
+  edge { from: "critic" to: "propose" when: "critic.text == 'reject'" }
+  edge { from: "critic" to: "done" when: "critic.text != 'reject'" }
   start: "propose"
   max_steps: 6
   answer: "propose"

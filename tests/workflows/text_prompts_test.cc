@@ -194,11 +194,4 @@ TEST_CASE("text prompts are refused where they cannot work, at the field that as
     CHECK_THAT(e, Catch::StartsWith("t.textproto:5:"));
     CHECK_THAT(e, Catch::Contains("latent and hybrid messages need word-vocabulary models"));
   }
-  SECTION("a pipeline") {
-    std::string text = testing::ReadFile(testing::SourceDir() + "/workflows/shipped/proposer_critic.textproto");
-    const std::string transformer = "transformer { d_model: 32 heads: 4 layers: 2 ff_mult: 2 max_len: 48 }";
-    REQUIRE(text.find(transformer) != std::string::npos);
-    text.replace(text.find(transformer), transformer.size(), std::string(kLlama) + " " + tokenizer_field);
-    CHECK_THAT(ErrorOf(text), Catch::Contains("pipelines give word prompts only so far"));
-  }
 }

@@ -41,6 +41,7 @@
 #include "workflows/config/model_spec.h"
 #include "workflows/runtime/worker_hub.h"
 #include "workflows/cli/text_commands.h"
+#include "workflows/cli/data_commands.h"
 
 namespace {
 
@@ -419,6 +420,7 @@ struct Cli {
   CLI::App app{"troupe: define multi-agent workflows in config, co-train agent teams, evaluate them.", "troupe"};
   Args a;
   troupe::cli::TextArgs text;
+  troupe::cli::DataArgs data;
   std::vector<std::string> view_args;
   std::string help_topic;
 
@@ -499,6 +501,7 @@ struct Cli {
     view->allow_extras();
     view->set_help_flag();  // --help goes to troupe-view
     troupe::cli::AddTextCommands(app, text);
+    troupe::cli::AddDataCommands(app, data);
     CLI::App* help = Command("help", "this text, or a command's options", nullptr);
     help->add_option("COMMAND", help_topic, "a command");
   }
@@ -548,6 +551,7 @@ struct Cli {
     }
     if (command == "view") return View(app.get_subcommands().front()->remaining());
     if (const int status = troupe::cli::RunTextCommand(app, text); status >= 0) return status;
+    if (const int status = troupe::cli::RunDataCommand(app, data); status >= 0) return status;
     if (command == "train") return Train(a);
     if (command == "pretrain") return Pretrain(a);
     if (command == "eval") return Eval(a);

@@ -53,20 +53,6 @@ ParamValue ToParamValue(const config::Param& p) {
   throw GameError("parameter '" + p.name() + "' has no value (write int:, real:, flag: or text:)");
 }
 
-// Resolves a plug-in's typed params, failing at the offending param's position.
-Params ResolveParams(const LoadedWorkflow& w, const std::vector<ParamSpec>& specs,
-                     const google::protobuf::RepeatedPtrField<config::Param>& given, const char* owner) {
-  Params params(specs);
-  for (int i = 0; i < given.size(); ++i) {
-    try {
-      params.Set(given[i].name(), ToParamValue(given[i]));
-    } catch (const GameError& e) {
-      w.Fail({{owner}, {"param", i}}, e.what());
-    }
-  }
-  return params;
-}
-
 bool SeatMatches(const std::string& pattern, const std::string& seat) {
   if (!pattern.empty() && pattern.back() == '*') return seat.rfind(pattern.substr(0, pattern.size() - 1), 0) == 0;
   return pattern == seat;
@@ -85,7 +71,7 @@ void CompileGame(const LoadedWorkflow& w, CompiledWorkflow& c) {
     w.Fail({{"game"}, {"name"}},
            "unknown game '" + spec.name() + "' (registered: " + JoinNames(GameFactory::Get().Names()) + ")");
   }
-  Params params = ResolveParams(w, *specs, spec.param(), "game");
+  Params params = ResolveParams(w, *specs, spec.param(), {{"game"}});
   try {
     c.game = GameFactory::Get().Create(spec.name(), params);
   } catch (const GameError& e) {
@@ -108,7 +94,7 @@ void CompilePipelineTask(const LoadedWorkflow& w, CompiledWorkflow& c) {
     w.Fail({{"pipeline"}, {"task"}}, "unknown pipeline task '" + spec.task() +
                                          "' (registered: " + JoinNames(PipelineTaskFactory::Get().Names()) + ")");
   }
-  Params params = ResolveParams(w, *specs, spec.param(), "pipeline");
+  Params params = ResolveParams(w, *specs, spec.param(), {{"pipeline"}});
   c.pipeline = std::make_unique<CompiledPipeline>();
   try {
     c.pipeline->task = PipelineTaskFactory::Get().Create(spec.task(), params);
@@ -402,7 +388,12 @@ void CompileTraining(const LoadedWorkflow& w, CompiledWorkflow& c) {
            "episodes_per_iteration " + std::to_string(run.episodes_per_iteration) +
                " is not a multiple of credit.group_size " + std::to_string(run.group_size));
   }
-  if (run.sft_episodes > 0 && !StrategyFactory::Get().Has(run.sft_teacher)) {
+  if (run.sft_episodes > 0 && c.pipeline && run.sft_teacher != "oracle") {
+    w.Fail({{"trainer"}, {"sft"}, {"teacher"}},
+           "a pipeline's sft teacher is \"oracle\" (the task's oracle sub-questions and gold answer), got '" +
+               run.sft_teacher + "'");
+  }
+  if (run.sft_episodes > 0 && !c.pipeline && !StrategyFactory::Get().Has(run.sft_teacher)) {
     w.Fail({{"trainer"}, {"sft"}, {"teacher"}}, "sft teacher '" + run.sft_teacher + "' is not a scripted strategy");
   }
 
@@ -454,12 +445,7 @@ void CompilePrompts(const LoadedWorkflow& w, CompiledWorkflow& c) {
       continue;
     }
     // Text prompts: every part of the workflow this model serves must have a text form.
-    if (c.pipeline) {
-      w.Fail(where, "model '" + m.name + "' reads text (" + m.tokenizer_json +
-                        "), but pipelines give word prompts only so far; use a transformer or llama model without a "
-                        "tokenizer");
-    }
-    if (!c.game->RendersText()) {
+    if (c.game && !c.game->RendersText()) {
       w.Fail(where, "model '" + m.name + "' reads text (" + m.tokenizer_json + "), but game " + c.game->Name() +
                         " renders no text view of its observations");
     }
@@ -528,6 +514,23 @@ void ValidatePromptLengths(const LoadedWorkflow& w, const CompiledWorkflow& c) {
 
 }  // namespace
 
+// Resolves a plug-in's typed params, failing at the offending param's position.
+Params ResolveParams(const LoadedWorkflow& w, const std::vector<ParamSpec>& specs,
+                     const google::protobuf::RepeatedPtrField<config::Param>& given, std::vector<PathStep> owner) {
+  Params params(specs);
+  for (int i = 0; i < given.size(); ++i) {
+    try {
+      params.Set(given[i].name(), ToParamValue(given[i]));
+    } catch (const GameError& e) {
+      std::vector<PathStep> at = owner;
+      at.push_back({"param", i});
+      w.Fail(at, e.what());
+    }
+  }
+  return params;
+}
+
+
 CompiledWorkflow CompileWorkflow(const LoadedWorkflow& w) {
   CompiledWorkflow c;
   c.file = w.file;
@@ -556,7 +559,19 @@ CompiledWorkflow CompileWorkflow(const LoadedWorkflow& w) {
   CompileRuntime(w, c);
   CompilePrompts(w, c);
   ValidatePromptLengths(w, c);
+  for (const auto& m : c.models) c.max_len.push_back(m.max_len);
   if (c.pipeline) {
+    // A pipeline's prompts are cut to fit (their length depends on the outputs); its answers are not.
+    for (size_t i = 0; i < c.pipeline->nodes.size(); ++i) {
+      const PipelineNode& n = c.pipeline->nodes[i];
+      if (n.kind != config::ROLE_NODE) continue;
+      const ModelConfig& m = c.models[c.roles[n.role].model];
+      if (n.max_tokens + 16 > m.max_len) {
+        w.Fail({{"pipeline"}, {"node", static_cast<int>(i)}, {"max_tokens"}},
+               "node '" + n.name + "': max_tokens " + std::to_string(n.max_tokens) + " leaves model '" + m.name +
+                   "' (max_len " + std::to_string(m.max_len) + ") too little room for a prompt");
+      }
+    }
     c.headline_metrics = c.pipeline->task->HeadlineMetrics();
   } else {
     for (const auto& r : c.roles) {

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,8 @@
 #include "core/models/model_pool.h"
 #include "core/models/trainer.h"
 #include "core/pipeline_task.h"
+#include "workflows/config/output_parser.h"
+#include "workflows/config/pipeline_expr.h"
 #include "core/vocab.h"
 #include "workflows/config/prompt_codec.h"
 #include "workflows/config/runtime_settings.h"
@@ -53,17 +56,20 @@ struct PipelineNode {
   config::NodeKind kind = config::ROLE_NODE;
   int role = -1;
   std::string tool;
-  std::vector<int> inputs;
+  std::vector<int> inputs;  // without a prompt template: what the prompt shows after the question
   int max_tokens = 0;
+  PromptTemplate prompt;                         // ROLE_NODE; empty: the question and `inputs`
+  std::shared_ptr<const OutputParser> parser;    // ROLE_NODE
+  std::optional<NodeRef> input;                  // TOOL_NODE: its inputs' items; none: `inputs`' raw texts
+  bool input_question = false;                   // TOOL_NODE: its input is the query's question
+  int retries = 0;                               // TOOL_NODE
+  bool fail_open = true;                         // TOOL_NODE
 };
 
 struct PipelineEdge {
   int from = 0;
   int to = 0;
-  bool conditional = false;
-  int cond_node = -1;
-  std::string equals;
-  bool negate = false;
+  std::shared_ptr<const Condition> when;  // null: always
 };
 
 struct CompiledPipeline {
@@ -106,6 +112,7 @@ struct RolloutSpec {
   // Per physical model: how it reads prompts and writes answers (the game's
   // words through `vocab`, or its text through the model's tokenizer).
   std::vector<std::shared_ptr<const PromptCodec>> codecs;
+  std::vector<int> max_len;  // per physical model: the tokens a prompt and its answer may take
   std::vector<RewardTerm> rewards;
 
   // The codec of a trained role's model.

@@ -62,7 +62,14 @@ constexpr char kDefaults[] = R"pb(
       eval_every: 50
     }
   }
-  pipeline { node { max_tokens: 4 } }
+  pipeline {
+    node {
+      max_tokens: 4
+      retries: 1
+      fail_open: true
+      parser { max_items: 3 valid_reward: 0 invalid_reward: -1 }
+    }
+  }
   pretrain {
     heldout_every: 50
     tokenizer: ""

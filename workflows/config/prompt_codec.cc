@@ -54,6 +54,7 @@ class WordCodec : public PromptCodec {
     for (const auto& w : vocab_.Decode(tokens)) s += (s.empty() ? "" : " ") + w;
     return s;
   }
+  std::string Text(const std::vector<int>& tokens) const override { return Show(tokens); }
 
  private:
   Vocab vocab_;
@@ -96,6 +97,7 @@ class TextCodec : public PromptCodec {
   // A word is a token or two on average; the words and the end token fit in twice as many plus one.
   int MaxNewTokens(int max_words) const override { return 2 * max_words + 1; }
   std::string Show(const std::vector<int>& tokens) const override { return tokenizer_.Decode(tokens); }
+  std::string Text(const std::vector<int>& tokens) const override { return tokenizer_.Decode(UpToEos(tokens)); }
 
  private:
   // An answer's tokens: its text, or the text after a space when that takes

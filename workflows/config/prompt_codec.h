@@ -38,6 +38,8 @@ class PromptCodec {
   virtual bool OneTokenEach(const std::vector<std::string>& options) const = 0;
   // The longest answer, in tokens, of a decision that reads `max_words` words.
   virtual int MaxNewTokens(int max_words) const = 0;
+  // The text of a generated answer (up to <eos>): a pipeline node's output.
+  virtual std::string Text(const std::vector<int>& tokens) const = 0;
   // Tokens as a person reads them (session events, the viewer).
   virtual std::string Show(const std::vector<int>& tokens) const = 0;
 };

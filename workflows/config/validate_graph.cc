@@ -144,55 +144,126 @@ void CompileChannels(const LoadedWorkflow& w, CompiledWorkflow& c) {
   }
 }
 
+namespace {
+
+// Fails at a character of a string field: `offset` bytes into its text.
+[[noreturn]] void FailInString(const LoadedWorkflow& w, const std::vector<PathStep>& path, size_t offset,
+                               const std::string& message) {
+  const SourcePos pos = w.Locate(path);
+  if (pos.line <= 0) w.Fail(path, message);
+  // The field's line, from its name: the value starts after the first quote.
+  size_t at = 0;
+  for (int line = 1; line < pos.line && at != std::string::npos; ++line) {
+    at = w.text.find('\n', at);
+    if (at != std::string::npos) ++at;
+  }
+  const size_t quote = at == std::string::npos ? std::string::npos : w.text.find('"', at + pos.col - 1);
+  const size_t eol = at == std::string::npos ? std::string::npos : w.text.find('\n', at);
+  if (quote == std::string::npos || (eol != std::string::npos && quote > eol)) w.Fail(path, message);
+  throw ConfigError(w.file, pos.line, static_cast<int>(quote - at) + 2 + static_cast<int>(offset), message);
+}
+
+// Whether `to` is reachable from `from` by one or more edges.
+std::vector<std::vector<bool>> Reaches(const Digraph& g, size_t n) {
+  std::vector<std::vector<bool>> reach(n, std::vector<bool>(n, false));
+  for (size_t s = 0; s < n; ++s) {
+    std::vector<size_t> stack;
+    for (auto [e, end] = boost::out_edges(s, g); e != end; ++e) stack.push_back(boost::target(*e, g));
+    while (!stack.empty()) {
+      const size_t v = stack.back();
+      stack.pop_back();
+      if (reach[s][v]) continue;
+      reach[s][v] = true;
+      for (auto [e, end] = boost::out_edges(v, g); e != end; ++e) stack.push_back(boost::target(*e, g));
+    }
+  }
+  return reach;
+}
+
+}  // namespace
+
 void ValidatePipelineGraph(const LoadedWorkflow& w, CompiledWorkflow& c) {
-  const config::PipelineSpec& spec = w.proto.pipeline();
+  const config::PipelineSpec& spec = c.proto.pipeline();  // with its defaults
   CompiledPipeline& p = *c.pipeline;
   std::map<std::string, int> index;
   for (int i = 0; i < spec.node_size(); ++i) {
     const config::NodeSpec& n = spec.node(i);
     if (n.name().empty()) w.Fail({{"pipeline"}, {"node", i}}, "node needs a name");
+    if (n.name() == "question") {
+      w.Fail({{"pipeline"}, {"node", i}, {"name"}}, "'question' names the query's text in prompts and inputs; pick another node name");
+    }
     if (!index.emplace(n.name(), i).second) {
       w.Fail({{"pipeline"}, {"node", i}, {"name"}}, "node '" + n.name() + "' is defined twice");
     }
   }
   if (spec.node_size() == 0) w.Fail({{"pipeline"}}, "pipeline has no nodes");
+
+  // Nodes: roles, tools and parsers; every node's output keys.
   std::set<int> used_roles;
+  std::vector<std::vector<std::string>> keys(spec.node_size());
   for (int i = 0; i < spec.node_size(); ++i) {
     const config::NodeSpec& n = spec.node(i);
+    auto at = [i](const char* field) { return std::vector<PathStep>{{"pipeline"}, {"node", i}, {field}}; };
     PipelineNode node;
     node.name = n.name();
     node.kind = n.kind();
-    node.max_tokens = c.proto.pipeline().node(i).max_tokens();  // with its default
-    if (node.max_tokens <= 0) w.Fail({{"pipeline"}, {"node", i}, {"max_tokens"}}, "max_tokens must be positive");
+    node.max_tokens = n.max_tokens();
+    if (node.max_tokens <= 0) w.Fail(at("max_tokens"), "max_tokens must be positive");
     std::unique_ptr<PipelineTool> tool;
+    if (n.kind() != config::ROLE_NODE) {
+      for (const char* role_only : {"parser", "prompt", "output_key"}) {
+        const bool set = std::string(role_only) == "parser" ? n.has_parser()
+                         : std::string(role_only) == "prompt" ? !n.prompt().empty()
+                                                              : !n.output_key().empty();
+        if (set) {
+          w.Fail(at(role_only), std::string(role_only) + " belongs to role nodes; '" + n.name() + "' is a " +
+                                    (n.kind() == config::TOOL_NODE ? "tool" : "end") + " node");
+        }
+      }
+    }
+    if (n.kind() != config::TOOL_NODE) {
+      if (!n.input().empty()) w.Fail(at("input"), "input belongs to tool nodes; a role node's prompt names what it reads");
+      if (n.param_size() > 0) w.Fail(at("param"), "params belong to tool nodes");
+    }
     if (n.kind() == config::ROLE_NODE) {
       node.role = c.RoleIndex(n.role());
-      if (node.role < 0) {
-        w.Fail({{"pipeline"}, {"node", i}, {"role"}},
-               "node '" + n.name() + "' names undefined role '" + n.role() + "'");
-      }
-      if (!c.roles[node.role].trained()) {
-        w.Fail({{"pipeline"}, {"node", i}, {"role"}}, "node '" + n.name() + "': pipeline roles must map to a model");
-      }
+      if (node.role < 0) w.Fail(at("role"), "node '" + n.name() + "' names undefined role '" + n.role() + "'");
+      if (!c.roles[node.role].trained()) w.Fail(at("role"), "node '" + n.name() + "': pipeline roles must map to a model");
       used_roles.insert(node.role);
+      const config::ParserSpec& ps = n.has_parser() ? n.parser() : WorkflowDefaults().pipeline().node(0).parser();
+      try {
+        node.parser = std::make_shared<OutputParser>(ps, n.output_key());
+      } catch (const Error& e) {
+        w.Fail(n.has_parser() ? at("parser") : at("output_key"), "node '" + n.name() + "': " + e.what());
+      }
+      keys[i] = node.parser->Keys();
     } else if (n.kind() == config::TOOL_NODE) {
-      if (!PipelineToolFactory::Get().Has(n.tool())) {
-        w.Fail({{"pipeline"}, {"node", i}, {"tool"}},
-               "node '" + n.name() + "': unknown tool '" + n.tool() +
-                   "' (registered: " + JoinNames(PipelineToolFactory::Get().Names()) + ")");
+      const std::vector<ParamSpec>* specs = PipelineToolParamRegistry::Get().Find(n.tool());
+      if (specs == nullptr) {
+        w.Fail(at("tool"), "node '" + n.name() + "': unknown tool '" + n.tool() +
+                               "' (registered: " + JoinNames(PipelineToolFactory::Get().Names()) + ")");
       }
       node.tool = n.tool();
-      tool = PipelineToolFactory::Get().Create(n.tool());
+      const Params params = ResolveParams(w, *specs, n.param(), {{"pipeline"}, {"node", i}});
+      try {
+        tool = PipelineToolFactory::Get().Create(n.tool(), params);
+      } catch (const Error& e) {
+        w.Fail(at("tool"), "node '" + n.name() + "': tool '" + n.tool() + "': " + e.what());
+      }
+      node.retries = n.retries();
+      node.fail_open = n.fail_open();
+      if (node.retries < 0) w.Fail(at("retries"), "retries must be 0 or more");
+      keys[i] = tool->Keys();
+      keys[i].push_back("raw");
     }
     for (int j = 0; j < n.inputs_size(); ++j) {
       auto it = index.find(n.inputs(j));
       if (it == index.end()) {
-        w.Fail({{"pipeline"}, {"node", i}, {"inputs", j}},
-               "node '" + n.name() + "' reads unknown node '" + n.inputs(j) + "'");
+        w.Fail({{"pipeline"}, {"node", i}, {"inputs", j}}, "node '" + n.name() + "' reads unknown node '" + n.inputs(j) + "'");
       }
       node.inputs.push_back(it->second);
     }
-    p.nodes.push_back(node);
+    p.nodes.push_back(std::move(node));
     p.tools.push_back(std::move(tool));
   }
   for (size_t r = 0; r < c.roles.size(); ++r) {
@@ -201,14 +272,14 @@ void ValidatePipelineGraph(const LoadedWorkflow& w, CompiledWorkflow& c) {
     }
   }
 
+  // Edges (their conditions are read below, once the graph is known).
   Digraph g(p.nodes.size());
   for (int i = 0; i < spec.edge_size(); ++i) {
     const config::EdgeSpec& e = spec.edge(i);
     PipelineEdge edge;
     for (const auto* end : {&e.from(), &e.to()}) {
       if (index.count(*end) == 0) {
-        w.Fail({{"pipeline"}, {"edge", i}, {end == &e.from() ? "from" : "to"}},
-               "edge endpoint '" + *end + "' is not a node");
+        w.Fail({{"pipeline"}, {"edge", i}, {end == &e.from() ? "from" : "to"}}, "edge endpoint '" + *end + "' is not a node");
       }
     }
     edge.from = index[e.from()];
@@ -216,20 +287,65 @@ void ValidatePipelineGraph(const LoadedWorkflow& w, CompiledWorkflow& c) {
     if (p.nodes[edge.from].kind == config::END_NODE) {
       w.Fail({{"pipeline"}, {"edge", i}, {"from"}}, "edge leaves end node '" + e.from() + "'");
     }
-    if (e.has_when()) {
-      edge.conditional = true;
-      auto it = index.find(e.when().node());
-      if (it == index.end()) {
-        w.Fail({{"pipeline"}, {"edge", i}, {"when"}, {"node"}},
-               "condition reads unknown node '" + e.when().node() + "'");
-      }
-      edge.cond_node = it->second;
-      edge.equals = e.when().equals();
-      edge.negate = e.when().negate();
-    }
-    p.edges.push_back(edge);
-    boost::add_edge(edge.from, edge.to, g);
+    p.edges.push_back(std::move(edge));
+    boost::add_edge(p.edges.back().from, p.edges.back().to, g);
   }
+  const std::vector<std::vector<bool>> reach = Reaches(g, p.nodes.size());
+  RefScope scope;
+  scope.node = [&](const std::string& name) {
+    auto it = index.find(name);
+    return it == index.end() ? -1 : it->second;
+  };
+  scope.keys = [&](int node) { return keys[node]; };
+  // A reference to `ref` read when `reader` runs (or when an edge leaves it):
+  // `ref` must be able to run before, i.e. reach `reader`.
+  auto check_order = [&](const std::vector<NodeRef>& refs, int reader, const std::vector<PathStep>& path,
+                         const std::string& text) {
+    for (const NodeRef& r : refs) {
+      const bool before = r.node == reader ? reach[reader][reader] : reach[r.node][reader];
+      if (!before && !(r.node == reader && path.back().field == std::string("when"))) {
+        const std::string name = p.nodes[r.node].name;
+        FailInString(w, path, text.find(name), "'" + p.nodes[reader].name + "' reads '" + name +
+                                                   "', which cannot run before it (no path from '" + name + "' to '" +
+                                                   p.nodes[reader].name + "')");
+      }
+    }
+  };
+  for (int i = 0; i < spec.node_size(); ++i) {
+    const config::NodeSpec& n = spec.node(i);
+    PipelineNode& node = p.nodes[i];
+    const std::vector<PathStep> prompt_at{{"pipeline"}, {"node", i}, {"prompt"}}, input_at{{"pipeline"}, {"node", i}, {"input"}};
+    try {
+      if (!n.prompt().empty()) node.prompt = PromptTemplate(n.prompt(), scope);
+    } catch (const PipelineExprError& e) {
+      FailInString(w, prompt_at, e.offset(), "prompt of '" + n.name() + "': " + e.what());
+    }
+    check_order(node.prompt.refs(), i, prompt_at, n.prompt());
+    if (n.input() == "question") {
+      node.input_question = true;
+    } else if (!n.input().empty()) {
+      try {
+        node.input = ParseRef(n.input(), scope);
+      } catch (const PipelineExprError& e) {
+        FailInString(w, input_at, e.offset(), "input of '" + n.name() + "': " + e.what());
+      }
+      check_order({*node.input}, i, input_at, n.input());
+    }
+    for (int in : node.inputs) check_order({NodeRef{in}}, i, {{"pipeline"}, {"node", i}, {"inputs"}}, p.nodes[in].name);
+  }
+  for (int i = 0; i < spec.edge_size(); ++i) {
+    const std::string& text = spec.edge(i).when();
+    const std::vector<PathStep> when_at{{"pipeline"}, {"edge", i}, {"when"}};
+    try {
+      auto cond = std::make_shared<Condition>(text, scope);
+      if (!cond->empty()) p.edges[i].when = cond;
+    } catch (const PipelineExprError& e) {
+      FailInString(w, when_at, e.offset(), "condition: " + std::string(e.what()));
+    }
+    // An edge's condition is read when its source has run: it reads that node or one before it.
+    if (p.edges[i].when) check_order(p.edges[i].when->refs(), p.edges[i].from, when_at, text);
+  }
+
   if (spec.start_size() == 0) w.Fail({{"pipeline"}}, "pipeline has no start node");
   for (int i = 0; i < spec.start_size(); ++i) {
     auto it = index.find(spec.start(i));
@@ -259,13 +375,11 @@ void ValidatePipelineGraph(const LoadedWorkflow& w, CompiledWorkflow& c) {
       g, boost::make_iterator_property_map(component.begin(), boost::get(boost::vertex_index, g)));
   p.has_cycle = count < static_cast<int>(p.nodes.size());
   for (const auto& e : p.edges) p.has_cycle = p.has_cycle || e.from == e.to;
-  if (p.has_cycle && !spec.has_max_steps()) {
-    w.Fail({{"pipeline"}}, "pipeline graph has a cycle but no max_steps bound");
-  }
-  if (spec.has_max_steps() && spec.max_steps() <= 0)
-    w.Fail({{"pipeline"}, {"max_steps"}}, "max_steps must be positive");
+  const bool bounded = w.proto.pipeline().has_max_steps();
+  if (p.has_cycle && !bounded) w.Fail({{"pipeline"}}, "pipeline graph has a cycle but no max_steps bound");
+  if (bounded && spec.max_steps() <= 0) w.Fail({{"pipeline"}, {"max_steps"}}, "max_steps must be positive");
   // Without a cycle every node runs at most once: the default bound is the node count.
-  p.max_steps = spec.has_max_steps() ? spec.max_steps() : static_cast<int>(p.nodes.size());
+  p.max_steps = bounded ? spec.max_steps() : static_cast<int>(p.nodes.size());
   c.proto.mutable_pipeline()->set_max_steps(p.max_steps);
 
   auto it = index.find(spec.answer());

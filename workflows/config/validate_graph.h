@@ -3,10 +3,19 @@
 // bound, and a reachable end.
 #pragma once
 
+#include <vector>
+
+#include "core/params.h"
+#include "workflows/config/config_loader.h"
+
 namespace troupe {
 
-class LoadedWorkflow;
 struct CompiledWorkflow;
+
+// A plug-in's typed params (a game's, a task's, a tool's), failing at the
+// offending param's position under `owner`.
+Params ResolveParams(const LoadedWorkflow& w, const std::vector<ParamSpec>& specs,
+                     const google::protobuf::RepeatedPtrField<config::Param>& given, std::vector<PathStep> owner);
 
 // Checks channels: endpoints are roles (or nodes in a pipeline), latent modes
 // join trained roles of a game with message phases (or trainer.hybrid), a role

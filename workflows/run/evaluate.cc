@@ -7,14 +7,17 @@
 namespace troupe {
 
 std::map<std::string, double> MeanMetrics(const RolloutBatch& batch) {
+  // Each metric's mean over the episodes that report it.
   std::map<std::string, double> mean;
-  size_t kept = 0;
+  std::map<std::string, int> count;
   for (const auto& e : batch.episodes) {
     if (e.dropped) continue;
-    ++kept;
-    for (const auto& [k, v] : e.metrics) mean[k] += v;
+    for (const auto& [k, v] : e.metrics) {
+      mean[k] += v;
+      ++count[k];
+    }
   }
-  for (auto& [k, v] : mean) v /= std::max<size_t>(1, kept);
+  for (auto& [k, v] : mean) v /= count[k];
   return mean;
 }
 
@@ -48,10 +51,8 @@ EvalResult Evaluate(const CompiledWorkflow& workflow, PolicyService& policy, int
   Rollout rollout(workflow, policy);
   Rng rng(Rng::Mix(seed, 0xE7A1));
   EvalResult result;
-  std::map<std::string, double> sum;
-  std::map<std::string, std::vector<double>> values;  // per episode, for the intervals
+  std::map<std::string, std::vector<double>> values;  // per episode that reports the metric
   int64_t forward = 0, turns = 0;
-  int kept = 0;
   const int chunk = 64;
   for (int done = 0; done < episodes; done += chunk) {
     RolloutOptions o;
@@ -61,24 +62,25 @@ EvalResult Evaluate(const CompiledWorkflow& workflow, PolicyService& policy, int
     o.greedy = greedy;
     o.temperature = temperature;
     o.guided = workflow.run.guided_choices;
+    o.eval_first = done;  // a pipeline task's evaluation set, in order
     ChunkObserver chunk(observer, done);
     o.observer = observer != nullptr ? &chunk : nullptr;
     RolloutBatch b = rollout.Run(o, rng);
     for (const auto& e : b.episodes) {
       if (e.dropped) continue;
-      ++kept;
-      for (const auto& [k, v] : e.metrics) {
-        sum[k] += v;
-        values[k].push_back(v);
-      }
+      for (const auto& [k, v] : e.metrics) values[k].push_back(v);
       if (static_cast<int>(result.shown.size()) < show) result.shown.push_back(e.final_state);
     }
     forward += b.forward_calls;
     turns += b.turns;
   }
   result.episodes = episodes;
-  for (auto& [k, v] : sum) result.metrics[k] = v / std::max(1, kept);
-  for (const auto& [k, v] : values) result.ci95[k] = SpreadOf(v).half_width;
+  // A metric's mean over the episodes that report it (per-type metrics: those of the type).
+  for (const auto& [k, v] : values) {
+    const Spread s = SpreadOf(v);
+    result.metrics[k] = s.mean;
+    result.ci95[k] = s.half_width;
+  }
   result.forward_calls_per_turn = turns > 0 ? static_cast<double>(forward) / turns : 0.0;
   return result;
 }

@@ -1,6 +1,9 @@
-// Batched rollouts of node-driven pipelines: every episode's frontier runs
-// together; role nodes of all episodes are gathered per model into one
-// Generate call per step; edges with conditions choose the next frontier.
+// Batched rollouts of node-driven pipelines. Per tick, every episode's
+// frontier runs together: role nodes of all episodes are gathered per model
+// into one Generate call, each tool node's calls of all episodes into one tool
+// call (retried, fail-open); every node reads the outputs of earlier ticks.
+// The next frontier is every edge target whose condition holds; an episode
+// stops at an end node or after max_steps ticks.
 #include <algorithm>
 #include <set>
 
@@ -9,24 +12,106 @@
 
 namespace troupe {
 
+namespace {
+
+struct PipelineEpisode {
+  PipelineQuery query;
+  std::vector<NodeOutput> outputs;  // per node, its latest
+  std::vector<int> frontier;
+  int steps = 0;
+  bool done = false;
+  bool finished = false;  // reached an end node (not max_steps, not a failed tool)
+  bool worked = false;    // ran a node this tick
+  bool dropped = false;
+  int invalid = 0;
+  int calls = 0;
+  int tool_errors = 0;
+  int truncated = 0;  // prompts cut to fit the model's max_len
+  std::vector<std::string> retrieved;  // ids every tool returned, in order
+  bool searched = false;
+};
+
+// What a role node reads when it has no prompt template: the question, then
+// each input's latest raw output after a '|'.
+std::string DefaultPrompt(const PipelineNode& node, const PipelineEpisode& ep) {
+  std::string text = ep.query.question;
+  for (int in : node.inputs) text += " | " + ep.outputs[in].raw;
+  return text;
+}
+
+std::vector<std::string> SplitWords(const std::string& text) {
+  std::vector<std::string> words;
+  std::string w;
+  for (char c : text) {
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      if (!w.empty()) words.push_back(std::move(w));
+      w.clear();
+    } else {
+      w.push_back(c);
+    }
+  }
+  if (!w.empty()) words.push_back(std::move(w));
+  return words;
+}
+
+// Runs one tool node's calls of a tick as a batch; a failed batch, or failed
+// calls, are tried again up to `retries` times. Results stay failed after that.
+std::vector<ToolResult> RunTool(const PipelineTool& tool, const std::vector<ToolCall>& calls, int retries) {
+  std::vector<ToolResult> results(calls.size());
+  std::vector<size_t> todo(calls.size());
+  for (size_t i = 0; i < calls.size(); ++i) todo[i] = i;
+  for (int attempt = 0; attempt <= retries && !todo.empty(); ++attempt) {
+    std::vector<ToolCall> batch;
+    for (size_t i : todo) batch.push_back(calls[i]);
+    std::vector<ToolResult> got;
+    try {
+      got = tool.Run(batch);
+      if (got.size() != batch.size()) throw Error("the tool answered " + std::to_string(got.size()) + " of " + std::to_string(batch.size()) + " calls");
+    } catch (const Error& e) {
+      got.assign(batch.size(), ToolResult{false, e.what(), {}});
+    }
+    std::vector<size_t> again;
+    for (size_t k = 0; k < todo.size(); ++k) {
+      results[todo[k]] = std::move(got[k]);
+      if (!results[todo[k]].ok) again.push_back(todo[k]);
+    }
+    todo = std::move(again);
+  }
+  return results;
+}
+
+// The oracle's answer at a role node (supervised warm starts): the gold
+// answer at the answer node, the oracle sub-questions elsewhere, written as
+// the node's parser reads them.
+std::string OracleAnswer(const CompiledPipeline& p, int node, const PipelineQuery& query) {
+  const OutputParser& parser = *p.nodes[node].parser;
+  if (node == p.answer) return parser.Format({query.answers.empty() ? "" : query.answers.front()});
+  return parser.Format(query.decomposition);
+}
+
+// Cuts a prompt longer than `limit` tokens in the middle: the head (the start,
+// the role, the instructions) and the tail (a template's last lines, where
+// the question stands) stay, passages in between lose their end. True when cut.
+bool FitPrompt(std::vector<int>* prompt, int limit) {
+  if (limit <= 0 || static_cast<int>(prompt->size()) <= limit) return false;
+  const int head = std::min(32, limit / 4), tail = limit - head;
+  prompt->erase(prompt->begin() + head, prompt->end() - tail);
+  return true;
+}
+
+}  // namespace
+
 RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
   const CompiledPipeline& p = *workflow_.pipeline;
   RolloutBatch batch;
   const int E = options.episodes;
-  struct Episode {
-    PipelineQuery query;
-    std::vector<std::vector<std::string>> latest;  // per node
-    std::vector<int> frontier;
-    int steps = 0;
-    bool done = false;
-    bool dropped = false;
-    int invalid = 0;
-  };
-  std::vector<Episode> eps(E);
+  const int eval_count = options.eval_first >= 0 ? p.task->EvalQueryCount() : 0;
+  std::vector<PipelineEpisode> eps(E);
   for (int e = 0; e < E; ++e) {
     const int group = e / std::max(1, options.group_size);
-    eps[e].query = p.task->MakeQuery(Rng::Mix(options.seed, static_cast<uint64_t>(group)));
-    eps[e].latest.assign(p.nodes.size(), {});
+    eps[e].query = eval_count > 0 ? p.task->EvalQuery((options.eval_first + e) % eval_count)
+                                  : p.task->MakeQuery(Rng::Mix(options.seed, static_cast<uint64_t>(group)));
+    eps[e].outputs.assign(p.nodes.size(), {});
     eps[e].frontier = p.start;
   }
   const int64_t calls_before = policy_.forward_calls();
@@ -44,8 +129,10 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
   for (bool active = true; active;) {
     active = false;
     std::vector<std::vector<Pending>> by_model(policy_.size());
+    std::vector<Pending> oracle;  // role nodes the oracle answers (demonstrations)
+    std::map<int, std::vector<int>> tool_episodes;  // tool node -> episodes calling it this tick
     for (int e = 0; e < E; ++e) {
-      Episode& ep = eps[e];
+      PipelineEpisode& ep = eps[e];
       if (ep.done) continue;
       if (ep.frontier.empty() || ep.steps >= p.max_steps) {
         ep.done = true;
@@ -55,25 +142,41 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
       for (int n : ep.frontier) {
         const PipelineNode& node = p.nodes[n];
         if (node.kind == config::END_NODE) {
-          ep.done = true;
+          ep.done = ep.finished = true;
           continue;
         }
-        std::vector<std::string> seen = ep.query.question;
-        for (int in : node.inputs) {
-          seen.push_back("|");
-          seen.insert(seen.end(), ep.latest[in].begin(), ep.latest[in].end());
-        }
+        ep.worked = true;
         if (node.kind == config::TOOL_NODE) {
-          std::vector<std::vector<std::string>> inputs;
-          for (int in : node.inputs) inputs.push_back(ep.latest[in]);
-          ep.latest[n] = p.tools[n]->Run(ep.query, inputs);
+          tool_episodes[n].push_back(e);
         } else {
-          const RoleInfo& role = workflow_.roles[node.role];
-          by_model[role.model].push_back({e, n, Prompt(node.role, seen).tokens});
+          const std::string text = node.prompt.empty() ? DefaultPrompt(node, ep) : node.prompt.Render(ep.query.question, ep.outputs);
+          const PromptCodec& codec = workflow_.Codec(node.role);
+          Pending pending{e, n, codec.reads_text() ? codec.TextPrompt(node.role, text) : Prompt(node.role, WordsOfText(text)).tokens};
+          const int model = workflow_.roles[node.role].model;
+          ep.truncated += FitPrompt(&pending.prompt, workflow_.max_len.at(model) - node.max_tokens);
+          if (options.scripted_for_trained) oracle.push_back(std::move(pending));
+          else by_model[workflow_.roles[node.role].model].push_back(std::move(pending));
         }
       }
     }
     if (!active) break;
+
+    // Tools: one batched call per tool node, before the outputs change this tick.
+    std::map<int, std::vector<ToolResult>> tool_results;
+    for (const auto& [n, episodes] : tool_episodes) {
+      const PipelineNode& node = p.nodes[n];
+      std::vector<ToolCall> calls;
+      for (int e : episodes) {
+        ToolCall call{&eps[e].query, {}};
+        if (node.input_question) call.inputs = {eps[e].query.question};
+        else if (node.input) call.inputs = node.input->Items(eps[e].outputs);
+        else for (int in : node.inputs) call.inputs.push_back(eps[e].outputs[in].raw);
+        calls.push_back(std::move(call));
+      }
+      tool_results[n] = RunTool(*p.tools[n], calls, node.retries);
+    }
+
+    // Role nodes: one Generate per model.
     std::vector<std::vector<GenerateQuery>> queries(by_model.size());
     for (size_t m = 0; m < by_model.size(); ++m) {
       for (const auto& q : by_model[m]) {
@@ -82,67 +185,113 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
       }
     }
     std::vector<std::vector<Generation>> gens_of = GenerateTick(queries, options, rng, &batch);
+    // The oracle's answers, as the tokens a model would have sampled.
+    if (!oracle.empty()) {
+      by_model.assign(1, {});
+      gens_of.assign(1, {});
+      for (Pending& q : oracle) {
+        const PipelineNode& node = p.nodes[q.node];
+        const PromptCodec& codec = workflow_.Codec(node.role);
+        const std::string text = OracleAnswer(p, q.node, eps[q.episode].query);
+        Generation g;
+        g.tokens = codec.reads_text() ? codec.Answer({text}, 1 << 20) : codec.Answer(WordsOfText(text), 1 << 20);
+        if (static_cast<int>(g.tokens.size()) > node.max_tokens) g.tokens.resize(static_cast<size_t>(node.max_tokens));
+        g.logprobs.assign(g.tokens.size(), 0.0f);
+        by_model[0].push_back(std::move(q));
+        gens_of[0].push_back(std::move(g));
+      }
+    }
+
+    for (const auto& [n, episodes] : tool_episodes) {
+      const PipelineNode& node = p.nodes[n];
+      for (size_t k = 0; k < episodes.size(); ++k) {
+        PipelineEpisode& ep = eps[episodes[k]];
+        ToolResult& r = tool_results[n][k];
+        NodeOutput out;
+        out.ran = true;
+        out.valid = r.ok;
+        if (!r.ok) {
+          ++ep.tool_errors;
+          if (!node.fail_open) ep.done = true;
+        }
+        out.values = std::move(r.values);
+        for (const auto& [key, items] : out.values) {
+          if (out.raw.empty() && !items.empty()) out.raw = items.front();
+          if (key == "ids") {
+            ep.searched = true;
+            ep.retrieved.insert(ep.retrieved.end(), items.begin(), items.end());
+          }
+        }
+        ep.outputs[n] = std::move(out);
+      }
+    }
     for (size_t m = 0; m < by_model.size(); ++m) {
       auto& pend = by_model[m];
       auto& gens = gens_of[m];
       for (size_t i = 0; i < pend.size(); ++i) {
         Pending& q = pend[i];
-        Episode& ep = eps[q.episode];
+        PipelineEpisode& ep = eps[q.episode];
         const PipelineNode& node = p.nodes[q.node];
         if (gens[i].lost) {
           ep.dropped = ep.done = true;
           continue;
         }
-        ep.latest[q.node] = workflow_.vocab.Decode(gens[i].tokens);
+        const std::string text = workflow_.Codec(node.role).Text(gens[i].tokens);
+        ep.outputs[q.node] = node.parser->Parse(text);
         CallRecord rec = NewRecord(q.episode, options.group_size, node.role, 0, ep.steps, node.name);
         rec.prompt = std::move(q.prompt);
         rec.response = std::move(gens[i].tokens);
         rec.logprobs = std::move(gens[i].logprobs);
-        rec.valid = !ep.latest[q.node].empty();
+        rec.valid = ep.outputs[q.node].valid;
+        rec.format = rec.valid ? node.parser->valid_reward() : node.parser->invalid_reward();
         ep.invalid += !rec.valid;
+        ++ep.calls;
         batch.invalid += !rec.valid;
-        if (observer && observer->Detailed(q.episode)) observer->Acted(q.episode, rec, ep.latest[q.node], false);
+        if (observer && observer->Detailed(q.episode)) observer->Acted(q.episode, rec, SplitWords(text), false);
         episode_records[q.episode].push_back(batch.records.size());
         batch.records.push_back(std::move(rec));
       }
     }
-    // Next frontier: targets of edges whose condition holds.
+    // Next frontier: targets of edges whose condition holds on the outputs so far.
     for (int e = 0; e < E; ++e) {
-      Episode& ep = eps[e];
+      PipelineEpisode& ep = eps[e];
+      if (ep.worked) ++ep.steps;  // ticks that ran a node
+      ep.worked = false;
+      batch.turns = std::max<int64_t>(batch.turns, ep.steps);
       if (ep.done) continue;
       std::set<int> next;
       for (int n : ep.frontier) {
         for (const auto& edge : p.edges) {
-          if (edge.from != n) continue;
-          bool ok = true;
-          if (edge.conditional) {
-            const auto& out = ep.latest[edge.cond_node];
-            ok = (!out.empty() && out[0] == edge.equals) != edge.negate;
-          }
-          if (ok) next.insert(edge.to);
+          if (edge.from == n && (!edge.when || edge.when->Holds(ep.outputs))) next.insert(edge.to);
         }
       }
       ep.frontier.assign(next.begin(), next.end());
-      ++ep.steps;
-      batch.turns = std::max<int64_t>(batch.turns, ep.steps);
     }
   }
+  const std::string& answer_key = p.nodes[p.answer].parser->output_key();
+  const bool has_tools = std::any_of(p.tools.begin(), p.tools.end(), [](const auto& t) { return t != nullptr; });
   for (int e = 0; e < E; ++e) {
-    Episode& ep = eps[e];
-    const double score = p.task->Score(ep.query, ep.latest[p.answer]);
+    PipelineEpisode& ep = eps[e];
+    PipelineOutcome outcome;
+    const auto it = ep.outputs[p.answer].values.find(answer_key);
+    if (it != ep.outputs[p.answer].values.end() && !it->second.empty()) outcome.answer = it->second.front();
+    outcome.retrieved = ep.retrieved;
+    outcome.searched = ep.searched;
+    outcome.calls = ep.calls;
+    EpisodeSummary s;
+    s.metrics = p.task->Score(ep.query, outcome);
+    const double score = s.metrics.count("score") ? s.metrics["score"] : 0.0;
     for (size_t r : episode_records[e]) {
       CallRecord& rec = batch.records[r];
       rec.reward = CallReward(workflow_, rec, nullptr, score, &rec.role_reward);
     }
-    EpisodeSummary s;
-    s.metrics = {{"score", score},
-                 {"steps", static_cast<double>(ep.steps)},
-                 {"invalid_outputs", static_cast<double>(ep.invalid)}};
-    std::string text = "question:";
-    for (const auto& w : ep.query.question) text += " " + w;
-    text += "\nanswer:";
-    for (const auto& w : ep.latest[p.answer]) text += " " + w;
-    s.final_state = text + "\n";
+    s.metrics["steps"] = ep.steps;
+    s.metrics["finished"] = ep.finished;
+    s.metrics["invalid_outputs"] = ep.invalid;
+    s.metrics["calls"] = ep.calls;
+    if (has_tools) s.metrics["tool_errors"] = ep.tool_errors;
+    s.metrics["truncated_prompts"] = ep.truncated;
+    s.final_state = "question: " + ep.query.question + "\nanswer: " + outcome.answer + "\n";
     s.dropped = ep.dropped;
     batch.episodes.push_back(std::move(s));
   }

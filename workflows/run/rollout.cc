@@ -109,8 +109,8 @@ double CallReward(const RolloutSpec& workflow, const CallRecord& record, const S
         }
         break;
       case config::ROLE:
-        reward += term.weight * (record.valid ? 0.0 : -1.0);
-        if (role_part != nullptr) *role_part += term.weight * (record.valid ? 0.0 : -1.0);
+        reward += term.weight * record.format;
+        if (role_part != nullptr) *role_part += term.weight * record.format;
         break;
       default: break;
     }
@@ -345,6 +345,7 @@ class Rollout::GameRun {
         const size_t r = record_of_output_[e][k];
         if (r != SIZE_MAX) {
           batch_.records[r].valid = valid[k];
+          batch_.records[r].format = valid[k] ? 0.0 : -1.0;
           batch_.records[r].inert = states_[e]->Inert(outputs_[e][k].seat);
           batch_.invalid += !valid[k];
         }
@@ -355,6 +356,7 @@ class Rollout::GameRun {
         } else {
           CallRecord scripted = r_.NewRecord(e, options_.group_size, w_.seat_role[d.seat], d.seat, turn, d.phase);
           scripted.valid = valid[k];
+          scripted.format = valid[k] ? 0.0 : -1.0;
           // What a model in this seat would have read: a recorded session can then teach one (trainer.sft.session).
           if (d.latent_messages.empty()) scripted.prompt = r_.Prompt(w_.seat_role[d.seat], d.observation).tokens;
           observer_->Acted(e, scripted, outputs_[e][k].words, true);

@@ -56,6 +56,9 @@ struct RolloutOptions {
   bool guided = false;                // restrict first tokens to the decision's options
   bool scripted_for_trained = false;  // demonstrations: trained roles act as `teacher`
   std::string teacher;
+  // Pipelines: >= 0 plays the task's evaluation set (a test split) from this
+  // query on, one query per episode; -1 draws training queries.
+  int eval_first = -1;
   RolloutObserver* observer = nullptr;
 };
 

@@ -21,14 +21,4 @@ std::string FormatDuration(double s) {
   return buf;
 }
 
-void WriteFileAtomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << text;
-    if (!out) throw Error("cannot write " + tmp);
-  }
-  std::filesystem::rename(tmp, path);
-}
-
 }  // namespace troupe

@@ -4,12 +4,12 @@
 
 #include <string>
 
+#include "core/base/file_io.h"  // WriteFileAtomically, which the run folders use
+
 namespace troupe {
 
 double MonotonicSeconds();
 // "12m05s", or "1h02m" from an hour on.
 std::string FormatDuration(double seconds);
-// Writes `text` beside `path` and renames it into place; throws Error when it cannot.
-void WriteFileAtomically(const std::string& path, const std::string& text);
 
 }  // namespace troupe

@@ -1,0 +1,36 @@
+// Whole-file reads and crash-safe writes.
+#include "core/base/file_io.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/base/errors.h"
+
+namespace troupe {
+
+std::string ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot open");
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+void WriteFileAtomically(const std::string& path, const std::string& content) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  std::error_code ec;
+  if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(content.data(), static_cast<std::streamsize>(content.size()));
+    out.flush();
+    if (!out) throw Error(path + ": cannot write");
+  }
+  fs::rename(tmp, target, ec);
+  if (ec) throw Error(path + ": cannot replace: " + ec.message());
+}
+
+}  // namespace troupe

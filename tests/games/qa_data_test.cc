@@ -1,0 +1,157 @@
+// The QA data: answer scoring, the dataset files, the Factbook generator on a
+// slice of the real sources, and the Xapian passage index built from it.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "core/base/errors.h"
+#include "games/qa/answer_scoring.h"
+#include "games/qa/factbook_qa.h"
+#include "games/qa/passage_index.h"
+#include "games/qa/qa_dataset.h"
+#include "tests/test_paths.h"
+
+namespace troupe::qa {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path TempDir(const std::string& name) {
+  const fs::path dir = fs::path(testing::BinaryDir()) / "test_tmp" / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// The Factbook's European profiles: a slice built once for the cases below.
+const FactbookQa& EuropeSlice() {
+  static const FactbookQa data = [] {
+    FactbookQaOptions o = CachedFactbookQaOptions();
+    o.regions = {"europe"};
+    return BuildFactbookQa(o);
+  }();
+  return data;
+}
+
+TEST_CASE("answers are scored as SQuAD scores them", "[qa]") {
+  CHECK(NormaliseAnswer("  The Euro!  ") == "euro");
+  CHECK(ExactMatch("the euro", {"Euro"}) == 1.0);
+  CHECK(ExactMatch("euros", {"Euro"}) == 0.0);
+  CHECK(AnswerF1("Berlin city", {"Berlin"}) == Approx(2.0 / 3.0));
+  CHECK(AnswerF1("Bern", {"Berlin", "Bern"}) == 1.0);
+  CHECK(AnswerF1("", {"Berlin"}) == 0.0);
+  CHECK(ContainsAnswer("name: Berlin; time difference: UTC+1", "berlin"));
+  CHECK_FALSE(ContainsAnswer("Berliner Dom", "berlin"));
+}
+
+TEST_CASE("a question file's mistakes name the file and line", "[qa]") {
+  const fs::path dir = TempDir("qa_files");
+  const std::string path = (dir / "q.jsonl").string();
+  std::ofstream(path) << R"({"id": "1", "question": "What?", "answers": ["x"]})" << "\n\n"
+                      << R"({"id": "2", "question": "Why?"})" << "\n";
+  try {
+    ReadQuestions(path);
+    FAIL("a record without answers was read");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find(path + ":3: \"answers\"") != std::string::npos);
+  }
+  std::ofstream(path) << "{\"id\": \"1\", \"question\": \"What?\", \"answers\": \"x\", \"type\": \"bridge\"}\nnot json\n";
+  CHECK_THROWS_WITH(ReadQuestions(path), Catch::Contains(path + ":2: not JSON"));
+  QaRecord r;
+  r.id = "a";
+  r.question = "Is it?";
+  r.answers = {"yes"};
+  r.supporting = {"p1"};
+  WriteQuestions(path, {r});
+  const auto back = ReadQuestions(path);
+  REQUIRE(back.size() == 1);
+  CHECK(back[0].answers == r.answers);
+  CHECK(back[0].supporting == r.supporting);
+}
+
+TEST_CASE("the Factbook generator keeps questions its supporting passages answer, split by country", "[qa]") {
+  const FactbookQa& data = EuropeSlice();
+  CHECK(data.countries >= 40);
+  std::map<std::string, const Passage*> by_id;
+  for (const auto& p : data.passages) by_id[p.id] = &p;
+  std::map<std::string, int> types;
+  std::set<std::string> train_named, test_named;
+  for (const auto* split : {&data.train, &data.test}) {
+    for (const auto& q : *split) {
+      ++types[q.type];
+      REQUIRE_FALSE(q.supporting.empty());
+      REQUIRE_FALSE(q.decomposition.empty());
+      bool answered = q.relation == "landlocked";  // yes/no: the passage agrees, checked by the generator
+      for (const auto& id : q.supporting) {
+        REQUIRE(by_id.count(id) == 1);
+        for (const auto& a : q.answers) answered = answered || ContainsAnswer(by_id[id]->title + " " + by_id[id]->text, a);
+      }
+      CHECK(answered);
+      // The countries a question names: the Factbook's titles of its supporting passages'
+      // countries (the first title part) that occur in the question text.
+      for (const auto& id : q.supporting) {
+        const std::string country = by_id[id]->title.substr(0, by_id[id]->title.find(" - "));
+        if (q.question.find(country) != std::string::npos) (split == &data.train ? train_named : test_named).insert(country);
+      }
+    }
+  }
+  CHECK(types["single_hop"] > 100);
+  CHECK(types["bridge"] > 20);
+  CHECK(types["comparison"] > 20);
+  CHECK_FALSE(data.test.empty());
+  for (const auto& c : test_named) CHECK(train_named.count(c) == 0);
+  // The same options give the same dataset.
+  FactbookQaOptions o = CachedFactbookQaOptions();
+  o.regions = {"europe"};
+  const FactbookQa again = BuildFactbookQa(o);
+  REQUIRE(again.test.size() == data.test.size());
+  CHECK(again.test.front().id == data.test.front().id);
+}
+
+TEST_CASE("the passage index finds supporting passages and is built once per corpus", "[qa]") {
+  const fs::path dir = TempDir("qa_index");
+  const FactbookQa& data = EuropeSlice();
+  WritePassages((dir / "passages.jsonl").string(), data.passages);
+  auto index = PassageIndex::Open((dir / "passages.jsonl").string(), (dir / "index").string());
+  CHECK(index->built_now());
+  CHECK(index->passages().size() == data.passages.size());
+  auto again = PassageIndex::Open((dir / "passages.jsonl").string(), (dir / "index").string());
+  CHECK_FALSE(again->built_now());
+  CHECK(again->path() == index->path());
+
+  const auto hits = index->Search("capital of Germany", 4);
+  REQUIRE_FALSE(hits.empty());
+  CHECK(index->passages()[hits[0].passage].title == "Germany - Government - Capital");
+  CHECK(index->Search("", 4).empty());
+  CHECK(index->Search("   ", 4).empty());
+  CHECK(index->Search("zzqxv", 4).empty());
+  const auto many = index->SearchMany({"capital of France", "", "currency of Italy"}, 3);
+  REQUIRE(many.size() == 3);
+  CHECK(many[1].empty());
+  CHECK(many[0] .size() == 3);
+
+  // Recall@4: every supporting passage among the hits of the oracle sub-questions.
+  int found = 0;
+  for (const auto& q : data.train) {
+    std::set<std::string> got;
+    for (const auto& hits : index->SearchMany(q.decomposition, 4)) {
+      for (const auto& h : hits) got.insert(index->passages()[h.passage].id);
+    }
+    found += std::all_of(q.supporting.begin(), q.supporting.end(), [&](const std::string& id) { return got.count(id) > 0; });
+  }
+  INFO(found << " of " << data.train.size());
+  CHECK(found > 0.9 * data.train.size());
+
+  // A changed corpus gets its own index.
+  std::vector<Passage> fewer(data.passages.begin(), data.passages.begin() + 100);
+  WritePassages((dir / "passages.jsonl").string(), fewer);
+  auto changed = PassageIndex::Open((dir / "passages.jsonl").string(), (dir / "index").string());
+  CHECK(changed->built_now());
+  CHECK(changed->path() != index->path());
+  CHECK(changed->passages().size() == 100);
+}
+
+}  // namespace
+}  // namespace troupe::qa

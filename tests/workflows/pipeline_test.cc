@@ -1,0 +1,395 @@
+// Node-driven pipelines: the reference, template and condition languages,
+// answer parsers, pipeline mistakes refused at file:line:col, tools batched
+// per tick with retries and fail-open, and a QA pipeline over the real
+// Factbook search index on a small text model: one request per model per
+// tick whatever the number of questions, and oracle demonstrations that
+// retrieve and answer.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <filesystem>
+#include <set>
+
+#include "core/base/errors.h"
+#include "core/pipeline_task.h"
+#include "core/text/bpe_trainer.h"
+#include "core/text/tokenizer.h"
+#include "core/text/tokenizer_folder.h"
+#include "games/qa/factbook_qa.h"
+#include "games/qa/qa_dataset.h"
+#include "tests/test_support.h"
+#include "workflows/config/compiled_workflow.h"
+#include "workflows/config/config_loader.h"
+#include "workflows/config/model_spec.h"
+#include "workflows/config/output_parser.h"
+#include "workflows/config/pipeline_expr.h"
+#include "workflows/run/evaluate.h"
+#include "workflows/run/rollout.h"
+#include "workflows/runtime/worker_hub.h"
+
+using namespace troupe;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Two nodes: "plan" (keys raw, items, end) and "look" (keys raw, docs).
+RefScope TwoNodes() {
+  RefScope s;
+  s.node = [](const std::string& n) { return n == "plan" ? 0 : n == "look" ? 1 : -1; };
+  s.keys = [](int n) {
+    return n == 0 ? std::vector<std::string>{"raw", "items", "end"} : std::vector<std::string>{"raw", "docs"};
+  };
+  return s;
+}
+
+std::vector<NodeOutput> Outputs() {
+  std::vector<NodeOutput> o(2);
+  o[0].ran = o[0].valid = true;
+  o[0].raw = "{\"items\": [\"a\", \"b\"]}";
+  o[0].values["items"] = {"a", "b"};
+  o[1].ran = true;
+  o[1].values["docs"] = {"3"};
+  return o;
+}
+
+// A tool that counts its batched calls and fails its first `fail_batches` of them.
+std::atomic<int> g_tool_batches{0};
+class CountingTool : public PipelineTool {
+ public:
+  explicit CountingTool(const Params& p) : fail_(static_cast<int>(p.Int("fail_batches"))) {}
+  std::vector<std::string> Keys() const override { return {"echo"}; }
+  std::vector<ToolResult> Run(const std::vector<ToolCall>& calls) const override {
+    if (g_tool_batches++ < fail_) throw Error("the service is down");
+    std::vector<ToolResult> out;
+    for (const auto& c : calls) out.push_back({true, "", {{"echo", c.inputs}}});
+    return out;
+  }
+
+ private:
+  int fail_;
+};
+TROUPE_REGISTER_TOOL("test_counting_tool", (std::vector<ParamSpec>{{"fail_batches", ParamType::kInt, int64_t{0}, "", 0, 100}}),
+                     CountingTool);
+
+// reverse_digits: a proposer, then the counting tool on its answer, then the end.
+std::string ToolPipeline(const std::string& tool_lines) {
+  return R"(name: "p" seed: 3
+pipeline {
+  task: "reverse_digits"
+  node { name: "propose" role: "proposer" max_tokens: 3 prompt: "{question}" }
+  node { name: "check" kind: TOOL_NODE tool: "test_counting_tool" input: "propose.text" )" +
+         tool_lines + R"( }
+  node { name: "done" kind: END_NODE }
+  edge { from: "propose" to: "check" }
+  edge { from: "check" to: "done" }
+  start: "propose"
+  answer: "propose"
+}
+model { name: "m" transformer { d_model: 16 heads: 2 layers: 1 ff_mult: 2 max_len: 32 } }
+role { name: "proposer" model: "m" }
+reward { level: TRAJECTORY signal: "score" }
+)";
+}
+
+std::string ErrorOf(const std::string& text) {
+  try {
+    CompileWorkflow(ParseWorkflowText(text, "t.textproto"));
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// "t.textproto:LINE:COL:" where COL is where `token` starts on that line.
+std::string At(const std::string& text, int line, const std::string& token) {
+  std::istringstream in(text);
+  std::string l;
+  for (int i = 1; i <= line; ++i) std::getline(in, l);
+  REQUIRE(l.find(token) != std::string::npos);
+  return "t.textproto:" + std::to_string(line) + ":" + std::to_string(l.find(token) + 1) + ":";
+}
+
+std::string Replace(std::string text, const std::string& from, const std::string& to) {
+  REQUIRE(text.find(from) != std::string::npos);
+  text.replace(text.find(from), from.size(), to);
+  return text;
+}
+
+// A small BPE vocabulary learnt on the Factbook QA set's questions and a slice of its passages.
+const std::string& QaTokenizer() {
+  static const std::string dir = [] {
+    const std::string data = qa::EnsureDefaultQaData();
+    BpeTrainerOptions o;
+    o.vocab_size = 700;
+    BpeTrainer trainer(o);
+    for (const auto& q : qa::ReadQuestions(data + "/train.jsonl")) trainer.Add(q.question + " " + q.answers.front());
+    const auto passages = qa::ReadPassages(data + "/passages.jsonl");
+    for (size_t i = 0; i < passages.size(); i += 20) trainer.Add(passages[i].title + ": " + passages[i].text);
+    const std::string d = (fs::temp_directory_path() / "troupe-pipeline-tokenizer").string();
+    fs::create_directories(d);
+    WriteTokenizerFolder(Tokenizer(trainer.Train()), d);
+    return d;
+  }();
+  return dir;
+}
+
+// qa_decompose's graph on a tiny text model.
+std::string QaDecompose(int answer_tokens) {
+  return R"(name: "qa" seed: 5
+pipeline {
+  task: "factbook_qa"
+  node { name: "decompose" role: "decomposer" max_tokens: 96
+         prompt: "Write search queries as JSON {{\"sub_queries\": [...]}}.\nQuestion: {question}"
+         parser { kind: JSON_KEY key: "sub_queries" max_items: 3 } }
+  node { name: "retrieve" kind: TOOL_NODE tool: "retriever" input: "decompose.sub_queries"
+         param { name: "top_k" int: 2 } param { name: "max_docs" int: 4 } param { name: "doc_chars" int: 80 } }
+  node { name: "answer" role: "answerer" max_tokens: )" +
+         std::to_string(answer_tokens) + R"(
+         prompt: "Passages:\n{retrieve.docs}\nQuestion: {question}" parser { kind: TAG open: "<answer>" } }
+  node { name: "done" kind: END_NODE }
+  edge { from: "decompose" to: "retrieve" when: "count(decompose.sub_queries) >= 1" }
+  edge { from: "decompose" to: "answer" when: "count(decompose.sub_queries) == 0" }
+  edge { from: "retrieve" to: "answer" }
+  edge { from: "answer" to: "done" }
+  start: "decompose"
+  answer: "answer"
+}
+model { name: "m" llama { hidden_size: 32 heads: 2 kv_heads: 1 layers: 1 intermediate_size: 64 max_len: 384 }
+        tokenizer: ")" + QaTokenizer() + R"(" }
+role { name: "decomposer" model: "m" }
+role { name: "answerer" model: "m" }
+reward { level: TRAJECTORY signal: "score" }
+reward { level: ROLE signal: "format" weight: 0.5 }
+trainer { sft { episodes: 8 teacher: "oracle" } }
+)";
+}
+
+}  // namespace
+
+TEST_CASE("conditions compare counts, text and numbers, and test existence and validity", "[pipeline]") {
+  const RefScope scope = TwoNodes();
+  const std::vector<NodeOutput> out = Outputs();
+  auto holds = [&](const std::string& text) { return Condition(text, scope).Holds(out); };
+  CHECK(holds("count(plan.items) >= 2"));
+  CHECK_FALSE(holds("count(plan.items) > 2"));
+  CHECK(holds("plan.items == 'a'"));
+  CHECK(holds("plan.items.1 == 'b'"));
+  CHECK(holds("look.docs < 10"));  // numeric, not text, comparison
+  CHECK(holds("exists(plan.items) and not exists(plan.end)"));
+  CHECK(holds("plan.end or (valid(plan) and not valid(look))"));
+  CHECK(holds(""));  // no condition: always
+  CHECK(Condition("count(plan.items) >= 1", scope).refs().front().node == 0);
+
+  auto error = [&](const std::string& text) -> std::pair<size_t, std::string> {
+    try {
+      Condition c(text, scope);
+    } catch (const PipelineExprError& e) {
+      return {e.offset(), e.what()};
+    }
+    return {std::string::npos, ""};
+  };
+  CHECK(error("count(plam.items) >= 1") == std::pair<size_t, std::string>{6, "unknown node 'plam'"});
+  CHECK(error("plan.item == 'a'").first == 5);
+  CHECK_THAT(error("plan.item == 'a'").second, Catch::Contains("has no key 'item'") && Catch::Contains("items"));
+  CHECK_THAT(error("plan.items == 'a").second, Catch::Contains("not closed"));
+  CHECK_THAT(error("count(plan.items)").second, Catch::Contains("compares"));
+  CHECK_THAT(error("valid(plan.items)").second, Catch::Contains("takes a node"));
+  CHECK_THAT(error("plan.items == 'a' xor").second, Catch::Contains("unexpected"));
+}
+
+TEST_CASE("templates fill the question and earlier outputs", "[pipeline]") {
+  const RefScope scope = TwoNodes();
+  PromptTemplate t("Q: {question}\n{plan.items}|{plan.items.1}|{look.docs.5}|{{literal}}", scope);
+  CHECK(t.Render("why?", Outputs()) == "Q: why?\na\nb|b||{literal}");
+  CHECK(t.refs().size() == 3);
+  CHECK_THROWS_AS(PromptTemplate("{nobody}", scope), PipelineExprError);
+  CHECK_THROWS_AS(PromptTemplate("{plan", scope), PipelineExprError);
+  CHECK_THROWS_AS(PromptTemplate("{plan.items.x}", scope), PipelineExprError);
+}
+
+TEST_CASE("parsers read tags, JSON keys, regexes and markers, and write what they read", "[pipeline]") {
+  config::ParserSpec tag;
+  tag.set_kind(config::TAG);
+  tag.set_open("<search>");
+  tag.add_marker("<end>");
+  tag.set_max_items(3);
+  const OutputParser search(tag, "");
+  CHECK(search.output_key() == "search");
+  NodeOutput o = search.Parse("I will look: <search> capital of Chad </search>");
+  CHECK(o.valid);
+  CHECK(o.values.at("search") == std::vector<std::string>{"capital of Chad"});
+  o = search.Parse("nothing more <end>");
+  CHECK(o.valid);
+  CHECK(o.values.count("end") == 1);
+  CHECK_FALSE(search.Parse("<search>unclosed").valid);
+  CHECK(search.Parse(search.Format({"x", "y"})).values.at("search") == std::vector<std::string>{"x", "y"});
+
+  config::ParserSpec json;
+  json.set_kind(config::JSON_KEY);
+  json.set_key("sub_queries");
+  json.set_max_items(2);
+  const OutputParser queries(json, "");
+  o = queries.Parse("sure: {\"sub_queries\": [\"a\", \"b\", \"c\"]} done");
+  CHECK(o.values.at("sub_queries") == std::vector<std::string>{"a", "b"});
+  CHECK_FALSE(queries.Parse("{\"sub_queries\": 3}").valid);
+  CHECK_FALSE(queries.Parse("{not json").valid);
+  CHECK(queries.Parse(queries.Format({"q"})).values.at("sub_queries") == std::vector<std::string>{"q"});
+
+  config::ParserSpec regex;
+  regex.set_kind(config::REGEX);
+  regex.set_pattern("answer is (\\w+)");
+  regex.set_max_items(1);
+  CHECK(OutputParser(regex, "ans").Parse("the answer is Bern").values.at("ans") == std::vector<std::string>{"Bern"});
+  regex.set_pattern("(unclosed");
+  CHECK_THROWS_WITH(OutputParser(regex, ""), Catch::Contains("not a regular expression"));
+}
+
+TEST_CASE("pipeline mistakes are refused at the file, line and column that make them", "[pipeline][config]") {
+  const std::string ok = ToolPipeline("");
+  REQUIRE(ErrorOf(ok).empty());
+  SECTION("an unknown node in a condition") {
+    const std::string text = Replace(ok, "edge { from: \"check\" to: \"done\" }",
+                                     "edge { from: \"check\" to: \"done\" when: \"exists(chek.echo)\" }");
+    CHECK_THAT(ErrorOf(text), Catch::StartsWith(At(text, 8, "chek.echo")) && Catch::Contains("unknown node 'chek'"));
+  }
+  SECTION("an unknown key in a template") {
+    const std::string text = Replace(ok, "prompt: \"{question}\"", "prompt: \"{question} {check.ech}\"");
+    CHECK_THAT(ErrorOf(text), Catch::StartsWith(At(text, 4, "ech}")) && Catch::Contains("has no key 'ech'"));
+  }
+  SECTION("a tool's input from a node that cannot precede it") {
+    const std::string text = Replace(ok, "input: \"propose.text\"", "input: \"done\"");
+    CHECK_THAT(ErrorOf(text), Catch::StartsWith(At(text, 5, "done\"")) && Catch::Contains("cannot run before it"));
+  }
+  SECTION("a template reading a node that only runs later") {
+    const std::string text = Replace(ok, "prompt: \"{question}\"", "prompt: \"{check.echo}\"");
+    CHECK_THAT(ErrorOf(text), Catch::StartsWith(At(text, 4, "check.echo")) && Catch::Contains("no path from 'check'"));
+  }
+  SECTION("a parser on a tool node") {
+    const std::string text = ToolPipeline("parser { kind: TAG open: \"<x>\" }");
+    CHECK_THAT(ErrorOf(text), Catch::StartsWith(At(text, 5, "parser")) && Catch::Contains("belongs to role nodes"));
+  }
+  SECTION("a cycle without max_steps") {
+    const std::string text = Replace(ok, "edge { from: \"check\" to: \"done\" }",
+                                     "edge { from: \"check\" to: \"propose\" when: \"check.echo == '1'\" }\n"
+                                     "  edge { from: \"check\" to: \"done\" }");
+    CHECK_THAT(ErrorOf(text), Catch::Contains("cycle but no max_steps"));
+    CHECK(ErrorOf(Replace(text, "answer: \"propose\"", "answer: \"propose\" max_steps: 6")).empty());
+  }
+  SECTION("a bad parser") {
+    const std::string text = Replace(ok, "prompt: \"{question}\"", "prompt: \"{question}\" parser { kind: JSON_KEY }");
+    CHECK_THAT(ErrorOf(text), Catch::StartsWith(At(text, 4, "parser")) && Catch::Contains("needs `key`"));
+  }
+  SECTION("a tool's unknown parameter") {
+    const std::string text = ToolPipeline("param { name: \"retries\" int: 2 }");
+    CHECK_THAT(ErrorOf(text), Catch::StartsWith(At(text, 5, "param")) && Catch::Contains("retries"));
+  }
+}
+
+TEST_CASE("a tool node runs once per tick for every episode, retried and fail-open", "[pipeline]") {
+  auto run = [](const std::string& tool_lines, int episodes) {
+    CompiledWorkflow w = CompileWorkflow(ParseWorkflowText(ToolPipeline(tool_lines), "t.textproto"));
+    WorkerHub hub(MakeHubSpec(w));
+    Rollout rollout(w, hub);
+    Rng rng(1);
+    RolloutOptions o;
+    o.episodes = episodes;
+    o.group_size = 1;
+    g_tool_batches = 0;
+    RolloutBatch b = rollout.Run(o, rng);
+    double errors = 0, finished = 0;
+    for (const auto& e : b.episodes) {
+      errors += e.metrics.at("tool_errors");
+      finished += e.metrics.at("finished");
+      CHECK(e.metrics.at("steps") == 2);  // propose, then the tool
+    }
+    return std::tuple<int, double, double>{g_tool_batches.load(), errors, finished / episodes};
+  };
+  // 2 and 40 episodes: one batch each.
+  CHECK(std::get<0>(run("", 2)) == 1);
+  CHECK(std::get<0>(run("", 40)) == 1);
+  // A failed batch is tried again.
+  auto [batches, errors, finished] = run("param { name: \"fail_batches\" int: 1 } retries: 1", 8);
+  CHECK(batches == 2);
+  CHECK(errors == 0);
+  CHECK(finished == 1);
+  // Failing past the retries: fail-open goes on to the end node...
+  std::tie(batches, errors, finished) = run("param { name: \"fail_batches\" int: 5 } retries: 1", 8);
+  CHECK(batches == 2);
+  CHECK(errors == 8);
+  CHECK(finished == 1);
+  // ...fail-closed ends the episode at the tool.
+  std::tie(batches, errors, finished) = run("param { name: \"fail_batches\" int: 5 } retries: 0 fail_open: false", 8);
+  CHECK(errors == 8);
+  CHECK(finished == 0);
+}
+
+TEST_CASE("forward calls per QA pipeline tick do not grow with the number of questions", "[pipeline][qa][batching]") {
+  CompiledWorkflow w = CompileWorkflow(ParseWorkflowText(QaDecompose(8), "qa.textproto"));
+  REQUIRE(w.codecs[0]->reads_text());
+  auto run = [&](int episodes) {
+    WorkerHub hub(MakeHubSpec(w));
+    Rollout rollout(w, hub);
+    Rng rng(2);
+    RolloutOptions o;
+    o.episodes = episodes;
+    o.group_size = 1;
+    RolloutBatch b = rollout.Run(o, rng);
+    REQUIRE(b.episodes.size() == static_cast<size_t>(episodes));
+    return std::pair<double, double>{static_cast<double>(b.generate_calls),
+                                     static_cast<double>(b.forward_calls) / std::max<int64_t>(1, b.generate_calls)};
+  };
+  const auto few = run(2), many = run(48);
+  INFO("requests " << few.first << " vs " << many.first << "; forward calls per request " << few.second << " vs "
+                   << many.second);
+  // One request per tick with role nodes (decompose, then answer, which may come a tick later after retrieval).
+  CHECK(few.first <= 3);
+  CHECK(many.first <= 3);
+  CHECK(many.second <= 1.5 * few.second + 1);
+}
+
+TEST_CASE("oracle demonstrations decompose, retrieve the supporting passages and answer right", "[pipeline][qa]") {
+  CompiledWorkflow w = CompileWorkflow(ParseWorkflowText(QaDecompose(48), "qa.textproto"));
+  WorkerHub hub(MakeHubSpec(w));
+  Rollout rollout(w, hub);
+  Rng rng(4);
+  RolloutOptions o;
+  o.episodes = 16;
+  o.group_size = 1;
+  o.scripted_for_trained = true;
+  o.teacher = "oracle";
+  RolloutBatch b = rollout.Run(o, rng);
+  double f1 = 0, recall = 0;
+  for (const auto& e : b.episodes) {
+    f1 += e.metrics.at("f1");
+    recall += e.metrics.at("recall_at_k");
+    CHECK(e.metrics.at("calls") == 2);
+    CHECK(e.metrics.at("invalid_outputs") == 0);
+  }
+  CHECK(f1 / 16 > 0.9);
+  CHECK(recall / 16 > 0.7);
+  // Two demonstrations an episode, each with the oracle's tokens and a prompt in the model's tokenizer.
+  REQUIRE(b.records.size() == 32);
+  std::set<std::string> phases;
+  for (const auto& r : b.records) {
+    phases.insert(r.phase);
+    CHECK(r.valid);
+    CHECK(r.format == 0.0);
+    CHECK_FALSE(r.response.empty());
+  }
+  CHECK(phases == std::set<std::string>{"decompose", "answer"});
+}
+
+TEST_CASE("QA evaluation plays the test split and reports EM and F1 per question type", "[pipeline][qa]") {
+  CompiledWorkflow w = CompileWorkflow(ParseWorkflowText(QaDecompose(8), "qa.textproto"));
+  WorkerHub hub(MakeHubSpec(w));
+  const EvalResult r = Evaluate(w, hub, 24, 1, true, 1.0, 0, nullptr);
+  for (const char* k : {"em", "f1", "f1/single_hop", "calls", "steps"}) CHECK(r.metrics.count(k) == 1);
+  CHECK(r.metrics.at("f1") >= 0.0);
+  CHECK(r.metrics.at("f1") <= 1.0);
+  CHECK(r.ci95.count("f1") == 1);
+  // The headline metrics name each question type of the test split.
+  const auto& h = w.headline_metrics;
+  for (const char* k : {"f1/single_hop", "f1/bridge", "f1/comparison", "recall_at_k"}) {
+    CHECK(std::find(h.begin(), h.end(), k) != h.end());
+  }
+}

@@ -1,0 +1,66 @@
+// `troupe data qa` (see data_commands.h).
+#include "workflows/cli/data_commands.h"
+
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <iostream>
+
+#include "games/qa/factbook_qa.h"
+#include "games/qa/passage_index.h"
+
+namespace troupe::cli {
+
+namespace {
+
+constexpr const char* kQaUsage = R"(
+Builds the Factbook QA dataset exactly as ../specs describe it: one passage per
+(country, section, field) of the CIA World Factbook, and single-hop, bridge and
+comparison questions from world-countries' facts, kept only when an answer
+alias appears in a supporting passage, split by country. Writes
+passages.jsonl, train.jsonl, test.jsonl and counts.json.
+
+Examples:
+  troupe data qa                          # into the data cache (what QA workflows read by default)
+  troupe data qa --out data/qa --index    # elsewhere, and build its search index
+  troupe data qa --regions europe,africa  # a slice
+)";
+
+}  // namespace
+
+void AddDataCommands(CLI::App& app, DataArgs& args) {
+  CLI::App* data = app.add_subcommand("data", "build datasets from the cached sources (`troupe data qa`)");
+  data->require_subcommand(1);
+  CLI::App* qa = data->add_subcommand("qa", "build the Factbook QA dataset");
+  qa->footer(kQaUsage);
+  qa->add_option("--out", args.out, "folder to write (default: the data cache's qa/factbook)");
+  qa->add_option("--regions", args.regions, "Factbook region folders to read (default: all)")->delimiter(',');
+  qa->add_option("--test-share", args.test_share, "share of countries in the test split")->check(CLI::Range(0.0, 1.0));
+  qa->add_option("--comparisons", args.comparisons, "comparison questions per country")->check(CLI::Range(0, 100));
+  qa->add_option("--seed", args.seed, "seed of the split and of comparison pairs");
+  qa->add_flag("--index", args.index, "also build (or open) the passages' search index and time it");
+}
+
+int RunDataCommand(CLI::App& app, const DataArgs& args) {
+  CLI::App* data = app.get_subcommands().front();
+  if (data->get_name() != "data") return -1;
+  qa::FactbookQaOptions options = qa::CachedFactbookQaOptions();
+  options.regions = args.regions;
+  options.test_share = args.test_share;
+  options.comparisons_per_country = args.comparisons;
+  options.seed = args.seed;
+  const std::string out = args.out.empty() ? qa::DefaultQaDataDir() : args.out;
+  const auto start = std::chrono::steady_clock::now();
+  const qa::FactbookQa dataset = qa::BuildFactbookQa(options);
+  qa::WriteFactbookQa(dataset, out);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << "troupe data qa: " << out << " (" << seconds << " s)\n" << qa::FactbookQaSummary(dataset);
+  if (args.index) {
+    auto index = qa::PassageIndex::Open(out + "/passages.jsonl");
+    std::cout << "search index: " << index->path() << (index->built_now() ? " built in " : " opened from the cache")
+              << (index->built_now() ? std::to_string(index->build_seconds()) + " s" : "") << "\n";
+  }
+  return 0;
+}
+
+}  // namespace troupe::cli

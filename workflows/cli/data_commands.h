@@ -1,0 +1,28 @@
+// `troupe data qa`: builds the Factbook QA dataset (passages, train and test
+// questions) from the cached sources and reports its counts.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace troupe::cli {
+
+struct DataArgs {
+  std::string out;                   // default: the data cache's qa/factbook folder
+  std::vector<std::string> regions;  // Factbook region folders; empty: all
+  double test_share = 0.25;
+  int comparisons = 4;
+  unsigned long long seed = 1;
+  bool index = false;  // also build the search index
+};
+
+void AddDataCommands(CLI::App& app, DataArgs& args);
+
+// Runs the data command `app` parsed; its exit status, or -1 when it is not one.
+int RunDataCommand(CLI::App& app, const DataArgs& args);
+
+}  // namespace troupe::cli
