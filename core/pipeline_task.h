@@ -27,7 +27,7 @@ struct PipelineQuery {
 struct PipelineOutcome {
   std::string answer;                  // the answer node's first item ("" when it never answered)
   std::vector<std::string> retrieved;  // every id a tool returned under "ids", in order
-  bool searched = false;               // a tool that returns "ids" ran
+  bool searched = false;               // the pipeline has a tool that returns "ids" (a retriever)
   int calls = 0;                       // model calls made
 };
 

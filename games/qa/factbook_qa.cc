@@ -20,6 +20,9 @@ using nlohmann::json;
 
 namespace {
 
+// Bumped whenever what the generator writes changes: a cached dataset of another version is rebuilt.
+constexpr int kGeneratorVersion = 1;
+
 json ParseJsonFile(const std::string& path) {
   try {
     return json::parse(ReadWholeFile(path));
@@ -131,6 +134,11 @@ class Builder {
     for (const Country& c : countries_) Bridge(c);
     for (size_t i = 0; i < countries_.size(); ++i) Comparisons(i);
     out_.countries = static_cast<int>(countries_.size());
+    // Shuffled (seeded), so that the first N questions of a split are a fair sample of its types.
+    for (auto* split : {&out_.train, &out_.test}) {
+      Rng rng(Rng::Mix(options_.seed, split == &out_.train ? 1 : 2, 0x5EED));
+      for (size_t i = split->size(); i > 1; --i) std::swap((*split)[i - 1], (*split)[rng.Next() % i]);
+    }
     return std::move(out_);
   }
 
@@ -424,7 +432,13 @@ std::string DefaultQaDataDir() { return DataCacheDir() + "/qa/factbook"; }
 
 std::string EnsureDefaultQaData() {
   const std::string dir = DefaultQaDataDir();
-  if (!fs::exists(dir + "/counts.json")) WriteFactbookQa(BuildFactbookQa(CachedFactbookQaOptions()), dir);
+  const std::string counts = dir + "/counts.json";
+  bool current = false;
+  if (fs::exists(counts)) {
+    const json j = json::parse(ReadWholeFile(counts), nullptr, false);
+    current = j.is_object() && j.value("generator", 0) == kGeneratorVersion;
+  }
+  if (!current) WriteFactbookQa(BuildFactbookQa(CachedFactbookQaOptions()), dir);
   return dir;
 }
 
@@ -432,7 +446,7 @@ void WriteFactbookQa(const FactbookQa& data, const std::string& dir) {
   WritePassages(dir + "/passages.jsonl", data.passages);
   WriteQuestions(dir + "/train.jsonl", data.train);
   WriteQuestions(dir + "/test.jsonl", data.test);
-  json counts = {{"countries", data.countries}, {"passages", data.passages.size()}};
+  json counts = {{"generator", kGeneratorVersion}, {"countries", data.countries}, {"passages", data.passages.size()}};
   for (const auto* split : {&data.train, &data.test}) {
     json by_type = json::object();
     for (const auto& r : *split) by_type[r.type] = by_type.value(r.type, 0) + 1;

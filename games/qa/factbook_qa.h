@@ -40,7 +40,7 @@ FactbookQaOptions CachedFactbookQaOptions();
 std::string DefaultQaDataDir();
 
 // DefaultQaDataDir(), built there first (with the default options) when it
-// holds no complete dataset.
+// holds no complete dataset of the generator's current version.
 std::string EnsureDefaultQaData();
 
 FactbookQa BuildFactbookQa(const FactbookQaOptions& options);

@@ -37,7 +37,7 @@ std::vector<ParamSpec> TaskSpecs() {
            "evaluation questions, JSON lines (default: the Factbook set's test.jsonl)"},
           {"metric", ParamType::kText, std::string("f1"), "the outcome score: f1 or em"},
           {"vocabulary", ParamType::kInt, int64_t{3000},
-           "word-vocabulary models: the most frequent words of questions and answers they know", 16, 200000}};
+           "word-vocabulary models: the most frequent words of training questions and answers they know", 16, 200000}};
 }
 
 class FactbookQaTask : public PipelineTask {
@@ -51,13 +51,12 @@ class FactbookQaTask : public PipelineTask {
   }
 
   std::vector<std::string> Vocabulary() const override {
+    // From the training questions only: evaluating on another file keeps a checkpoint's vocabulary.
     std::map<std::string, int> counts;
-    for (const auto* set : {&train_, &eval_}) {
-      for (const auto& r : *set) {
-        for (const auto& w : AnswerTokens(r.question)) ++counts[w];
-        for (const auto& a : r.answers) {
-          for (const auto& w : AnswerTokens(a)) ++counts[w];
-        }
+    for (const auto& r : train_) {
+      for (const auto& w : AnswerTokens(r.question)) ++counts[w];
+      for (const auto& a : r.answers) {
+        for (const auto& w : AnswerTokens(a)) ++counts[w];
       }
     }
     std::vector<std::pair<int, std::string>> ranked;

@@ -24,6 +24,7 @@
 #include "workflows/config/output_parser.h"
 #include "workflows/config/pipeline_expr.h"
 #include "workflows/run/evaluate.h"
+#include "workflows/run/pipeline_credit.h"
 #include "workflows/run/rollout.h"
 #include "workflows/runtime/worker_hub.h"
 
@@ -392,4 +393,37 @@ TEST_CASE("QA evaluation plays the test split and reports EM and F1 per question
   for (const char* k : {"f1/single_hop", "f1/bridge", "f1/comparison", "recall_at_k"}) {
     CHECK(std::find(h.begin(), h.end(), k) != h.end());
   }
+}
+
+TEST_CASE("credit: marginal answer gains and shared outcomes on a hand-made trajectory", "[pipeline][credit]") {
+  // Iterative search: plan, answer_0 (F1 .2), search, summary, update (the retriever ran
+  // between), answer_1 (F1 .5), then a search that ends the loop.
+  const std::vector<CallTick> calls = {{0, false}, {1, true}, {2, false}, {4, false}, {5, false}, {6, true}, {7, false}};
+  const std::vector<double> gains = AnswerGains(calls, {{1, 0.2}, {6, 0.5}});
+  const std::vector<double> expected = {0.2, 0.2, 0.3, 0.3, 0.3, 0.5, 0.0};
+  REQUIRE(gains.size() == expected.size());
+  for (size_t i = 0; i < gains.size(); ++i) CHECK(gains[i] == Approx(expected[i]));
+  // No answer at all: nothing to gain.
+  CHECK(AnswerGains({{0, false}}, {}) == std::vector<double>{0.0});
+
+  // r = format_weight * fmt + share * R_out: `split` divides the outcome among the calls that get it.
+  const std::string full = Replace(ToolPipeline(""), "reward { level: TRAJECTORY signal: \"score\" }",
+                                   "reward { level: TRAJECTORY signal: \"score\" }\n"
+                                   "reward { level: ROLE signal: \"format\" weight: 0.5 }\n"
+                                   "reward { level: ROLE signal: \"answer_gain\" weight: 2 }");
+  const std::string split = Replace(full, "signal: \"score\" }", "signal: \"score\" split: true }");
+  CallRecord rec;
+  rec.role = 0;
+  rec.format = -1;
+  rec.answer_gain = 0.25;
+  const std::vector<int> receivers = {4, 4, 4};  // the episode's calls each term applies to
+  double role_part = 0;
+  const CompiledWorkflow wf = CompileWorkflow(ParseWorkflowText(full, "t.textproto"));
+  CHECK(CallReward(wf, rec, nullptr, 0.8, &role_part, &receivers) == Approx(0.8 - 0.5 + 0.5));
+  CHECK(role_part == Approx(-0.5 + 0.5));
+  const CompiledWorkflow ws = CompileWorkflow(ParseWorkflowText(split, "t.textproto"));
+  CHECK(CallReward(ws, rec, nullptr, 0.8, nullptr, &receivers) == Approx(0.8 / 4 - 0.5 + 0.5));
+  // Split and marginal gains belong to pipelines.
+  CHECK_THAT(ErrorOf(Replace(testing::TinyRedBlack(1, ""), "signal: \"round_payoff\" to_go: true", "signal: \"round_payoff\" split: true")),
+             Catch::Contains("split shares a pipeline's"));
 }

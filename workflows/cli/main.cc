@@ -133,14 +133,17 @@ and checkpoints/.
 )";
 
 const char* kEvalUsage =
-    R"(usage: troupe eval FILE --checkpoint DIR [--episodes N] [--json] [--greedy] [--show N] [--seed N]
-                   [--set P=V ...]
+    R"(usage: troupe eval FILE --checkpoint DIR [--episodes N] [--dataset F.jsonl] [--json] [--greedy] [--show N]
+                   [--seed N] [--set P=V ...]
 
   --checkpoint DIR  a run folder or one of its checkpoints/iter-* folders
   --episodes N      episodes to play (default: the workflow's trainer.eval_episodes)
   --json            print one JSON object (episodes, scores, cooperation, invalid_outputs, ...)
   --greedy          pick the most likely token instead of sampling
   --show N          also print the first N episodes as the game draws them
+  --dataset F.jsonl pipelines: the evaluation questions (a QA task's test split by default;
+                    any file in the QA record shape: id, question, answers, ...); all of them
+                    unless --episodes says how many
 )";
 
 const char* kValidateUsage = R"(usage: troupe validate FILE [--seed N] [--set P=V ...]
@@ -168,6 +171,7 @@ struct Args {
   std::string file;
   std::string out;
   std::string checkpoint;
+  std::string dataset;  // eval: a question file for a pipeline task's evaluation set
   std::vector<std::string> sets;
   std::string connect, model, keys, publish, record;
   long long seed = -1;
@@ -190,6 +194,17 @@ CompiledWorkflow Load(const Args& a) {
   troupe::LoadedWorkflow loaded = troupe::LoadWorkflowFile(a.file);
   for (const auto& s : a.sets) troupe::ApplyOverride(loaded, s);
   if (a.seed >= 0) loaded.proto.set_seed(static_cast<uint64_t>(a.seed));
+  if (!a.dataset.empty()) {
+    // --dataset: the pipeline task's evaluation questions come from this file.
+    if (!loaded.proto.has_pipeline()) throw UsageError("--dataset applies to pipeline workflows; " + a.file + " plays a game");
+    troupe::config::Param* p = nullptr;
+    for (auto& given : *loaded.proto.mutable_pipeline()->mutable_param()) {
+      if (given.name() == "eval_file") p = &given;
+    }
+    if (p == nullptr) p = loaded.proto.mutable_pipeline()->add_param();
+    p->set_name("eval_file");
+    p->set_text(a.dataset);
+  }
   return troupe::CompileWorkflow(loaded);
 }
 
@@ -273,7 +288,9 @@ int Eval(const Args& a) {
     throw troupe::CheckpointError("checkpoint " + *ckpt +
                                   " was trained with another vocabulary (game or roles differ)");
   }
-  const int episodes = a.episodes > 0 ? a.episodes : w.run.eval_episodes;
+  // A dataset given on the command line is played whole by default.
+  const int dataset_size = w.pipeline && !a.dataset.empty() ? w.pipeline->task->EvalQueryCount() : 0;
+  const int episodes = a.episodes > 0 ? a.episodes : dataset_size > 0 ? dataset_size : w.run.eval_episodes;
   troupe::EvalResult r = troupe::Evaluate(w, pool, episodes, w.seed + 1, a.greedy, w.trainer.temperature, a.show);
   for (const auto& text : r.shown) std::cout << text << "\n";
   if (a.json) {
@@ -463,6 +480,7 @@ struct Cli {
     Overrides(eval);
     eval->add_option("--checkpoint", a.checkpoint, "a run folder or one of its checkpoints/iter-* folders")->required();
     eval->add_option("--episodes", a.episodes, "episodes to play (default: trainer.eval_episodes)");
+    eval->add_option("--dataset", a.dataset, "pipelines: evaluate on this question file (JSON lines), whole by default");
     eval->add_flag("--json", a.json, "print one JSON object");
     eval->add_flag("--greedy", a.greedy, "pick the most likely token instead of sampling");
     eval->add_option("--show", a.show, "also print the first N episodes");

@@ -316,12 +316,18 @@ void CompileRewards(const LoadedWorkflow& w, CompiledWorkflow& c) {
     term.signal = r.signal();
     term.weight = c.proto.reward(i).weight();
     term.to_go = r.to_go();
+    term.split = r.split();
     if (r.to_go() && r.level() != config::TURN) {
       w.Fail({{"reward", i}, {"to_go"}}, "to_go applies to TURN rewards only");
     }
+    if (r.split() && (r.level() != config::TRAJECTORY || !c.pipeline)) {
+      w.Fail({{"reward", i}, {"split"}}, "split shares a pipeline's TRAJECTORY outcome among its calls");
+    }
+    const std::vector<std::string> role_signals =
+        c.pipeline ? std::vector<std::string>{"format", "answer_gain"} : std::vector<std::string>{"format"};
     const std::vector<std::string> allowed = r.level() == config::TRAJECTORY ? trajectory
                                              : r.level() == config::TURN     ? turn
-                                                                             : std::vector<std::string>{"format"};
+                                                                             : role_signals;
     if (std::find(allowed.begin(), allowed.end(), r.signal()) == allowed.end()) {
       w.Fail({{"reward", i}, {"signal"}}, "unknown " + config::RewardLevel_Name(r.level()) + " reward signal '" +
                                               r.signal() +

@@ -48,6 +48,7 @@ struct RewardTerm {
   std::string signal;
   double weight = 0.0;
   bool to_go = false;      // TURN: return-to-go from the call's turn
+  bool split = false;      // TRAJECTORY: shared out among the calls that receive it
   std::vector<int> roles;  // empty: every trained role
 };
 

@@ -75,6 +75,9 @@ EvalResult Evaluate(const CompiledWorkflow& workflow, PolicyService& policy, int
     turns += b.turns;
   }
   result.episodes = episodes;
+  if (workflow.pipeline && workflow.pipeline->task->EvalQueryCount() > 0) {
+    result.questions = std::min(episodes, workflow.pipeline->task->EvalQueryCount());
+  }
   // A metric's mean over the episodes that report it (per-type metrics: those of the type).
   for (const auto& [k, v] : values) {
     const Spread s = SpreadOf(v);
@@ -112,6 +115,7 @@ std::optional<BestScore> BestAchievable(const CompiledWorkflow& workflow) {
 std::string EvalJson(const EvalResult& result) {
   JsonLine j;
   j.Add("episodes", result.episodes);
+  if (result.questions > 0) j.Add("questions", result.questions);
   for (const auto& [k, v] : result.metrics) j.Add(k, v);
   for (const auto& [k, v] : result.ci95) j.Add("ci95/" + k, v);
   j.Add("forward_calls_per_turn", result.forward_calls_per_turn);

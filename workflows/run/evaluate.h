@@ -14,6 +14,7 @@ namespace troupe {
 
 struct EvalResult {
   int episodes = 0;
+  int questions = 0;  // pipelines with an evaluation set: the distinct questions played
   std::map<std::string, double> metrics;  // means over episodes
   std::map<std::string, double> ci95;     // half-widths of their 95% intervals over episodes (Student's t)
   double forward_calls_per_turn = 0.0;

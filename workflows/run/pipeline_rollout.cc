@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/base/errors.h"
+#include "workflows/run/pipeline_credit.h"
 #include "workflows/run/rollout.h"
 
 namespace troupe {
@@ -28,7 +29,9 @@ struct PipelineEpisode {
   int tool_errors = 0;
   int truncated = 0;  // prompts cut to fit the model's max_len
   std::vector<std::string> retrieved;  // ids every tool returned, in order
-  bool searched = false;
+  std::vector<int> visits;             // per node: how many times it ran (a call's turn)
+  std::vector<CallTick> call_ticks;    // per record of the episode, in order
+  std::vector<AnswerTick> answers;     // every answer the answer node gave
 };
 
 // What a role node reads when it has no prompt template: the question, then
@@ -112,6 +115,7 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
     eps[e].query = eval_count > 0 ? p.task->EvalQuery((options.eval_first + e) % eval_count)
                                   : p.task->MakeQuery(Rng::Mix(options.seed, static_cast<uint64_t>(group)));
     eps[e].outputs.assign(p.nodes.size(), {});
+    eps[e].visits.assign(p.nodes.size(), 0);
     eps[e].frontier = p.start;
   }
   const int64_t calls_before = policy_.forward_calls();
@@ -217,10 +221,7 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
         out.values = std::move(r.values);
         for (const auto& [key, items] : out.values) {
           if (out.raw.empty() && !items.empty()) out.raw = items.front();
-          if (key == "ids") {
-            ep.searched = true;
-            ep.retrieved.insert(ep.retrieved.end(), items.begin(), items.end());
-          }
+          if (key == "ids") ep.retrieved.insert(ep.retrieved.end(), items.begin(), items.end());
         }
         ep.outputs[n] = std::move(out);
       }
@@ -238,7 +239,8 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
         }
         const std::string text = workflow_.Codec(node.role).Text(gens[i].tokens);
         ep.outputs[q.node] = node.parser->Parse(text);
-        CallRecord rec = NewRecord(q.episode, options.group_size, node.role, 0, ep.steps, node.name);
+        // Its turn: how many times this node ran before in the episode (GRPO groups by query, role and turn).
+        CallRecord rec = NewRecord(q.episode, options.group_size, node.role, 0, ep.visits[q.node]++, node.name);
         rec.prompt = std::move(q.prompt);
         rec.response = std::move(gens[i].tokens);
         rec.logprobs = std::move(gens[i].logprobs);
@@ -248,6 +250,14 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
         ++ep.calls;
         batch.invalid += !rec.valid;
         if (observer && observer->Detailed(q.episode)) observer->Acted(q.episode, rec, SplitWords(text), false);
+        ep.call_ticks.push_back({ep.steps, q.node == p.answer});
+        if (q.node == p.answer) {
+          PipelineOutcome answered;
+          const auto found = ep.outputs[q.node].values.find(node.parser->output_key());
+          if (found != ep.outputs[q.node].values.end() && !found->second.empty()) answered.answer = found->second.front();
+          const auto m = p.task->Score(ep.query, answered);
+          ep.answers.push_back({ep.steps, m.count("score") ? m.at("score") : 0.0});
+        }
         episode_records[q.episode].push_back(batch.records.size());
         batch.records.push_back(std::move(rec));
       }
@@ -270,20 +280,32 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
   }
   const std::string& answer_key = p.nodes[p.answer].parser->output_key();
   const bool has_tools = std::any_of(p.tools.begin(), p.tools.end(), [](const auto& t) { return t != nullptr; });
+  // Whether some tool retrieves (returns "ids"): then retrieval recall counts, also when it did not run.
+  const bool searches = std::any_of(p.tools.begin(), p.tools.end(), [](const auto& t) {
+    if (t == nullptr) return false;
+    const auto keys = t->Keys();
+    return std::find(keys.begin(), keys.end(), "ids") != keys.end();
+  });
   for (int e = 0; e < E; ++e) {
     PipelineEpisode& ep = eps[e];
     PipelineOutcome outcome;
     const auto it = ep.outputs[p.answer].values.find(answer_key);
     if (it != ep.outputs[p.answer].values.end() && !it->second.empty()) outcome.answer = it->second.front();
     outcome.retrieved = ep.retrieved;
-    outcome.searched = ep.searched;
+    outcome.searched = searches;
     outcome.calls = ep.calls;
     EpisodeSummary s;
     s.metrics = p.task->Score(ep.query, outcome);
     const double score = s.metrics.count("score") ? s.metrics["score"] : 0.0;
+    const std::vector<double> gains = AnswerGains(ep.call_ticks, ep.answers);
+    std::vector<int> receivers(workflow_.rewards.size(), 0);  // per term: the episode's calls it applies to
     for (size_t r : episode_records[e]) {
-      CallRecord& rec = batch.records[r];
-      rec.reward = CallReward(workflow_, rec, nullptr, score, &rec.role_reward);
+      for (size_t t = 0; t < receivers.size(); ++t) receivers[t] += TermApplies(workflow_.rewards[t], batch.records[r].role);
+    }
+    for (size_t k = 0; k < episode_records[e].size(); ++k) {
+      CallRecord& rec = batch.records[episode_records[e][k]];
+      rec.answer_gain = gains[k];
+      rec.reward = CallReward(workflow_, rec, nullptr, score, &rec.role_reward, &receivers);
     }
     s.metrics["steps"] = ep.steps;
     s.metrics["finished"] = ep.finished;

@@ -89,17 +89,23 @@ CallRecord Rollout::NewRecord(int episode, int group_size, int role, int seat, i
   return rec;
 }
 
+bool TermApplies(const RewardTerm& term, int role) {
+  return term.roles.empty() || std::find(term.roles.begin(), term.roles.end(), role) != term.roles.end();
+}
+
 double CallReward(const RolloutSpec& workflow, const CallRecord& record, const State* state, double task_score,
-                  double* role_part) {
+                  double* role_part, const std::vector<int>* receivers) {
   double reward = 0.0;
   if (role_part != nullptr) *role_part = 0.0;
-  for (const auto& term : workflow.rewards) {
-    if (!term.roles.empty() && std::find(term.roles.begin(), term.roles.end(), record.role) == term.roles.end())
-      continue;
+  for (size_t i = 0; i < workflow.rewards.size(); ++i) {
+    const RewardTerm& term = workflow.rewards[i];
+    if (!TermApplies(term, record.role)) continue;
     switch (term.level) {
-      case config::TRAJECTORY:
-        reward += term.weight * (state ? state->Signal(term.signal, record.seat) : task_score);
+      case config::TRAJECTORY: {
+        const double share = term.split && receivers != nullptr ? 1.0 / std::max(1, (*receivers)[i]) : 1.0;
+        reward += share * term.weight * (state ? state->Signal(term.signal, record.seat) : task_score);
         break;
+      }
       case config::TURN:
         if (state && term.to_go) {
           for (int t = record.turn; t < state->Turn(); ++t)
@@ -108,10 +114,12 @@ double CallReward(const RolloutSpec& workflow, const CallRecord& record, const S
           reward += term.weight * state->TurnSignal(term.signal, record.seat, record.turn);
         }
         break;
-      case config::ROLE:
-        reward += term.weight * record.format;
-        if (role_part != nullptr) *role_part += term.weight * record.format;
+      case config::ROLE: {
+        const double value = term.signal == "answer_gain" ? record.answer_gain : record.format;
+        reward += term.weight * value;
+        if (role_part != nullptr) *role_part += term.weight * value;
         break;
+      }
       default: break;
     }
   }

@@ -113,7 +113,11 @@ class Rollout {
 
 // Sums the workflow's reward terms for one call record of a finished episode.
 // `role_part`, when given, receives the ROLE-level part of the sum.
+// `receivers`, per reward term, the episode's calls it applies to (split terms divide by it).
 double CallReward(const RolloutSpec& workflow, const CallRecord& record, const State* state, double task_score,
-                  double* role_part = nullptr);
+                  double* role_part = nullptr, const std::vector<int>* receivers = nullptr);
+
+// Whether reward term `term` applies to calls of `role`.
+bool TermApplies(const RewardTerm& term, int role);
 
 }  // namespace troupe
