@@ -106,4 +106,17 @@ size_t ValidUtf8Prefix(std::string_view text) {
   return n;
 }
 
+std::string ToValidUtf8(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  while (!text.empty()) {
+    const size_t valid = ValidUtf8Prefix(text);
+    out.append(text.substr(0, valid));
+    if (valid == text.size()) break;
+    out.append("\xEF\xBF\xBD");  // U+FFFD for the byte that starts no valid character
+    text.remove_prefix(valid + 1);
+  }
+  return out;
+}
+
 }  // namespace troupe

@@ -22,4 +22,7 @@ std::string ToByteLevel(std::string_view bytes);
 // The length of the valid UTF-8 prefix of `text` (== size when all valid).
 size_t ValidUtf8Prefix(std::string_view text);
 
+// `text` with each byte that starts no valid UTF-8 character replaced by U+FFFD.
+std::string ToValidUtf8(std::string_view text);
+
 }  // namespace troupe

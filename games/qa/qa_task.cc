@@ -108,6 +108,13 @@ class FactbookQaTask : public PipelineTask {
   int vocabulary_size_;
 };
 
+// At most `bytes` of `text`, not cutting a UTF-8 character.
+std::string Prefix(const std::string& text, size_t bytes) {
+  if (text.size() <= bytes) return text;
+  while (bytes > 0 && (static_cast<unsigned char>(text[bytes]) & 0xC0) == 0x80) --bytes;
+  return text.substr(0, bytes);
+}
+
 // One index per passage file for the whole process, whichever nodes use it.
 std::shared_ptr<const PassageIndex> SharedIndex(const std::string& passages) {
   static std::mutex mutex;
@@ -154,7 +161,7 @@ class Retriever : public PipelineTool {
           const auto& h = hits[at + q];
           if (rank >= static_cast<int>(h.size()) || v["ids"].size() >= max_docs_ || !seen.insert(h[rank].passage).second) continue;
           const Passage& p = index_->passages()[h[rank].passage];
-          v["docs"].push_back(p.title + ": " + p.text.substr(0, doc_chars_));
+          v["docs"].push_back(p.title + ": " + Prefix(p.text, doc_chars_));
           v["titles"].push_back(p.title);
           v["ids"].push_back(p.id);
         }

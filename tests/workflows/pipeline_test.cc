@@ -225,6 +225,14 @@ TEST_CASE("parsers read tags, JSON keys, regexes and markers, and write what the
   CHECK_FALSE(search.Parse("<search>unclosed").valid);
   CHECK(search.Parse(search.Format({"x", "y"})).values.at("search") == std::vector<std::string>{"x", "y"});
 
+  config::ParserSpec alternatives;
+  alternatives.set_kind(config::TAG);
+  alternatives.set_open("<update>|<add>");
+  alternatives.set_max_items(3);
+  const OutputParser update(alternatives, "evidence");
+  CHECK(update.Parse("<add>b</add> then <update>a</update>").values.at("evidence") == std::vector<std::string>{"b", "a"});
+  CHECK(update.Format({"x"}) == "<update>x</update>");
+
   config::ParserSpec json;
   json.set_kind(config::JSON_KEY);
   json.set_key("sub_queries");
@@ -426,4 +434,43 @@ TEST_CASE("credit: marginal answer gains and shared outcomes on a hand-made traj
   // Split and marginal gains belong to pipelines.
   CHECK_THAT(ErrorOf(Replace(testing::TinyRedBlack(1, ""), "signal: \"round_payoff\" to_go: true", "signal: \"round_payoff\" split: true")),
              Catch::Contains("split shares a pipeline's"));
+}
+
+TEST_CASE("the shipped iterative search loop runs its turns under the oracle and ends with <end>", "[pipeline][qa]") {
+  std::string text = testing::ReadFile(testing::SourceDir() + "/workflows/shipped/qa_iterative.textproto");
+  text = Replace(text, "model { name: \"base\" hf_dir: \"runs/base_model/model\"",
+                 "model { name: \"base\" llama { hidden_size: 32 heads: 2 kv_heads: 1 layers: 1 intermediate_size: 64 "
+                 "max_len: 512 } tokenizer: \"" + QaTokenizer() + "\"");
+  text = Replace(text, "max_tokens: 24", "max_tokens: 64");  // room for the longest gold answers in this tokenizer
+  CompiledWorkflow w = CompileWorkflow(ParseWorkflowText(text, "qa_iterative.textproto"));
+  WorkerHub hub(MakeHubSpec(w));
+  Rollout rollout(w, hub);
+  Rng rng(6);
+  RolloutOptions o;
+  o.episodes = 12;
+  o.group_size = 1;
+  o.scripted_for_trained = true;
+  o.teacher = "oracle";
+  RolloutBatch b = rollout.Run(o, rng);
+  double f1 = 0;
+  for (const auto& e : b.episodes) {
+    f1 += e.metrics.at("f1");
+    CHECK(e.metrics.at("finished") == 1);
+    CHECK(e.metrics.at("invalid_outputs") == 0);
+  }
+  CHECK(f1 / 12 > 0.9);
+  // Per episode: plan, answer_0, then per sub-question search, summary, update, answer; a last search says <end>.
+  std::map<int64_t, std::map<std::string, int>> calls;
+  for (const auto& r : b.records) ++calls[r.episode][r.phase];
+  for (const auto& [episode, by] : calls) {
+    INFO("episode " << episode);
+    CHECK(by.at("plan") == 1);
+    CHECK(by.at("search") == by.at("answer"));
+    CHECK(by.at("summary") == by.at("answer") - 1);
+    CHECK(by.at("answer") <= 4);
+  }
+  // Marginal gains: the oracle's first answer is already right, so later turns gain nothing.
+  for (const auto& r : b.records) {
+    if (r.phase == "search" || r.phase == "summary" || r.phase == "update") CHECK(r.answer_gain == Approx(0.0).margin(1e-9));
+  }
 }

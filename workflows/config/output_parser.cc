@@ -27,9 +27,20 @@ std::string TagName(const std::string& tag) {
 
 }  // namespace
 
+// "<update>|<add>" -> {"<update>", "<add>"}.
+std::vector<std::string> Alternatives(const std::string& tags) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t bar; (bar = tags.find('|', start)) != std::string::npos; start = bar + 1) out.push_back(tags.substr(start, bar - start));
+  out.push_back(tags.substr(start));
+  return out;
+}
+
 std::string OutputParser::DefaultKey(const config::ParserSpec& spec) {
   if (spec.kind() == config::JSON_KEY && !spec.key().empty()) return spec.key();
-  if (spec.kind() == config::TAG && !TagName(spec.open()).empty()) return TagName(spec.open());
+  if (spec.kind() == config::TAG && !TagName(Alternatives(spec.open()).front()).empty()) {
+    return TagName(Alternatives(spec.open()).front());
+  }
   return "text";
 }
 
@@ -43,11 +54,17 @@ OutputParser::OutputParser(const config::ParserSpec& spec, std::string output_ke
   switch (spec.kind()) {
     case config::TAG:
       if (spec.open().empty()) throw Error("a tag parser needs `open`, e.g. \"<answer>\"");
-      close_ = spec.close();
-      if (close_.empty()) {
-        close_ = spec.open();
-        if (close_.front() == '<') close_.insert(1, "/");
-        else throw Error("a tag parser whose `open` does not start with '<' needs `close`");
+      opens_ = Alternatives(spec.open());
+      if (!spec.close().empty() && opens_.size() > 1) throw Error("`close` goes with a single `open` tag");
+      for (const auto& open : opens_) {
+        if (open.empty()) throw Error("an empty tag in `open` \"" + spec.open() + "\"");
+        std::string close = spec.close();
+        if (close.empty()) {
+          if (open.front() != '<') throw Error("a tag parser whose `open` does not start with '<' needs `close`");
+          close = open;
+          close.insert(1, "/");
+        }
+        closes_.push_back(close);
       }
       break;
     case config::JSON_KEY:
@@ -87,15 +104,20 @@ NodeOutput OutputParser::Parse(const std::string& answer) const {
       if (!Trim(answer).empty()) items.push_back(Trim(answer));
       break;
     case config::TAG:
+      // Each occurrence of any alternative, in the order they appear.
       for (size_t at = 0; items.size() < max;) {
-        const size_t open = answer.find(spec_.open(), at);
+        size_t open = std::string::npos, which = 0;
+        for (size_t k = 0; k < opens_.size(); ++k) {
+          const size_t found = answer.find(opens_[k], at);
+          if (found < open) open = found, which = k;
+        }
         if (open == std::string::npos) break;
-        const size_t begin = open + spec_.open().size();
-        const size_t close = answer.find(close_, begin);
+        const size_t begin = open + opens_[which].size();
+        const size_t close = answer.find(closes_[which], begin);
         if (close == std::string::npos) break;
         const std::string item = Trim(answer.substr(begin, close - begin));
         if (!item.empty()) items.push_back(item);
-        at = close + close_.size();
+        at = close + closes_[which].size();
       }
       break;
     case config::JSON_KEY: {
@@ -135,7 +157,7 @@ std::string OutputParser::Format(const std::vector<std::string>& items) const {
   switch (spec_.kind()) {
     case config::TAG: {
       std::string out;
-      for (const auto& i : items) out += spec_.open() + i + close_;
+      for (const auto& i : items) out += opens_.front() + i + closes_.front();
       return out;
     }
     case config::JSON_KEY:

@@ -25,6 +25,8 @@ class OutputParser {
   // Every key an output of this parser can have ("raw" included).
   std::vector<std::string> Keys() const;
   double valid_reward() const { return spec_.valid_reward(); }
+  config::ParserKind kind() const { return spec_.kind(); }
+  std::vector<std::string> markers() const { return {spec_.marker().begin(), spec_.marker().end()}; }
   double invalid_reward() const { return spec_.invalid_reward(); }
   // The answer a demonstration writes for `items` (SFT): the inverse of Parse.
   std::string Format(const std::vector<std::string>& items) const;
@@ -37,7 +39,7 @@ class OutputParser {
  private:
   config::ParserSpec spec_;
   std::string output_key_;
-  std::string close_;
+  std::vector<std::string> opens_, closes_;  // TAG: the alternatives
   std::unique_ptr<std::regex> regex_;
 };
 

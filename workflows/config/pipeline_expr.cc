@@ -123,7 +123,7 @@ std::string PromptTemplate::Render(const std::string& question, const std::vecto
 // ---- Conditions -------------------------------------------------------------
 
 struct Condition::Expr {
-  enum Kind { kOr, kAnd, kNot, kCompare, kExists, kValid, kCount, kRef, kNumber, kText } kind;
+  enum Kind { kOr, kAnd, kNot, kCompare, kExists, kValid, kCount, kRuns, kRef, kNumber, kText } kind;
   std::string op;  // kCompare
   std::unique_ptr<Expr> a, b;
   int ref = -1;  // index into refs_
@@ -222,7 +222,7 @@ class ConditionParser {
         return n;
       }
     }
-    if (lhs->kind == Expr::kNumber || lhs->kind == Expr::kText || lhs->kind == Expr::kCount) {
+    if (lhs->kind == Expr::kNumber || lhs->kind == Expr::kText || lhs->kind == Expr::kCount || lhs->kind == Expr::kRuns) {
       throw PipelineExprError(at_, "a condition compares, or tests exists(...), valid(...) or a reference");
     }
     if (lhs->kind == Expr::kRef) lhs->kind = Expr::kExists;  // a bare reference: it has an item
@@ -258,14 +258,14 @@ class ConditionParser {
       return n;
     }
     for (auto [name, kind] : {std::pair{"exists", Expr::kExists}, std::pair{"count", Expr::kCount},
-                              std::pair{"valid", Expr::kValid}}) {
+                              std::pair{"valid", Expr::kValid}, std::pair{"runs", Expr::kRuns}}) {
       const size_t save = at_;
       if (Keyword(name) && Symbol("(")) {
         auto n = Node(kind);
         const size_t where = at_;
         n->ref = Ref();
-        if (kind == Expr::kValid && !(*refs_)[n->ref].key.empty()) {
-          throw PipelineExprError(where, "valid(...) takes a node, not a key");
+        if ((kind == Expr::kValid || kind == Expr::kRuns) && !(*refs_)[n->ref].key.empty()) {
+          throw PipelineExprError(where, std::string(name) + "(...) takes a node, not a key");
         }
         Expect(")");
         return n;
@@ -301,6 +301,9 @@ Value Evaluate(const Expr& e, const std::vector<NodeRef>& refs, const std::vecto
   } else if (e.kind == Expr::kCount) {
     v.numeric = true;
     v.number = static_cast<double>(refs[e.ref].Items(outputs).size());
+  } else if (e.kind == Expr::kRuns) {
+    v.numeric = true;
+    v.number = outputs[refs[e.ref].node].runs;
   } else {
     const auto items = refs[e.ref].Items(outputs);
     v.text = items.empty() ? "" : items.front();

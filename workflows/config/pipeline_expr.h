@@ -2,8 +2,9 @@
 //   references  node, node.key, node.key.N   (a node's raw text, a key's
 //               items, its N-th item)
 //   templates   text with {question} and {reference} ("{{", "}}": braces)
-//   conditions  exists(ref), valid(node), count(ref), ref, numbers,
-//               'text'; == != < <= > >=; not, and, or; parentheses
+//   conditions  exists(ref), valid(node), count(ref), runs(node) (how many
+//               times it ran), ref, numbers, 'text'; == != < <= > >=;
+//               not, and, or; parentheses
 // Parse errors carry the offset in the expression, so the config error
 // points at the character.
 #pragma once
@@ -22,6 +23,7 @@ namespace troupe {
 struct NodeOutput {
   bool ran = false;
   bool valid = false;  // parsed (role nodes) or succeeded (tools)
+  int runs = 0;        // how many times the node ran in the episode
   std::string raw;     // the answer's text (role nodes) or the first item (tools)
   std::map<std::string, std::vector<std::string>> values;
 };

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/base/errors.h"
+#include "core/text/byte_level.h"
 #include "workflows/run/pipeline_credit.h"
 #include "workflows/run/rollout.h"
 
@@ -86,10 +87,16 @@ std::vector<ToolResult> RunTool(const PipelineTool& tool, const std::vector<Tool
 // The oracle's answer at a role node (supervised warm starts): the gold
 // answer at the answer node, the oracle sub-questions elsewhere, written as
 // the node's parser reads them.
-std::string OracleAnswer(const CompiledPipeline& p, int node, const PipelineQuery& query) {
+// At its `visit`-th run, a node whose parser has markers (search: <end>) asks
+// the visit-th sub-question, or gives its first marker once they are all asked;
+// a JSON list asks them all; other nodes write the visit-th sub-question.
+std::string OracleAnswer(const CompiledPipeline& p, int node, int visit, const PipelineQuery& query) {
   const OutputParser& parser = *p.nodes[node].parser;
   if (node == p.answer) return parser.Format({query.answers.empty() ? "" : query.answers.front()});
-  return parser.Format(query.decomposition);
+  const std::vector<std::string>& subs = query.decomposition;
+  if (!parser.markers().empty() && visit >= static_cast<int>(subs.size())) return parser.markers().front();
+  if (parser.kind() == config::JSON_KEY || subs.empty()) return parser.Format(subs);
+  return parser.Format({subs[std::min<size_t>(static_cast<size_t>(visit), subs.size() - 1)]});
 }
 
 // Cuts a prompt longer than `limit` tokens in the middle: the head (the start,
@@ -196,7 +203,7 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
       for (Pending& q : oracle) {
         const PipelineNode& node = p.nodes[q.node];
         const PromptCodec& codec = workflow_.Codec(node.role);
-        const std::string text = OracleAnswer(p, q.node, eps[q.episode].query);
+        const std::string text = OracleAnswer(p, q.node, eps[q.episode].visits[q.node], eps[q.episode].query);
         Generation g;
         g.tokens = codec.reads_text() ? codec.Answer({text}, 1 << 20) : codec.Answer(WordsOfText(text), 1 << 20);
         if (static_cast<int>(g.tokens.size()) > node.max_tokens) g.tokens.resize(static_cast<size_t>(node.max_tokens));
@@ -219,6 +226,7 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
           if (!node.fail_open) ep.done = true;
         }
         out.values = std::move(r.values);
+        out.runs = ep.outputs[n].runs + 1;
         for (const auto& [key, items] : out.values) {
           if (out.raw.empty() && !items.empty()) out.raw = items.front();
           if (key == "ids") ep.retrieved.insert(ep.retrieved.end(), items.begin(), items.end());
@@ -237,8 +245,11 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
           ep.dropped = ep.done = true;
           continue;
         }
-        const std::string text = workflow_.Codec(node.role).Text(gens[i].tokens);
+        // Byte-level tokens may end inside a character: later prompts read valid UTF-8.
+        const std::string text = ToValidUtf8(workflow_.Codec(node.role).Text(gens[i].tokens));
+        const int runs = ep.outputs[q.node].runs + 1;
         ep.outputs[q.node] = node.parser->Parse(text);
+        ep.outputs[q.node].runs = runs;
         // Its turn: how many times this node ran before in the episode (GRPO groups by query, role and turn).
         CallRecord rec = NewRecord(q.episode, options.group_size, node.role, 0, ep.visits[q.node]++, node.name);
         rec.prompt = std::move(q.prompt);
