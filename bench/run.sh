@@ -5,7 +5,8 @@
 #     per game round;
 #  2. troupe's message path against raw libzmq (inproc and tcp, 64 B-64 KiB);
 #  3. the default training run (the README's main job), its wall time and peak
-#     resident memory, read from the kernel's accounting of the process.
+#     resident memory, read from the kernel's accounting of the process;
+#  4. the QA retriever: index build time, queries/s and recall@k (JSON).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh >/dev/null
@@ -26,3 +27,6 @@ subprocess.run(["./build/workflows/troupe", "train", "workflows/shipped/red_blac
 peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
 print(f"wall time {time.time() - t0:.0f} s, peak resident memory {peak_kib / 1024:.0f} MiB")
 PY
+echo
+echo "== QA retriever (Xapian BM25 over the Factbook passages; recall@4 on the test split)"
+./build/bench/retrieval_bench

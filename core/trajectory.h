@@ -16,6 +16,7 @@ struct CallRecord {
   int role_slot = 0;    // the role's slot inside its model (role token, adapter)
   int seat = 0;
   int turn = 0;
+  int step = 0;       // pipelines: the tick the call ran in
   std::string phase;  // kind of decision ("vote", "speak", node name...)
   std::vector<int> prompt;
   std::vector<int> response;       // sampled tokens, <eos> included when emitted

@@ -89,6 +89,8 @@ void SessionModel::Add(const session::Event& e) {
       row.phase = m.phase();
       row.channel = m.channel();
       row.text = m.text();
+      row.prompt = m.prompt();
+      row.step = m.step();
       row.text_tokens = m.text_tokens();
       row.wire_bytes = m.wire_bytes();
       row.valid = m.valid();

@@ -19,6 +19,8 @@ struct MessageRow {
   int64_t episode = 0;
   int role = 0, seat = 0, turn = 0;
   std::string phase, channel, text;
+  std::string prompt;  // what the caller read (text calls; a tool's inputs)
+  int step = 0;        // pipelines: the tick the node ran in
   int text_tokens = 0;
   int64_t wire_bytes = 0;
   bool valid = true;

@@ -261,3 +261,26 @@ TEST_CASE("the Sugarscape view draws the recorded world: sugar and spice hills, 
   CHECK(rust > 10000);
   CHECK(light > 500);
 }
+
+TEST_CASE("the pipeline view draws the graph with the active node and each tick's calls", "[viewer][screenshot][pipeline]") {
+  const std::string session = Temp("pipeline.session");
+  Result run = Run(troupe::testing::TroupeBinary() + " train " + troupe::testing::SourceDir() +
+                   "/workflows/shipped/proposer_critic.textproto --quiet --no-eval --out " + Temp("pipeline-run") +
+                   " --set trainer.iterations=1 --set trainer.episodes_per_iteration=8 --record " + session);
+  INFO(run.output);
+  REQUIRE(run.status == 0);
+  const std::string png = Temp("pipeline.png");
+  Result r = Run(View(session + " --screenshot " + png + " --iteration 1 --episode 0 --panel episode"));
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  const Image img = Load(png);
+  // Nodes and calls that ran are green; the nodes of the tick at the cursor (the last) are yellow.
+  size_t green = 0, yellow = 0;
+  for (size_t i = 0; i + 3 < img.rgba.size(); i += 4) {
+    const unsigned char* p = &img.rgba[i];
+    green += p[1] > 180 && p[0] > 80 && p[0] < 130 && p[2] > 90 && p[2] < 140;
+    yellow += p[0] > 220 && p[1] > 170 && p[1] < 220 && p[2] < 90;
+  }
+  CHECK(green > 100);
+  CHECK(yellow > 30);
+}

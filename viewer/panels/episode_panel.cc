@@ -60,7 +60,8 @@ void DrawEpisodePanel(ViewState& state) {
                       ep->dropped ? "  (dropped: a worker was lost)"
                       : ep->ended ? ""
                                   : "  (playing)");
-  const std::string game = m.run().game();
+  // Pipelines (no game) get the pipeline view.
+  const std::string game = m.run().game().empty() && m.workflow().has_pipeline() ? "pipeline" : m.run().game();
   auto& registry = EpisodeRendererRegistry::Get();
   static std::map<std::string, std::unique_ptr<EpisodeRenderer>> renderers;
   auto& renderer = renderers[game];

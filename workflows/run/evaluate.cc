@@ -34,6 +34,10 @@ class ChunkObserver : public RolloutObserver {
     shifted.episode += offset_;
     base_->Acted(episode + offset_, shifted, words, scripted);
   }
+  void ToolRan(int episode, const std::string& node, int step, const std::vector<std::string>& inputs,
+               const std::map<std::string, std::vector<std::string>>& outputs, bool ok) override {
+    base_->ToolRan(episode + offset_, node, step, inputs, outputs, ok);
+  }
   void StateChanged(int episode, const State& state) override { base_->StateChanged(episode + offset_, state); }
   void EpisodeEnded(int episode, const EpisodeSummary& summary) override {
     base_->EpisodeEnded(episode + offset_, summary);

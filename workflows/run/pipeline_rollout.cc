@@ -43,21 +43,6 @@ std::string DefaultPrompt(const PipelineNode& node, const PipelineEpisode& ep) {
   return text;
 }
 
-std::vector<std::string> SplitWords(const std::string& text) {
-  std::vector<std::string> words;
-  std::string w;
-  for (char c : text) {
-    if (std::isspace(static_cast<unsigned char>(c))) {
-      if (!w.empty()) words.push_back(std::move(w));
-      w.clear();
-    } else {
-      w.push_back(c);
-    }
-  }
-  if (!w.empty()) words.push_back(std::move(w));
-  return words;
-}
-
 // Runs one tool node's calls of a tick as a batch; a failed batch, or failed
 // calls, are tried again up to `retries` times. Results stay failed after that.
 std::vector<ToolResult> RunTool(const PipelineTool& tool, const std::vector<ToolCall>& calls, int retries) {
@@ -174,6 +159,7 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
 
     // Tools: one batched call per tool node, before the outputs change this tick.
     std::map<int, std::vector<ToolResult>> tool_results;
+    std::map<int, std::vector<ToolCall>> calls_of;
     for (const auto& [n, episodes] : tool_episodes) {
       const PipelineNode& node = p.nodes[n];
       std::vector<ToolCall> calls;
@@ -185,6 +171,7 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
         calls.push_back(std::move(call));
       }
       tool_results[n] = RunTool(*p.tools[n], calls, node.retries);
+      calls_of[n] = std::move(calls);
     }
 
     // Role nodes: one Generate per model.
@@ -231,6 +218,10 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
           if (out.raw.empty() && !items.empty()) out.raw = items.front();
           if (key == "ids") ep.retrieved.insert(ep.retrieved.end(), items.begin(), items.end());
         }
+        if (observer && observer->Detailed(episodes[k])) {
+          const ToolCall& call = calls_of[n][k];
+          observer->ToolRan(episodes[k], node.name, ep.steps, call.inputs, out.values, out.valid);
+        }
         ep.outputs[n] = std::move(out);
       }
     }
@@ -252,6 +243,7 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
         ep.outputs[q.node].runs = runs;
         // Its turn: how many times this node ran before in the episode (GRPO groups by query, role and turn).
         CallRecord rec = NewRecord(q.episode, options.group_size, node.role, 0, ep.visits[q.node]++, node.name);
+        rec.step = ep.steps;
         rec.prompt = std::move(q.prompt);
         rec.response = std::move(gens[i].tokens);
         rec.logprobs = std::move(gens[i].logprobs);
@@ -260,7 +252,7 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
         ep.invalid += !rec.valid;
         ++ep.calls;
         batch.invalid += !rec.valid;
-        if (observer && observer->Detailed(q.episode)) observer->Acted(q.episode, rec, SplitWords(text), false);
+        if (observer && observer->Detailed(q.episode)) observer->Acted(q.episode, rec, {text}, false);
         ep.call_ticks.push_back({ep.steps, q.node == p.answer});
         if (q.node == p.answer) {
           PipelineOutcome answered;
@@ -309,6 +301,7 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
     s.metrics = p.task->Score(ep.query, outcome);
     const double score = s.metrics.count("score") ? s.metrics["score"] : 0.0;
     const std::vector<double> gains = AnswerGains(ep.call_ticks, ep.answers);
+    std::map<int, double> credit;  // per role: its calls' rewards in the episode
     std::vector<int> receivers(workflow_.rewards.size(), 0);  // per term: the episode's calls it applies to
     for (size_t r : episode_records[e]) {
       for (size_t t = 0; t < receivers.size(); ++t) receivers[t] += TermApplies(workflow_.rewards[t], batch.records[r].role);
@@ -317,7 +310,9 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
       CallRecord& rec = batch.records[episode_records[e][k]];
       rec.answer_gain = gains[k];
       rec.reward = CallReward(workflow_, rec, nullptr, score, &rec.role_reward, &receivers);
+      credit[rec.role] += rec.reward;
     }
+    for (const auto& [role, r] : credit) s.metrics["credit/" + workflow_.roles[role].name] = r;
     s.metrics["steps"] = ep.steps;
     s.metrics["finished"] = ep.finished;
     s.metrics["invalid_outputs"] = ep.invalid;

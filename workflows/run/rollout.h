@@ -41,6 +41,9 @@ class RolloutObserver {
   virtual void EpisodeStarted(int episode, int group) = 0;
   // A seat or node acted (scripted acts come without tokens); detailed episodes only.
   virtual void Acted(int episode, const CallRecord& call, const std::vector<std::string>& words, bool scripted) = 0;
+  // A pipeline's tool node ran (detailed episodes only): its inputs and outputs.
+  virtual void ToolRan(int episode, const std::string& node, int step, const std::vector<std::string>& inputs,
+                       const std::map<std::string, std::vector<std::string>>& outputs, bool ok) {}
   // The game state after a tick; detailed episodes only.
   virtual void StateChanged(int episode, const State& state) = 0;
   virtual void EpisodeEnded(int episode, const EpisodeSummary& summary) = 0;

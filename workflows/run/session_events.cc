@@ -137,6 +137,7 @@ void SessionEvents::Acted(int episode, const CallRecord& call, const std::vector
     SummarizeLatents(call.latents, width, m);
   } else {
     auto* m = NewMessage(&e, episode, call.role, call.seat, call.turn, call.phase, "TEXT", words);
+    m->set_step(call.step);
     if (!scripted) m->set_text_tokens(static_cast<int>(call.response.size()));
     if (call.soft_inputs.empty()) {
       m->set_prompt(call.model >= 0 ? workflow_.Codec(call.role).Show(call.prompt) : Join(workflow_.vocab.Decode(call.prompt)));
@@ -144,6 +145,21 @@ void SessionEvents::Acted(int episode, const CallRecord& call, const std::vector
     m->set_wire_bytes(static_cast<int64_t>(m->text().size()));
     m->set_valid(call.valid);
   }
+  Emit(e);
+}
+
+void SessionEvents::ToolRan(int episode, const std::string& node, int step, const std::vector<std::string>& inputs,
+                            const std::map<std::string, std::vector<std::string>>& outputs, bool ok) {
+  // A tool's call: role -1, its inputs as the prompt, its outputs key by key as the text.
+  session::Event e;
+  std::string text;
+  for (const auto& [key, items] : outputs) {
+    for (const auto& item : items) text += (text.empty() ? "" : "\n") + key + ": " + item;
+  }
+  auto* m = NewMessage(&e, episode, -1, 0, 0, node, "TOOL", {text});
+  m->set_step(step);
+  m->set_prompt(Join(inputs));
+  m->set_valid(ok);
   Emit(e);
 }
 

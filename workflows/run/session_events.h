@@ -43,6 +43,8 @@ class SessionEvents : public RolloutObserver {
   bool Detailed(int episode) const override;
   void EpisodeStarted(int episode, int group) override;
   void Acted(int episode, const CallRecord& call, const std::vector<std::string>& words, bool scripted) override;
+  void ToolRan(int episode, const std::string& node, int step, const std::vector<std::string>& inputs,
+               const std::map<std::string, std::vector<std::string>>& outputs, bool ok) override;
   void StateChanged(int episode, const State& state) override;
   void EpisodeEnded(int episode, const EpisodeSummary& summary) override;
 
