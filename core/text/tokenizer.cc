@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/base/errors.h"
+#include "core/base/file_io.h"
 #include "core/text/byte_level.h"
 #include "core/text/regex_splitter.h"
 
@@ -29,11 +30,11 @@ constexpr int kNoRank = std::numeric_limits<int>::max();
 uint64_t PairKey(int a, int b) { return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b); }
 
 std::string ReadWhole(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw TokenizerError(path + ": cannot open");
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
+  try {
+    return ReadWholeFile(path);
+  } catch (const Error& e) {
+    throw TokenizerError(e.what());
+  }
 }
 
 std::string Base64Decode(std::string_view in, const std::string& where) {

@@ -21,7 +21,7 @@ using nlohmann::json;
 namespace {
 
 // Bumped whenever what the generator writes changes: a cached dataset of another version is rebuilt.
-constexpr int kGeneratorVersion = 1;
+constexpr int kGeneratorVersion = 2;
 
 json ParseJsonFile(const std::string& path) {
   try {
@@ -344,7 +344,7 @@ class Builder {
                              const Passage* second, const std::string& sub) {
         QaRecord r;
         r.id = relation + ":" + c.cca3;
-        r.question = what + " of the country whose capital is " + y + "?";
+        r.question = what + " the country whose capital is " + y + "?";
         r.answers = std::move(answers);
         r.type = "bridge";
         r.relation = relation;
@@ -354,9 +354,9 @@ class Builder {
         if (ok) r.supporting = {capital->id, second->id};
         Offer(std::move(r), {&c}, ok);
       };
-      via_capital("currency_of_capital", "What is the currency", CurrencyAliases(c), P(c, "Economy/Exchange rates"),
+      via_capital("currency_of_capital", "What is the currency of", CurrencyAliases(c), P(c, "Economy/Exchange rates"),
                   Lookup("currency", c));
-      via_capital("language_of_capital", "Name a language spoken", c.languages, P(c, "People and Society/Languages"),
+      via_capital("language_of_capital", "Name a language spoken in", c.languages, P(c, "People and Society/Languages"),
                   Lookup("language", c));
     }
     std::vector<const Country*> landlocked;

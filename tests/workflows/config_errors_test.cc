@@ -16,10 +16,14 @@
 #include "workflows/config/compiled_workflow.h"
 #include "workflows/config/config_loader.h"
 #include "workflows/config/defaults.h"
+#include "tests/workflows/config_test_support.h"
 
 using namespace troupe;
 
 namespace {
+
+using troupe::testing::At;
+using troupe::testing::ErrorOf;
 
 const char* kBase = R"(name: "t"
 game {
@@ -41,23 +45,7 @@ std::string WithLine(int n, const std::string& line) {
   return out;
 }
 
-// The error of compiling `text`, or "" when it is valid.
-std::string ErrorOf(const std::string& text) {
-  try {
-    CompileWorkflow(ParseWorkflowText(text, "t.textproto"));
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
 
-// "t.textproto:LINE:COL" where COL is where `token` starts on that line.
-std::string At(const std::string& text, int line, const std::string& token) {
-  std::istringstream in(text);
-  std::string l;
-  for (int i = 1; i <= line; ++i) std::getline(in, l);
-  return "t.textproto:" + std::to_string(line) + ":" + std::to_string(l.find(token) + 1) + ":";
-}
 
 }  // namespace
 

@@ -18,6 +18,7 @@
 #include "games/qa/factbook_qa.h"
 #include "games/qa/qa_dataset.h"
 #include "tests/test_support.h"
+#include "tests/workflows/config_test_support.h"
 #include "workflows/config/compiled_workflow.h"
 #include "workflows/config/config_loader.h"
 #include "workflows/config/model_spec.h"
@@ -32,6 +33,9 @@ using namespace troupe;
 namespace fs = std::filesystem;
 
 namespace {
+
+using troupe::testing::At;
+using troupe::testing::ErrorOf;
 
 // Two nodes: "plan" (keys raw, items, end) and "look" (keys raw, docs).
 RefScope TwoNodes() {
@@ -92,22 +96,19 @@ reward { level: TRAJECTORY signal: "score" }
 )";
 }
 
-std::string ErrorOf(const std::string& text) {
-  try {
-    CompileWorkflow(ParseWorkflowText(text, "t.textproto"));
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
 
-// "t.textproto:LINE:COL:" where COL is where `token` starts on that line.
-std::string At(const std::string& text, int line, const std::string& token) {
-  std::istringstream in(text);
-  std::string l;
-  for (int i = 1; i <= line; ++i) std::getline(in, l);
-  REQUIRE(l.find(token) != std::string::npos);
-  return "t.textproto:" + std::to_string(line) + ":" + std::to_string(l.find(token) + 1) + ":";
+
+// Episodes of `w` with the oracle in every trained role (demonstrations).
+RolloutBatch OracleRollout(const CompiledWorkflow& w, int episodes, uint64_t seed) {
+  WorkerHub hub(MakeHubSpec(w));
+  Rollout rollout(w, hub);
+  Rng rng(seed);
+  RolloutOptions o;
+  o.episodes = episodes;
+  o.group_size = 1;
+  o.scripted_for_trained = true;
+  o.teacher = "oracle";
+  return rollout.Run(o, rng);
 }
 
 std::string Replace(std::string text, const std::string& from, const std::string& to) {
@@ -358,15 +359,7 @@ TEST_CASE("forward calls per QA pipeline tick do not grow with the number of que
 
 TEST_CASE("oracle demonstrations decompose, retrieve the supporting passages and answer right", "[pipeline][qa]") {
   CompiledWorkflow w = CompileWorkflow(ParseWorkflowText(QaDecompose(48), "qa.textproto"));
-  WorkerHub hub(MakeHubSpec(w));
-  Rollout rollout(w, hub);
-  Rng rng(4);
-  RolloutOptions o;
-  o.episodes = 16;
-  o.group_size = 1;
-  o.scripted_for_trained = true;
-  o.teacher = "oracle";
-  RolloutBatch b = rollout.Run(o, rng);
+  RolloutBatch b = OracleRollout(w, 16, 4);
   double f1 = 0, recall = 0;
   for (const auto& e : b.episodes) {
     f1 += e.metrics.at("f1");
@@ -443,15 +436,7 @@ TEST_CASE("the shipped iterative search loop runs its turns under the oracle and
                  "max_len: 512 } tokenizer: \"" + QaTokenizer() + "\"");
   text = Replace(text, "max_tokens: 24", "max_tokens: 64");  // room for the longest gold answers in this tokenizer
   CompiledWorkflow w = CompileWorkflow(ParseWorkflowText(text, "qa_iterative.textproto"));
-  WorkerHub hub(MakeHubSpec(w));
-  Rollout rollout(w, hub);
-  Rng rng(6);
-  RolloutOptions o;
-  o.episodes = 12;
-  o.group_size = 1;
-  o.scripted_for_trained = true;
-  o.teacher = "oracle";
-  RolloutBatch b = rollout.Run(o, rng);
+  RolloutBatch b = OracleRollout(w, 12, 6);
   double f1 = 0;
   for (const auto& e : b.episodes) {
     f1 += e.metrics.at("f1");
