@@ -1,6 +1,9 @@
 // Whole-file reads and crash-safe writes.
 #include "core/base/file_io.h"
 
+#include <unistd.h>
+
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -22,7 +25,10 @@ void WriteFileAtomically(const std::string& path, const std::string& content) {
   const fs::path target(path);
   std::error_code ec;
   if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
-  const std::string tmp = path + ".tmp";
+  // A name of its own per process and call: writers racing for one path each
+  // rename a whole file into place, never interleave into one.
+  static std::atomic<unsigned> calls{0};
+  const std::string tmp = path + ".tmp" + std::to_string(::getpid()) + "-" + std::to_string(calls++);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out.write(content.data(), static_cast<std::streamsize>(content.size()));
@@ -30,7 +36,10 @@ void WriteFileAtomically(const std::string& path, const std::string& content) {
     if (!out) throw Error(path + ": cannot write");
   }
   fs::rename(tmp, target, ec);
-  if (ec) throw Error(path + ": cannot replace: " + ec.message());
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw Error(path + ": cannot replace: " + ec.message());
+  }
 }
 
 }  // namespace troupe
