@@ -211,13 +211,12 @@ void ValidatePipelineGraph(const LoadedWorkflow& w, CompiledWorkflow& c) {
     if (node.max_tokens <= 0) w.Fail(at("max_tokens"), "max_tokens must be positive");
     std::unique_ptr<PipelineTool> tool;
     if (n.kind() != config::ROLE_NODE) {
-      for (const char* role_only : {"parser", "prompt", "output_key"}) {
-        const bool set = std::string(role_only) == "parser" ? n.has_parser()
-                         : std::string(role_only) == "prompt" ? !n.prompt().empty()
-                                                              : !n.output_key().empty();
+      const std::pair<const char*, bool> role_only[] = {
+          {"parser", n.has_parser()}, {"prompt", !n.prompt().empty()}, {"output_key", !n.output_key().empty()}};
+      for (const auto& [field, set] : role_only) {
         if (set) {
-          w.Fail(at(role_only), std::string(role_only) + " belongs to role nodes; '" + n.name() + "' is a " +
-                                    (n.kind() == config::TOOL_NODE ? "tool" : "end") + " node");
+          w.Fail(at(field), std::string(field) + " belongs to role nodes; '" + n.name() + "' is a " +
+                                (n.kind() == config::TOOL_NODE ? "tool" : "end") + " node");
         }
       }
     }
