@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -429,4 +430,24 @@ TEST_CASE("a worker hands out its parameters as an attachment and loads paramete
   bye.mutable_shutdown();
   router->Send(bye, "m#0");
   worker.join();
+}
+
+TEST_CASE("a supervised warm start sent to the worker in parts counts every step",
+          "[runtime][sft]") {
+  // One request for all steps of a large model's warm start outlived request_timeout_ms
+  // (the worker was declared lost while it trained); the hub now sends them in parts.
+  CompiledWorkflow w = CompileWorkflow(ParseWorkflowText(kTiny, "tiny.textproto"));
+  WorkerHub hub(MakeHubSpec(w));
+  Rollout rollout(w, hub);
+  Rng rng(5);
+  RolloutOptions o;
+  o.episodes = 4;
+  o.group_size = 4;
+  const std::vector<CallRecord> demos = rollout.Run(o, rng).records;
+  REQUIRE_FALSE(demos.empty());
+  const std::vector<ModelTrainStats> st = hub.Supervised(demos, 25);
+  REQUIRE(st.size() == 1);
+  CHECK(st[0].steps == 25);
+  CHECK(st[0].records > 0);
+  CHECK(std::isfinite(st[0].loss));
 }

@@ -360,7 +360,24 @@ std::vector<ModelTrainStats> WorkerHub::Update(const std::vector<CallRecord>& re
 }
 
 std::vector<ModelTrainStats> WorkerHub::Supervised(const std::vector<CallRecord>& demos, int steps) {
-  return Train(demos, true, steps);
+  // A few steps a request: a long warm start of a large model must not look
+  // like a silent worker (request_timeout_ms bounds each request).
+  constexpr int kStepsPerRequest = 10;
+  if (steps <= kStepsPerRequest) return Train(demos, true, steps);
+  std::vector<ModelTrainStats> total;
+  for (int done = 0; done < steps; done += kStepsPerRequest) {
+    std::vector<ModelTrainStats> part = Train(demos, true, std::min(kStepsPerRequest, steps - done));
+    if (total.empty()) {
+      total = std::move(part);
+      continue;
+    }
+    for (size_t m = 0; m < total.size() && m < part.size(); ++m) {
+      const int steps_before = total[m].steps;
+      total[m] = part[m];  // the latest loss and entropy
+      total[m].steps += steps_before;
+    }
+  }
+  return total;
 }
 
 void WorkerHub::Save(const std::string& dir) {
