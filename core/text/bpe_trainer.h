@@ -16,7 +16,9 @@ namespace troupe {
 struct BpeTrainerOptions {
   int vocab_size = 8192;  // bytes + merges + special tokens
   int min_frequency = 2;  // a pair seen fewer times is not merged
-  std::vector<std::string> special_tokens = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};
+  // ChatML's three, then <bot> and <eot>, which bracket the latent vectors of a
+  // hybrid message (so a base model can send and read them later).
+  std::vector<std::string> special_tokens = {"<|endoftext|>", "<|im_start|>", "<|im_end|>", "<bot>", "<eot>"};
   std::string pattern;  // empty: the Qwen pre-tokeniser regex
   bool nfc = true;
 };
