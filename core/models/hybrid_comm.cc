@@ -151,7 +151,7 @@ struct HybridCommTrainer::Impl {
     for (const auto* p : prompts) rows.push_back(model->embed(Ids(*p, device)));
     PaddedBatch b = Pad(rows);
     const torch::Tensor role = Slots(m, r.slots);
-    LMOutput o = model->forward_embeds(b.embeds, b.positions, b.key_valid, role, &r.cache);
+    LMOutput o = model->forward_hidden(b.embeds, b.positions, b.key_valid, role, &r.cache);
     const int64_t B = static_cast<int64_t>(prompts.size());
     r.key_valid = b.key_valid;
     r.next_pos = b.lengths;

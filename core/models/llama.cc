@@ -204,7 +204,7 @@ LlamaLMImpl::LlamaLMImpl(const LlamaOptions& options) : options_(options) {
 
 std::shared_ptr<PolicyModelImpl> LlamaLMImpl::fresh_copy() const { return std::make_shared<LlamaLMImpl>(options_); }
 
-LMOutput LlamaLMImpl::forward_embeds(const torch::Tensor& embeds, const torch::Tensor& positions,
+LMOutput LlamaLMImpl::forward_hidden(const torch::Tensor& embeds, const torch::Tensor& positions,
                                      const torch::Tensor& key_valid, const torch::Tensor& role, KvCache* cache,
                                      bool all_layers) {
   const int64_t B = embeds.size(0), T = embeds.size(1), D = options_.resolved_head_dim();
@@ -230,10 +230,12 @@ LMOutput LlamaLMImpl::forward_embeds(const torch::Tensor& embeds, const torch::T
     if (all_layers) out.layers.push_back(x);
   }
   out.hidden = model->norm(x);
-  out.logits =
-      options_.tie_embeddings() ? torch::matmul(out.hidden, model->embed_tokens->weight.t()) : lm_head(out.hidden);
   out.values = value_head(out.hidden).squeeze(-1);
   return out;
+}
+
+torch::Tensor LlamaLMImpl::lm_logits(const torch::Tensor& hidden, const torch::Tensor& /*role*/) {
+  return options_.tie_embeddings() ? torch::matmul(hidden, model->embed_tokens->weight.t()) : lm_head(hidden);
 }
 
 LlamaOptions LlamaOptionsOf(const HfDecoderConfig& h) {

@@ -115,8 +115,9 @@ class LlamaLMImpl : public PolicyModelImpl {
   explicit LlamaLMImpl(const LlamaOptions& options);
   torch::Tensor token_embeddings(const torch::Tensor& tokens) override { return model->embed_tokens(tokens); }
   // role [B] may be undefined when the model has one role.
-  LMOutput forward_embeds(const torch::Tensor& embeds, const torch::Tensor& positions, const torch::Tensor& key_valid,
+  LMOutput forward_hidden(const torch::Tensor& embeds, const torch::Tensor& positions, const torch::Tensor& key_valid,
                           const torch::Tensor& role, KvCache* cache = nullptr, bool all_layers = false) override;
+  torch::Tensor lm_logits(const torch::Tensor& hidden, const torch::Tensor& role) override;
   int64_t width() const override { return options_.hidden_size(); }
   int64_t vocab_size() const override { return options_.vocab_size(); }
   int64_t max_len() const override { return options_.max_len(); }

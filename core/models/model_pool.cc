@@ -251,12 +251,15 @@ std::vector<Generation> GenerateBatch(PolicyModel& model, torch::Device device,
   const torch::Tensor first_mask = FirstTokenMask(queries, model->vocab_size()).to(device);
   KvCache cache;
   torch::Tensor key_valid = pb.key_valid, role = pb.role;
-  LMOutput o = model->forward_embeds(pb.embeds, pb.positions, key_valid, role, &cache);
+  // The prompts' logits are read at their last position only (rows are left-padded).
+  LMOutput o = model->forward_hidden(pb.embeds, pb.positions, key_valid, role, &cache);
+  o.hidden = o.hidden.narrow(1, pb.length - 1, 1);
+  o.logits = model->lm_logits(o.hidden, role);
   ++*forward_calls;
   if (pb.rows < B) {  // one row per query from here on
     torch::Tensor expand = torch::from_blob(pb.row_of.data(), {B}, long_opts).clone().to(device);
-    o.hidden = o.hidden.narrow(1, pb.length - 1, 1).index_select(0, expand);
-    o.logits = o.logits.narrow(1, pb.length - 1, 1).index_select(0, expand);
+    o.hidden = o.hidden.index_select(0, expand);
+    o.logits = o.logits.index_select(0, expand);
     for (auto& k : cache.keys) k = k.index_select(0, expand);
     for (auto& v : cache.values) v = v.index_select(0, expand);
     key_valid = key_valid.index_select(0, expand);

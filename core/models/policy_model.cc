@@ -86,7 +86,7 @@ LatentStepsOutput PolicyModelImpl::send_latents(
   for (int64_t j = 0; j < K; ++j) {
     torch::Tensor z = project_latent(h);
     const auto [positions, keys] = at(j);
-    out.steps.push_back(forward_embeds(z.unsqueeze(1), positions, keys, role, cache));
+    out.steps.push_back(forward_hidden(z.unsqueeze(1), positions, keys, role, cache));  // no logits: none reads them
     out.z.push_back(z);
     h = out.steps.back().hidden.select(1, 0);
   }

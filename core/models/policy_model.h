@@ -89,9 +89,21 @@ class PolicyModelImpl : public torch::nn::Module {
   torch::Tensor embed(const torch::Tensor& tokens) { return token_embeddings(tokens.clamp_min(0)); }
   // positions [B,T]; key_valid [B,Tk] (Tk = cached + T); role [B] (the role slot
   // of each row on this model). With `all_layers`, every block's output too.
-  virtual LMOutput forward_embeds(const torch::Tensor& embeds, const torch::Tensor& positions,
+  // The blocks, final norm and value head: hidden, values (and layers), no logits.
+  virtual LMOutput forward_hidden(const torch::Tensor& embeds, const torch::Tensor& positions,
                                   const torch::Tensor& key_valid, const torch::Tensor& role, KvCache* cache = nullptr,
                                   bool all_layers = false) = 0;
+  // The LM head over final hidden states [B,T,d] of rows whose role slots are
+  // `role` [B]: logits [B,T,V]. Callers that read a few positions of a long
+  // sequence (a prompt's last, a call's response) apply it to those alone.
+  virtual torch::Tensor lm_logits(const torch::Tensor& hidden, const torch::Tensor& role) = 0;
+  // forward_hidden with logits at every position.
+  LMOutput forward_embeds(const torch::Tensor& embeds, const torch::Tensor& positions, const torch::Tensor& key_valid,
+                          const torch::Tensor& role, KvCache* cache = nullptr, bool all_layers = false) {
+    LMOutput out = forward_hidden(embeds, positions, key_valid, role, cache, all_layers);
+    out.logits = lm_logits(out.hidden, role);
+    return out;
+  }
   LMOutput forward(const torch::Tensor& tokens, const torch::Tensor& positions, const torch::Tensor& key_valid,
                    const torch::Tensor& role, KvCache* cache = nullptr) {
     return forward_embeds(embed(tokens), positions, key_valid, role, cache);

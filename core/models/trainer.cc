@@ -20,7 +20,9 @@ namespace {
 // calls are left-padded as a whole. Calls that sent vectors (all with the same
 // latent_steps K) are aligned on their prompts' ends instead, responses
 // right-padded, so their K own slots share columns and can be recomputed with
-// the KV cache: prefix, K single steps, then <eot> and the response.
+// the KV cache: prefix, K single steps, then <eot> and the response. Calls
+// that share a prompt (a GRPO group's answers to one question) are aligned
+// the same way, and their prompt is run once: the responses read its keys.
 struct PackedBatch {
   torch::Tensor tokens, positions, valid, role;  // [B,T], [B,T], [B,T], [B]
   torch::Tensor target_mask;                     // [B,T-1] float: target is a response token
@@ -28,13 +30,36 @@ struct PackedBatch {
   torch::Tensor advantage;                       // [B,T-1] per-record advantage broadcast
   torch::Tensor last_mask;                       // [B,T-1] float: last response target
   torch::Tensor reward;                          // [B]
-  torch::Tensor guide;                           // [B,T-1,V] additive mask for guided first tokens, or undefined
+  // Response targets, the only positions whose logits are read: flat indices
+  // into [B*(T-1)], their tokens and rows (prompts are most of a long sequence).
+  torch::Tensor target_index, target_tokens, target_row;  // [N]
+  torch::Tensor guide;                           // [N,V] additive mask for guided first tokens, or undefined
   std::vector<int64_t> first_target;             // per row: the target index of its first response token
   // Other agents' vectors read as data at soft slots (flat indices into B*T), by width.
   std::map<int, std::pair<torch::Tensor, torch::Tensor>> soft;  // width -> (index [n], rows [n,width])
   int latent_steps = 0;  // > 0: every row sent this many vectors, ending at column prompt_end - 2
   int64_t prompt_end = 0;
+  // Shared prompts (defined when fewer distinct prompts than rows): each row's
+  // distinct prompt [B], and the first row holding each distinct prompt [U].
+  torch::Tensor prompt_of, prompt_first;
 };
+
+// Each record's distinct (role slot, prompt) among `recs`, numbered in order of first appearance.
+std::vector<int64_t> DistinctPrompts(const std::vector<const CallRecord*>& recs, std::vector<int64_t>* firsts) {
+  struct Less {  // by role slot, then prompt, without copying prompts
+    bool operator()(const CallRecord* a, const CallRecord* b) const {
+      return a->role_slot != b->role_slot ? a->role_slot < b->role_slot : a->prompt < b->prompt;
+    }
+  };
+  std::map<const CallRecord*, int64_t, Less> seen;
+  std::vector<int64_t> of;
+  for (size_t b = 0; b < recs.size(); ++b) {
+    auto [it, fresh] = seen.emplace(recs[b], static_cast<int64_t>(firsts->size()));
+    if (fresh) firsts->push_back(static_cast<int64_t>(b));
+    of.push_back(it->second);
+  }
+  return of;
+}
 
 PackedBatch Pack(const std::vector<const CallRecord*>& recs, torch::Device device, int64_t vocab) {
   const int64_t B = static_cast<int64_t>(recs.size());
@@ -45,8 +70,16 @@ PackedBatch Pack(const std::vector<const CallRecord*>& recs, torch::Device devic
     Tp = std::max<int64_t>(Tp, static_cast<int64_t>(r->prompt.size()));
     R = std::max<int64_t>(R, static_cast<int64_t>(r->response.size()));
   }
+  // Prompts run once for the rows that share them: plain calls (no vectors read or sent) only.
+  const bool plain = K == 0 && std::all_of(recs.begin(), recs.end(), [](const CallRecord* r) {
+    return std::find(r->prompt.begin(), r->prompt.end(), Vocab::kSoft) == r->prompt.end();
+  });
+  std::vector<int64_t> firsts;
+  const std::vector<int64_t> prompt_of = plain ? DistinctPrompts(recs, &firsts) : std::vector<int64_t>{};
+  const bool shared = plain && static_cast<int64_t>(firsts.size()) < B;
+  const bool aligned = K > 0 || shared;  // prompts end at one column, responses right-padded after it
   int64_t T = 0;
-  if (K > 0) {
+  if (aligned) {
     T = Tp + R;
   } else {
     for (const auto* r : recs) T = std::max<int64_t>(T, static_cast<int64_t>(r->prompt.size() + r->response.size()));
@@ -55,12 +88,13 @@ PackedBatch Pack(const std::vector<const CallRecord*>& recs, torch::Device devic
   std::vector<uint8_t> valid(B * T, 0);
   std::vector<float> mask(B * (T - 1), 0.f), old(B * (T - 1), 0.f), adv(B * (T - 1), 0.f), last(B * (T - 1), 0.f),
       reward(B);
+  std::vector<int64_t> targets, target_tokens, target_rows, guided_at;  // guided_at: per record, its first target's n or -1
   std::map<int, std::pair<std::vector<int64_t>, std::vector<float>>> soft_rows;
   PackedBatch p;
   for (int64_t b = 0; b < B; ++b) {
     const CallRecord& r = *recs[b];
     const int64_t P = static_cast<int64_t>(r.prompt.size()), L = P + static_cast<int64_t>(r.response.size());
-    const int64_t off = K > 0 ? Tp - P : T - L;  // column of the record's first token
+    const int64_t off = aligned ? Tp - P : T - L;  // column of the record's first token
     for (int64_t t = 0; t < L; ++t) {
       const size_t i = static_cast<size_t>(t);
       tok[b * T + off + t] = i < r.prompt.size() ? r.prompt[i] : r.response[i - r.prompt.size()];
@@ -69,8 +103,12 @@ PackedBatch Pack(const std::vector<const CallRecord*>& recs, torch::Device devic
     }
     const int64_t first = off + P - 1;  // the target index predicting the first response token
     p.first_target.push_back(first);
+    guided_at.push_back(r.first_options.empty() || r.response.empty() ? -1 : static_cast<int64_t>(targets.size()));
     for (size_t k = 0; k < r.response.size(); ++k) {
       const int64_t target = first + static_cast<int64_t>(k);
+      targets.push_back(b * (T - 1) + target);
+      target_tokens.push_back(r.response[k]);
+      target_rows.push_back(b);
       mask[b * (T - 1) + target] = 1.f;
       old[b * (T - 1) + target] = k < r.logprobs.size() ? r.logprobs[k] : 0.f;
       adv[b * (T - 1) + target] = static_cast<float>(r.advantage);
@@ -111,18 +149,19 @@ PackedBatch Pack(const std::vector<const CallRecord*>& recs, torch::Device devic
   p.advantage = torch::from_blob(adv.data(), {B, T - 1}, fo).clone().to(device);
   p.last_mask = torch::from_blob(last.data(), {B, T - 1}, fo).clone().to(device);
   p.reward = torch::from_blob(reward.data(), {B}, fo).clone().to(device);
-  bool guided = false;
-  for (const auto* r : recs) guided = guided || !r->first_options.empty();
-  if (guided) {
-    torch::Tensor g = torch::zeros({B, T - 1, vocab});
+  const int64_t N = static_cast<int64_t>(targets.size());
+  p.target_index = torch::from_blob(targets.data(), {N}, lo).clone().to(device);
+  p.target_tokens = torch::from_blob(target_tokens.data(), {N}, lo).clone().to(device);
+  p.target_row = torch::from_blob(target_rows.data(), {N}, lo).clone().to(device);
+  if (std::any_of(guided_at.begin(), guided_at.end(), [](int64_t n) { return n >= 0; })) {
+    std::vector<float> g(static_cast<size_t>(N * vocab), 0.f);
     for (int64_t b = 0; b < B; ++b) {
-      const CallRecord& r = *recs[b];
-      if (r.first_options.empty() || r.response.empty()) continue;
-      const int64_t target = p.first_target[b];
-      g[b][target].fill_(-1e9);
-      for (int t : r.first_options) g[b][target][t] = 0.0;
+      if (guided_at[b] < 0) continue;
+      float* row = g.data() + guided_at[b] * vocab;
+      std::fill(row, row + vocab, -1e9f);
+      for (int t : recs[b]->first_options) row[t] = 0.f;
     }
-    p.guide = g.to(device);
+    p.guide = torch::from_blob(g.data(), {N, vocab}, fo).clone().to(device);
   }
   for (auto& [width, where_rows] : soft_rows) {
     auto& [where, rows] = where_rows;
@@ -132,26 +171,52 @@ PackedBatch Pack(const std::vector<const CallRecord*>& recs, torch::Device devic
   }
   p.latent_steps = K;
   p.prompt_end = Tp;
+  if (shared) {
+    p.prompt_of = torch::from_blob(const_cast<int64_t*>(prompt_of.data()), {B}, lo).clone().to(device);
+    p.prompt_first = torch::from_blob(firsts.data(), {static_cast<int64_t>(firsts.size())}, lo).clone().to(device);
+  }
   return p;
+}
+
+// The distinct prompts once, then every row's response reading its prompt's
+// keys: the same outputs as one pass over the rows, for a fraction of the work.
+LMOutput ForwardSharedPrompts(PolicyModel& model, const PackedBatch& p) {
+  const int64_t T = p.tokens.size(1), Tp = p.prompt_end, R = T - Tp;
+  const auto prompts = [&](const torch::Tensor& t) { return t.index_select(0, p.prompt_first).narrow(1, 0, Tp); };
+  KvCache cache;
+  LMOutput head = model->forward_hidden(model->embed(prompts(p.tokens)), prompts(p.positions), prompts(p.valid),
+                                        p.role.index_select(0, p.prompt_first), &cache);
+  LMOutput o;
+  o.hidden = head.hidden.index_select(0, p.prompt_of);
+  o.values = head.values.index_select(0, p.prompt_of);
+  if (R == 0) return o;
+  for (auto& k : cache.keys) k = k.index_select(0, p.prompt_of);
+  for (auto& v : cache.values) v = v.index_select(0, p.prompt_of);
+  LMOutput tail = model->forward_hidden(model->embed(p.tokens.narrow(1, Tp, R)), p.positions.narrow(1, Tp, R), p.valid,
+                                        p.role, &cache);
+  o.hidden = torch::cat({o.hidden, tail.hidden}, 1);
+  o.values = torch::cat({o.values, tail.values}, 1);
+  return o;
 }
 
 // The model's outputs over a packed batch. Other agents' vectors go in at their
 // soft slots. A call's own vectors are recomputed as they were sent, with the
 // KV cache: the prompt up to <bot>, then K steps each feeding z = Prj(h) back,
 // then <eot> and the response; the text's loss reaches the projection.
+// Hidden states and values only: Score applies the LM head where it reads.
 LMOutput Forward(PolicyModel& model, const PackedBatch& p) {
-  if (p.soft.empty() && p.latent_steps == 0) return model->forward(p.tokens, p.positions, p.valid, p.role);
+  if (p.prompt_of.defined()) return ForwardSharedPrompts(model, p);
   const int64_t B = p.tokens.size(0), T = p.tokens.size(1), d = model->width();
   torch::Tensor embeds = model->embed(p.tokens).view({B * T, d});
   for (const auto& [width, index_rows] : p.soft) {
     embeds = embeds.index_copy(0, index_rows.first, model->adapt_latent(index_rows.second));
   }
   embeds = embeds.view({B, T, d});
-  if (p.latent_steps == 0) return model->forward_embeds(embeds, p.positions, p.valid, p.role);
+  if (p.latent_steps == 0) return model->forward_hidden(embeds, p.positions, p.valid, p.role);
   const int64_t K = p.latent_steps, slots = p.prompt_end - 1 - K;  // the first own slot's column
   KvCache cache;
   std::vector<LMOutput> parts;
-  parts.push_back(model->forward_embeds(embeds.narrow(1, 0, slots), p.positions.narrow(1, 0, slots),
+  parts.push_back(model->forward_hidden(embeds.narrow(1, 0, slots), p.positions.narrow(1, 0, slots),
                                         p.valid.narrow(1, 0, slots), p.role, &cache));
   LatentStepsOutput sent = model->send_latents(
       parts.back().hidden.select(1, slots - 1), K,
@@ -161,15 +226,15 @@ LMOutput Forward(PolicyModel& model, const PackedBatch& p) {
       p.role, &cache);
   parts.insert(parts.end(), sent.steps.begin(), sent.steps.end());
   const int64_t tail = T - slots - K;
-  parts.push_back(model->forward_embeds(embeds.narrow(1, slots + K, tail), p.positions.narrow(1, slots + K, tail),
+  parts.push_back(model->forward_hidden(embeds.narrow(1, slots + K, tail), p.positions.narrow(1, slots + K, tail),
                                         p.valid, p.role, &cache));
-  std::vector<torch::Tensor> logits, values;
+  std::vector<torch::Tensor> hidden, values;
   for (const auto& part : parts) {
-    logits.push_back(part.logits);
+    hidden.push_back(part.hidden);
     values.push_back(part.values);
   }
   LMOutput o;
-  o.logits = torch::cat(logits, 1);
+  o.hidden = torch::cat(hidden, 1);
   o.values = torch::cat(values, 1);
   return o;
 }
@@ -178,16 +243,22 @@ struct Scored {
   torch::Tensor logp, entropy, values;  // [B,T-1]
 };
 
+// Log-probs and entropies at the response targets (zero elsewhere): the LM
+// head and softmax run over those positions only.
 Scored Score(PolicyModel& model, const PackedBatch& p, double temperature) {
   LMOutput o = Forward(model, p);
-  const int64_t T = p.tokens.size(1);
-  torch::Tensor logits = o.logits.narrow(1, 0, T - 1) / temperature;
+  const int64_t B = p.tokens.size(0), T = p.tokens.size(1), d = o.hidden.size(2);
+  const torch::Tensor h = o.hidden.narrow(1, 0, T - 1).reshape({B * (T - 1), d}).index_select(0, p.target_index);
+  torch::Tensor logits = model->lm_logits(h.unsqueeze(1), p.role.index_select(0, p.target_row)).squeeze(1);  // [N,V]
+  logits = logits / temperature;
   if (p.guide.defined()) logits = logits + p.guide;
-  torch::Tensor all = torch::log_softmax(logits, -1);
+  const torch::Tensor all = torch::log_softmax(logits, -1);
+  const torch::Tensor logp = all.gather(-1, p.target_tokens.unsqueeze(-1)).squeeze(-1);
+  const torch::Tensor entropy = -(all.exp() * all).sum(-1);
+  const torch::Tensor zeros = torch::zeros({B * (T - 1)}, logp.options());
   Scored s;
-  // Soft slots (negative) are never targets: read as token 0, then masked out.
-  s.logp = all.gather(-1, p.tokens.narrow(1, 1, T - 1).clamp_min(0).unsqueeze(-1)).squeeze(-1);
-  s.entropy = -(all.exp() * all).sum(-1);
+  s.logp = zeros.index_copy(0, p.target_index, logp).view({B, T - 1});
+  s.entropy = zeros.index_copy(0, p.target_index, entropy).view({B, T - 1});
   s.values = o.values.narrow(1, 0, T - 1);
   return s;
 }
@@ -432,15 +503,23 @@ std::vector<ModelTrainStats> Trainer::Supervised(const std::vector<CallRecord>& 
 std::vector<std::vector<float>> Trainer::ResponseLogProbs(const std::vector<CallRecord>& records) {
   torch::NoGradGuard no_grad;
   std::vector<std::vector<float>> out(records.size());
-  for (size_t i = 0; i < records.size(); ++i) {
-    const CallRecord& r = records[i];
-    if (r.response.empty()) continue;
-    PolicyModel& model = impl_->pool->impl().models.at(r.model);
+  // Scored as the update scores them: in batches of one model and one number of sent vectors.
+  std::map<std::pair<int, int>, std::vector<const CallRecord*>> groups;
+  for (const CallRecord& r : records) {
+    if (!r.response.empty()) groups[{r.model, r.latent_steps}].push_back(&r);
+  }
+  for (const auto& [key, group] : groups) {
+    const int m = key.first;
+    PolicyModel& model = impl_->pool->impl().models.at(m);
     model->set_latent_dropout(false);
-    PackedBatch p = Pack({&r}, impl_->pool->impl().devices.at(r.model), impl_->pool->config(r.model).vocab_size);
-    torch::Tensor logp = Score(model, p, 1.0).logp[0].to(torch::kCPU).contiguous();
-    const float* first = logp.data_ptr<float>() + p.first_target[0];
-    out[i].assign(first, first + r.response.size());
+    for (const auto& recs : Impl::Chunks(group, 256)) {
+      PackedBatch p = Pack(recs, impl_->pool->impl().devices.at(m), impl_->pool->config(m).vocab_size);
+      const torch::Tensor logp = Score(model, p, 1.0).logp.to(torch::kCPU).contiguous();
+      for (size_t b = 0; b < recs.size(); ++b) {
+        const float* first = logp.data_ptr<float>() + static_cast<int64_t>(b) * logp.size(1) + p.first_target[b];
+        out[static_cast<size_t>(recs[b] - records.data())].assign(first, first + recs[b]->response.size());
+      }
+    }
   }
   return out;
 }

@@ -54,7 +54,8 @@ class Trainer {
   // `steps` optimiser steps of cross-entropy on the responses of `demos`.
   std::vector<ModelTrainStats> Supervised(const std::vector<CallRecord>& demos, int steps);
   // The current policy's log-probabilities of each record's response tokens, as
-  // the update scores them (at temperature 1; for checks against `logprobs`).
+  // the update scores them, in batches per model (at temperature 1; for checks
+  // against `logprobs`).
   std::vector<std::vector<float>> ResponseLogProbs(const std::vector<CallRecord>& records);
 
   // Optimiser state, reference models and the shuffle RNG, for exact resume.

@@ -81,7 +81,7 @@ std::shared_ptr<PolicyModelImpl> TransformerLMImpl::fresh_copy() const {
   return std::make_shared<TransformerLMImpl>(options_);
 }
 
-LMOutput TransformerLMImpl::forward_embeds(const torch::Tensor& embeds, const torch::Tensor& positions,
+LMOutput TransformerLMImpl::forward_hidden(const torch::Tensor& embeds, const torch::Tensor& positions,
                                            const torch::Tensor& key_valid, const torch::Tensor& role, KvCache* cache,
                                            bool all_layers) {
   const int64_t T = embeds.size(1);
@@ -98,14 +98,12 @@ LMOutput TransformerLMImpl::forward_embeds(const torch::Tensor& embeds, const to
   }
   x = ln_f(x);
   out.hidden = x;
-  if (options_.role_heads()) {
-    out.logits = x.bmm(role_lm_w.index_select(0, role));
-    out.values = x.bmm(role_value_w.index_select(0, role)).squeeze(-1);
-  } else {
-    out.logits = lm_head(x);
-    out.values = value_head(x).squeeze(-1);
-  }
+  out.values = options_.role_heads() ? x.bmm(role_value_w.index_select(0, role)).squeeze(-1) : value_head(x).squeeze(-1);
   return out;
+}
+
+torch::Tensor TransformerLMImpl::lm_logits(const torch::Tensor& hidden, const torch::Tensor& role) {
+  return options_.role_heads() ? hidden.bmm(role_lm_w.index_select(0, role)) : lm_head(hidden);
 }
 
 }  // namespace troupe

@@ -167,6 +167,51 @@ TEST_CASE("batched KV-cached generation agrees with teacher-forced scoring", "[m
   }
 }
 
+TEST_CASE("calls that share a prompt are scored as one pass over each call would score them", "[models][score]") {
+  const Architecture a = GENERATE(kTransformer, kLlama);
+  INFO(a.name);
+  auto w = Compile(OneModel(a), "role { name: \"a\" seats: \"a*\" model: \"m\" }\n");
+  ModelPool pool(w.models, 3);
+  TrainerConfig config;
+  config.minibatch = 8;
+  Trainer trainer(pool, config, 1);
+  // Two prompts answered three and two times (a GRPO group's answers to one
+  // question), one prompt alone; one call's first token was guided.
+  const std::vector<int> p1 = {1, 4, 9, 10, 11, 12, 13}, p2 = {1, 4, 20}, p3 = {1, 5, 30, 31};
+  std::vector<CallRecord> records;
+  for (const auto& [prompt, response] : std::vector<std::pair<std::vector<int>, std::vector<int>>>{
+           {p1, {7, 8}}, {p1, {9}}, {p1, {7, 8, 9, 10}}, {p2, {11, 12}}, {p2, {13}}, {p3, {14, 15, 16}}}) {
+    CallRecord r;
+    r.prompt = prompt;
+    r.response = response;
+    records.push_back(r);
+  }
+  records[4].first_options = {13, 14};
+  const std::vector<std::vector<float>> together = trainer.ResponseLogProbs(records);
+  auto& model = pool.impl().models[0];
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < records.size(); ++i) {
+    INFO("call " << i);
+    std::vector<int64_t> seq(records[i].prompt.begin(), records[i].prompt.end());
+    seq.insert(seq.end(), records[i].response.begin(), records[i].response.end());
+    const int64_t T = static_cast<int64_t>(seq.size());
+    auto out = model->forward(torch::tensor(seq, torch::kLong).view({1, T}), torch::arange(T, torch::kLong).view({1, T}),
+                              torch::ones({1, T}, torch::kBool), torch::zeros({1}, torch::kLong));
+    torch::Tensor logits = out.logits[0];
+    REQUIRE(together[i].size() == records[i].response.size());
+    for (size_t k = 0; k < records[i].response.size(); ++k) {
+      torch::Tensor row = logits[static_cast<int64_t>(records[i].prompt.size() + k) - 1];
+      if (k == 0 && !records[i].first_options.empty()) {
+        torch::Tensor mask = torch::full_like(row, -1e9);
+        for (int t : records[i].first_options) mask[t] = 0;
+        row = row + mask;
+      }
+      const float expected = torch::log_softmax(row, -1)[records[i].response[k]].item<float>();
+      CHECK(together[i][k] == Approx(expected).margin(1e-4));
+    }
+  }
+}
+
 TEST_CASE("a prompt longer than max_len is a clear model error", "[models][generate]") {
   // Validation refuses a max_len that a workflow's prompts cannot fit; a model built with one anyway refuses at run
   // time.
