@@ -68,7 +68,7 @@ class ReinforcementObjective : public TrainingObjective {
   bool greedy_evaluation() const override { return false; }
 
   // The supervised warm start, if asked for.
-  void WarmStart(std::ostream& out) override {
+  bool WarmStart(std::ostream& out) override {
     std::vector<CallRecord> records;
     std::string from;
     if (w_.run.sft_episodes > 0) {
@@ -88,10 +88,11 @@ class ReinforcementObjective : public TrainingObjective {
         if (!file.empty()) from += (from.empty() ? "" : ", ") + file;
       }
     }
-    if (records.empty()) return;
+    if (records.empty()) return false;
     auto st = policy_.Supervised(records, w_.run.sft_steps);
     out << "sft warm start: " << records.size() << " demonstrations from " << from << ", " << w_.run.sft_steps
         << " steps, final loss " << st.front().loss << "\n";
+    return true;
   }
 
   // A demonstration as the call its role would have made.
@@ -125,6 +126,7 @@ class ReinforcementObjective : public TrainingObjective {
     const double rollout_s = Now() - ti;
     CreditStats cs = credit_.Assign(batch.records);
     events_.Credit(it + 1, batch.records);
+    const double credit_s = Now() - ti - rollout_s;
     std::vector<ModelTrainStats> ts = policy_.Update(batch.records);
     const double dt = Now() - ti;
 
@@ -137,6 +139,8 @@ class ReinforcementObjective : public TrainingObjective {
     r.forward_calls_per_turn = batch.turns > 0 ? static_cast<double>(batch.forward_calls) / batch.turns : 0;
     r.line.Add("time/iteration_s", dt);
     r.line.Add("time/rollout_s", rollout_s);
+    r.line.Add("time/credit_s", credit_s);
+    r.line.Add("time/update_s", dt - rollout_s - credit_s);
     r.line.Add("time/episodes_per_s", r.episodes_per_s);
     std::ostringstream p;
     p << std::fixed << std::setprecision(1) << r.episodes_per_s << " ep/s  reward" << roles;

@@ -64,8 +64,9 @@ std::string ResultTable(const TrainResult& r) {
     if (hw != e.ci95.end() && hw->second > 0) c << " +-" << std::setprecision(3) << hw->second;
     return c.str();
   };
-  out << std::left << std::setw(26) << "metric" << std::right << std::setw(18) << "untrained" << std::setw(18)
-      << "trained" << std::setw(12) << "best"
+  out << std::left << std::setw(26) << "metric" << std::right << std::setw(18) << "untrained";
+  if (r.warm) out << std::setw(18) << "warm start";
+  out << std::setw(18) << "trained" << std::setw(12) << "best"
       << "\n";
   // The game's headline metrics and the invalid outputs; every metric when the game names none.
   std::vector<std::string> rows = r.headline;
@@ -79,7 +80,9 @@ std::string ResultTable(const TrainResult& r) {
     if (a == r.after->metrics.end()) continue;
     const double after = a->second;
     out << std::left << std::setw(26) << key << std::right << std::fixed << std::setprecision(3) << std::setw(18)
-        << cell(*r.before, key) << std::setw(18) << cell(*r.after, key);
+        << cell(*r.before, key);
+    if (r.warm) out << std::setw(18) << cell(*r.warm, key);
+    out << std::setw(18) << cell(*r.after, key);
     if (r.best && r.best->metric == key) {
       out << std::setw(12) << r.best->value;
       if (r.best->value > 0) out << "   (" << std::setprecision(1) << 100.0 * after / r.best->value << "% of best)";
@@ -170,16 +173,23 @@ class TrainingRun {
     if (fs::exists(dir_ / "eval_untrained.json")) {
       result_.before = EvalFromFile(dir_ / "eval_untrained.json");
     }
+    if (fs::exists(dir_ / "eval_warm_start.json")) {
+      result_.warm = EvalFromFile(dir_ / "eval_warm_start.json");
+    }
     out_ << "resuming " << ckpt << " at " << objective_.unit() << " " << start_ << "\n";
   }
 
-  // A fresh run: the untrained evaluation, then the objective's warm start.
+  // A fresh run: the untrained evaluation, then the objective's warm start and
+  // (when it trained the models) their evaluation.
   void WarmStart() {
     if (options_.final_eval) {
       result_.before = Evaluation();
       WriteFileAtomically((dir_ / "eval_untrained.json").string(), EvalJson(*result_.before) + "\n");
     }
-    objective_.WarmStart(out_);
+    if (objective_.WarmStart(out_) && options_.final_eval) {
+      result_.warm = Evaluation();
+      WriteFileAtomically((dir_ / "eval_warm_start.json").string(), EvalJson(*result_.warm) + "\n");
+    }
   }
 
   void Progress(int it, const std::string& figures) {

@@ -33,6 +33,7 @@ struct TrainResult {
   int iterations = 0;
   double seconds = 0.0;
   std::optional<EvalResult> before, after;
+  std::optional<EvalResult> warm;  // after the supervised warm start, when there was one
   std::optional<BestScore> best;
   std::vector<std::string> headline;  // the game's headline metrics: the table's rows
 };

@@ -35,8 +35,12 @@ class TrainingObjective {
   virtual std::string unit() const = 0;
   // Evaluations before and after training: greedy, or sampled at the trainer's temperature.
   virtual bool greedy_evaluation() const = 0;
-  // A fresh run's start (after the untrained evaluation): e.g. a supervised warm start.
-  virtual void WarmStart(std::ostream& out) { (void)out; }
+  // A fresh run's start (after the untrained evaluation): e.g. a supervised
+  // warm start. True when it trained the models (the run evaluates them then too).
+  virtual bool WarmStart(std::ostream& out) {
+    (void)out;
+    return false;
+  }
   virtual IterationReport Iterate(int iteration) = 0;
   // The objective's own state in a checkpoint (RNGs, baselines, partial sums).
   virtual void Save(RunState* state) const = 0;

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The QA pipelines' table: closed-book, RAG (one agent) and decompose (two
+# agents, on one shared model and on two separate models), each trained by
+# `troupe train` (a supervised warm start on oracle trajectories, then GRPO on
+# the answer's F1) and evaluated on the whole Factbook QA test split untrained,
+# after the warm start and after RL: EM and F1 with 95% intervals over
+# questions, per question type, retrieval recall and calls per question.
+#
+#   bash bench/qa_table.sh [OUT_DIR] [--set FIELD=VALUE ...]
+#
+# Needs troupe's base model (runs/base_model/model; about 30 minutes):
+#   ./build/workflows/troupe pretrain workflows/shipped/base_model.textproto --out runs/base_model
+# Runs JOBS trainings at a time (default 2: each uses one LibTorch thread).
+# Writes OUT_DIR (default runs/qa_table)/<workflow>/ run folders, their logs,
+# table.md and table.json. About 40 minutes on 2 cores.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=runs/qa_table
+if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then out=$1; shift; fi
+troupe=./build/workflows/troupe
+if [ ! -f runs/base_model/model/config.json ]; then
+  echo "qa_table: runs/base_model/model is missing; make it with" >&2
+  echo "  $troupe pretrain workflows/shipped/base_model.textproto --out runs/base_model" >&2
+  exit 1
+fi
+mkdir -p "$out"
+workflows=(qa_closed_book qa_rag qa_decompose qa_decompose_separate)
+jobs=${JOBS:-2}
+start=$(date +%s)
+running=0
+for w in "${workflows[@]}"; do
+  if [ -f "$out/$w/eval_trained.json" ]; then echo "qa_table: $w done before, kept"; continue; fi
+  rm -rf "${out:?}/$w"
+  echo "qa_table: training $w (log: $out/$w.log)"
+  "$troupe" train "workflows/shipped/$w.textproto" --out "$out/$w" "$@" >"$out/$w.log" 2>&1 &
+  running=$((running + 1))
+  if [ "$running" -ge "$jobs" ]; then wait -n || true; running=$((running - 1)); fi
+done
+wait
+echo "qa_table: trainings took $(($(date +%s) - start)) s"
+for w in "${workflows[@]}"; do
+  [ -f "$out/$w/eval_trained.json" ] || { echo "qa_table: $w did not finish (see $out/$w.log)" >&2; continue; }
+  [ -f "$out/$w/eval_trained_greedy.json" ] ||
+    "$troupe" eval "workflows/shipped/$w.textproto" --checkpoint "$out/$w" --greedy --json "$@" \
+      >"$out/$w/greedy.tmp" && mv "$out/$w/greedy.tmp" "$out/$w/eval_trained_greedy.json"
+done
+python3 bench/qa_table.py "$out" "${workflows[@]}"
