@@ -75,7 +75,7 @@ PackedBatch Pack(const std::vector<const CallRecord*>& recs, torch::Device devic
     return std::find(r->prompt.begin(), r->prompt.end(), Vocab::kSoft) == r->prompt.end();
   });
   std::vector<int64_t> firsts;
-  const std::vector<int64_t> prompt_of = plain ? DistinctPrompts(recs, &firsts) : std::vector<int64_t>{};
+  std::vector<int64_t> prompt_of = plain ? DistinctPrompts(recs, &firsts) : std::vector<int64_t>{};
   const bool shared = plain && static_cast<int64_t>(firsts.size()) < B;
   const bool aligned = K > 0 || shared;  // prompts end at one column, responses right-padded after it
   int64_t T = 0;
@@ -172,7 +172,7 @@ PackedBatch Pack(const std::vector<const CallRecord*>& recs, torch::Device devic
   p.latent_steps = K;
   p.prompt_end = Tp;
   if (shared) {
-    p.prompt_of = torch::from_blob(const_cast<int64_t*>(prompt_of.data()), {B}, lo).clone().to(device);
+    p.prompt_of = torch::from_blob(prompt_of.data(), {B}, lo).clone().to(device);
     p.prompt_first = torch::from_blob(firsts.data(), {static_cast<int64_t>(firsts.size())}, lo).clone().to(device);
   }
   return p;
