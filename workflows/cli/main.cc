@@ -139,7 +139,8 @@ const char* kEvalUsage =
   --checkpoint DIR  a run folder or one of its checkpoints/iter-* folders
   --episodes N      episodes to play (default: the workflow's trainer.eval_episodes)
   --json            print one JSON object (episodes, scores, cooperation, invalid_outputs, ...)
-  --greedy          pick the most likely token instead of sampling
+  --greedy          pick the most likely token instead of sampling (a workflow with
+                    trainer.greedy_eval always does)
   --show N          also print the first N episodes as the game draws them
   --dataset F.jsonl pipelines: the evaluation questions (a QA task's test split by default;
                     any file in the QA record shape: id, question, answers, ...); all of them
@@ -272,7 +273,7 @@ int Train(const Args& a) {
   if (r.before && r.after) {
     std::cout << "\n" << troupe::ResultTable(r);
     std::cout << "(means over " << r.after->episodes << " evaluation episodes each, +- the half-width of the 95% "
-              << "interval over episodes; " << (w.hybrid() ? "greedy" : "sampled policy") << ")\n";
+              << "interval over episodes; " << (w.hybrid() || w.run.greedy_eval ? "greedy" : "sampled policy") << ")\n";
   }
   return 0;
 }
@@ -291,15 +292,19 @@ int Eval(const Args& a) {
   // A dataset given on the command line is played whole by default.
   const int dataset_size = w.pipeline && !a.dataset.empty() ? w.pipeline->task->EvalQueryCount() : 0;
   const int episodes = a.episodes > 0 ? a.episodes : dataset_size > 0 ? dataset_size : w.run.eval_episodes;
-  troupe::EvalResult r = troupe::Evaluate(w, pool, episodes, w.seed + 1, a.greedy, w.trainer.temperature, a.show);
+  const bool greedy = a.greedy || w.run.greedy_eval;  // the workflow's trainer.greedy_eval, or --greedy
+  troupe::EvalResult r = troupe::Evaluate(w, pool, episodes, w.seed + 1, greedy, w.trainer.temperature, a.show);
   for (const auto& text : r.shown) std::cout << text << "\n";
   if (a.json) {
     std::cout << troupe::EvalJson(r) << "\n";
   } else {
-    std::cout << "checkpoint " << *ckpt << ", " << episodes << " episodes" << (a.greedy ? " (greedy)" : "") << "\n";
+    std::cout << "checkpoint " << *ckpt << ", " << episodes << " episodes" << (greedy ? " (greedy)" : "") << "\n";
     for (const auto& [k, v] : r.metrics) {
       std::cout << "  " << k << " = " << v;
-      if (r.ci95.count(k) && r.ci95.at(k) > 0) std::cout << " +- " << r.ci95.at(k) << " (95%, over episodes)";
+      if (r.ci95.count(k) && r.ci95.at(k) > 0) {
+        const troupe::Interval& b = r.bootstrap.at(k);
+        std::cout << " +- " << r.ci95.at(k) << " (95%, over episodes; bootstrap [" << b.lo << ", " << b.hi << "])";
+      }
       std::cout << "\n";
     }
     if (auto best = troupe::BestAchievable(w)) {

@@ -70,9 +70,11 @@ EvalResult Evaluate(const CompiledWorkflow& workflow, PolicyService& policy, int
     ChunkObserver chunk(observer, done);
     o.observer = observer != nullptr ? &chunk : nullptr;
     RolloutBatch b = rollout.Run(o, rng);
-    for (const auto& e : b.episodes) {
+    for (size_t i = 0; i < b.episodes.size(); ++i) {
+      const EpisodeSummary& e = b.episodes[i];
       if (e.dropped) continue;
       for (const auto& [k, v] : e.metrics) values[k].push_back(v);
+      result.per_episode.emplace_back(done + static_cast<int>(i), e.metrics);
       if (static_cast<int>(result.shown.size()) < show) result.shown.push_back(e.final_state);
     }
     forward += b.forward_calls;
@@ -87,6 +89,7 @@ EvalResult Evaluate(const CompiledWorkflow& workflow, PolicyService& policy, int
     const Spread s = SpreadOf(v);
     result.metrics[k] = s.mean;
     result.ci95[k] = s.half_width;
+    result.bootstrap[k] = BootstrapInterval(v);
   }
   result.forward_calls_per_turn = turns > 0 ? static_cast<double>(forward) / turns : 0.0;
   return result;
@@ -122,8 +125,23 @@ std::string EvalJson(const EvalResult& result) {
   if (result.questions > 0) j.Add("questions", result.questions);
   for (const auto& [k, v] : result.metrics) j.Add(k, v);
   for (const auto& [k, v] : result.ci95) j.Add("ci95/" + k, v);
+  for (const auto& [k, v] : result.bootstrap) {
+    j.Add("ci95_lo/" + k, v.lo);
+    j.Add("ci95_hi/" + k, v.hi);
+  }
   j.Add("forward_calls_per_turn", result.forward_calls_per_turn);
   return j.Str();
+}
+
+std::string EvalEpisodesJsonl(const EvalResult& result) {
+  std::string out;
+  for (const auto& [episode, metrics] : result.per_episode) {
+    JsonLine j;
+    j.Add("episode", episode);
+    for (const auto& [k, v] : metrics) j.Add(k, v);
+    out += j.Str() + "\n";
+  }
+  return out;
 }
 
 }  // namespace troupe

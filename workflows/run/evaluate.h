@@ -9,6 +9,7 @@
 
 #include "workflows/config/compiled_workflow.h"
 #include "workflows/run/rollout.h"
+#include "workflows/run/spread.h"
 
 namespace troupe {
 
@@ -17,6 +18,11 @@ struct EvalResult {
   int questions = 0;  // pipelines with an evaluation set: the distinct questions played
   std::map<std::string, double> metrics;  // means over episodes
   std::map<std::string, double> ci95;     // half-widths of their 95% intervals over episodes (Student's t)
+  std::map<std::string, Interval> bootstrap;  // their 95% percentile-bootstrap intervals over episodes
+  // Every episode that was not dropped, in order: its index and metrics. A
+  // pipeline task's evaluation set is played in order, so two evaluations of
+  // one set pair up question by question (paired differences between stages).
+  std::vector<std::pair<int, std::map<std::string, double>>> per_episode;
   double forward_calls_per_turn = 0.0;
   std::vector<std::string> shown;  // the first episodes' final states, when asked for
 };
@@ -37,7 +43,12 @@ struct BestScore {
 };
 std::optional<BestScore> BestAchievable(const CompiledWorkflow& workflow);
 
-// One JSON object of an evaluation (for `troupe eval --json`).
+// One JSON object of an evaluation (for `troupe eval --json`): the means,
+// `ci95/<metric>` (Student's t half-widths) and `ci95_lo/<metric>`,
+// `ci95_hi/<metric>` (the bootstrap interval's ends).
 std::string EvalJson(const EvalResult& result);
+
+// One JSON line per evaluated episode: {"episode": i, <metric>: value, ...}.
+std::string EvalEpisodesJsonl(const EvalResult& result);
 
 }  // namespace troupe

@@ -1,7 +1,10 @@
 // Means and 95% intervals.
 #include "workflows/run/spread.h"
 
+#include <algorithm>
 #include <cmath>
+
+#include "core/rng.h"
 
 namespace troupe {
 
@@ -27,6 +30,24 @@ Spread SpreadOf(const std::vector<double>& v) {
   for (double x : v) var += (x - s.mean) * (x - s.mean);
   if (s.n > 1) s.half_width = T975(s.n) * std::sqrt(var / (s.n - 1)) / std::sqrt(static_cast<double>(s.n));
   return s;
+}
+
+Interval BootstrapInterval(const std::vector<double>& v, int resamples, uint64_t seed) {
+  const size_t n = v.size();
+  if (n < 2 || resamples < 2) {
+    const double mean = SpreadOf(v).mean;
+    return {mean, mean};
+  }
+  Rng rng(seed);
+  std::vector<double> means(static_cast<size_t>(resamples));
+  for (double& m : means) {
+    double sum = 0.0;
+    for (size_t i = 0; i < n; ++i) sum += v[rng.Next() % n];
+    m = sum / static_cast<double>(n);
+  }
+  std::sort(means.begin(), means.end());
+  auto at = [&](double q) { return means[static_cast<size_t>(std::lround(q * (resamples - 1)))]; };
+  return {at(0.025), at(0.975)};
 }
 
 }  // namespace troupe

@@ -1,7 +1,10 @@
 // A mean with the half-width of its 95% interval (Student's t), for figures
-// measured over seeds or episodes.
+// measured over seeds or episodes, and the mean's 95% percentile-bootstrap
+// interval, for figures whose values pile up at a bound (a QA answer's F1 is
+// mostly 0 or 1, where a symmetric interval would cross the bound).
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 namespace troupe {
@@ -12,5 +15,14 @@ struct Spread {
 };
 
 Spread SpreadOf(const std::vector<double>& values);
+
+struct Interval {
+  double lo = 0.0, hi = 0.0;
+};
+
+// The 2.5th and 97.5th percentiles of the means of `resamples` resamples of
+// `values` drawn with replacement; seeded, so the same values give the same
+// interval. Both ends are the mean below two values.
+Interval BootstrapInterval(const std::vector<double>& values, int resamples = 2000, uint64_t seed = 1);
 
 }  // namespace troupe

@@ -39,12 +39,16 @@ EvalResult EvalFromFile(const fs::path& path) {
   r.forward_calls_per_turn = r.metrics["forward_calls_per_turn"];
   r.metrics.erase("episodes");
   r.metrics.erase("forward_calls_per_turn");
+  auto starts = [](const std::string& key, const char* prefix) { return key.rfind(prefix, 0) == 0; };
   for (auto it = r.metrics.begin(); it != r.metrics.end();) {
-    if (it->first.rfind("ci95/", 0) != 0) {
+    const std::string& key = it->first;
+    if (starts(key, "ci95/")) r.ci95[key.substr(5)] = it->second;
+    else if (starts(key, "ci95_lo/")) r.bootstrap[key.substr(8)].lo = it->second;
+    else if (starts(key, "ci95_hi/")) r.bootstrap[key.substr(8)].hi = it->second;
+    else {
       ++it;
       continue;
     }
-    r.ci95[it->first.substr(5)] = it->second;
     it = r.metrics.erase(it);
   }
   return r;
@@ -149,7 +153,7 @@ class TrainingRun {
     result_.seconds = Elapsed();
     if (options_.final_eval && !interrupted) {
       result_.after = Evaluation();
-      WriteFileAtomically((dir_ / "eval_trained.json").string(), EvalJson(*result_.after) + "\n");
+      WriteEvaluation("eval_trained", *result_.after);
     }
     events_.RunEnded(result_.iterations, result_.seconds, interrupted, interrupted ? "interrupted" : "");
     return result_;
@@ -159,7 +163,14 @@ class TrainingRun {
   double Elapsed() const { return elapsed_before_ + MonotonicSeconds() - t0_; }
 
   EvalResult Evaluation() {
-    return Evaluate(w_, hub_, w_.run.eval_episodes, w_.seed, objective_.greedy_evaluation(), w_.trainer.temperature);
+    const bool greedy = w_.run.greedy_eval || objective_.greedy_evaluation();
+    return Evaluate(w_, hub_, w_.run.eval_episodes, w_.seed, greedy, w_.trainer.temperature);
+  }
+
+  // <name>.json (the means and intervals) and <name>.episodes.jsonl (each episode's metrics).
+  void WriteEvaluation(const std::string& name, const EvalResult& result) {
+    WriteFileAtomically((dir_ / (name + ".episodes.jsonl")).string(), EvalEpisodesJsonl(result));
+    WriteFileAtomically((dir_ / (name + ".json")).string(), EvalJson(result) + "\n");
   }
 
   // Models, optimisers and the objective's state from the latest checkpoint.
@@ -184,11 +195,11 @@ class TrainingRun {
   void WarmStart() {
     if (options_.final_eval) {
       result_.before = Evaluation();
-      WriteFileAtomically((dir_ / "eval_untrained.json").string(), EvalJson(*result_.before) + "\n");
+      WriteEvaluation("eval_untrained", *result_.before);
     }
     if (objective_.WarmStart(out_) && options_.final_eval) {
       result_.warm = Evaluation();
-      WriteFileAtomically((dir_ / "eval_warm_start.json").string(), EvalJson(*result_.warm) + "\n");
+      WriteEvaluation("eval_warm_start", *result_.warm);
     }
   }
 
