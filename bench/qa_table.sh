@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The QA pipelines' table: closed-book, RAG (one agent) and decompose (two
-# agents, on one shared model and on two separate models), each trained by
+# agents, on one shared model, on two separate models, and on one model with a
+# HYBRID channel from decomposer to answerer), each trained by
 # `troupe train` (a supervised warm start on oracle trajectories, then GRPO on
 # the answer's F1) and evaluated on the whole Factbook QA test split untrained,
-# after the warm start and after RL: EM and F1 with 95% intervals over
-# questions, per question type, retrieval recall and calls per question.
+# after the warm start and after RL (greedy: the workflows set
+# trainer.greedy_eval): EM and F1 with 95% bootstrap intervals over questions,
+# per question type, retrieval recall and calls per question, then paired
+# differences (RL - SFT, RAG - closed-book, ...) on the same questions.
 #
 #   bash bench/qa_table.sh [OUT_DIR] [--set FIELD=VALUE ...]
 #
@@ -24,7 +27,7 @@ if [ ! -f runs/base_model/model/config.json ]; then
   exit 1
 fi
 mkdir -p "$out"
-workflows=(qa_closed_book qa_rag qa_decompose qa_decompose_separate)
+workflows=(qa_closed_book qa_rag qa_decompose qa_decompose_separate qa_decompose_hybrid)
 jobs=${JOBS:-2}
 start=$(date +%s)
 running=0
@@ -39,9 +42,6 @@ done
 wait
 echo "qa_table: trainings took $(($(date +%s) - start)) s"
 for w in "${workflows[@]}"; do
-  [ -f "$out/$w/eval_trained.json" ] || { echo "qa_table: $w did not finish (see $out/$w.log)" >&2; continue; }
-  [ -f "$out/$w/eval_trained_greedy.json" ] ||
-    "$troupe" eval "workflows/shipped/$w.textproto" --checkpoint "$out/$w" --greedy --json "$@" \
-      >"$out/$w/greedy.tmp" && mv "$out/$w/greedy.tmp" "$out/$w/eval_trained_greedy.json"
+  [ -f "$out/$w/eval_trained.json" ] || echo "qa_table: $w did not finish (see $out/$w.log)" >&2
 done
 python3 bench/qa_table.py "$out" "${workflows[@]}"

@@ -18,10 +18,12 @@
 #include "core/models/model_pool_impl.h"
 #include "workflows/config/compiled_workflow.h"
 #include "workflows/config/config_loader.h"
+#include "tests/workflows/direct_policy.h"
 #include "workflows/run/rollout.h"
 #include "workflows/run/train_run.h"
 
 using namespace troupe;
+using troupe::testing::DirectPolicy;
 namespace fs = std::filesystem;
 
 namespace {
@@ -77,35 +79,6 @@ double ProjectionChange(bool differentiable) {
   return (SenderProjection(pool) - before).abs().max().item<double>();
 }
 
-// The workflow's models called directly (no worker), with their trainers in reach.
-class DirectPolicy : public PolicyService {
- public:
-  explicit DirectPolicy(const CompiledWorkflow& w) : pool(w.models, w.seed), trainer(pool, w.trainer, w.seed) {}
-  int size() const override { return pool.size(); }
-  const ModelConfig& config(int model) const override { return pool.config(model); }
-  std::vector<std::vector<Generation>> Generate(const std::vector<GenerateBatch>& batches) override {
-    std::vector<std::vector<Generation>> out;
-    for (const auto& b : batches) {
-      Rng rng(b.seed);
-      out.push_back(pool.Generate(b.model, b.queries, rng, b.temperature, b.greedy, b.share_identical));
-    }
-    return out;
-  }
-  std::vector<ModelTrainStats> Update(const std::vector<CallRecord>& records) override {
-    return trainer.Update(records);
-  }
-  std::vector<ModelTrainStats> Supervised(const std::vector<CallRecord>& d, int steps) override {
-    return trainer.Supervised(d, steps);
-  }
-  std::vector<HybridStepStats> HybridStep(const HybridBatch&, const HybridSettings&) override {
-    throw std::logic_error("DirectPolicy serves rollouts and updates only");
-  }
-  void Save(const std::string&) override {}
-  void Load(const std::string&, bool) override {}
-  int64_t forward_calls() const override { return pool.total_forward_calls(); }
-  ModelPool pool;
-  Trainer trainer;
-};
 
 CompiledWorkflow TinyHybridRedBlack(const std::string& mode) {
   return CompileWorkflow(ParseWorkflowText(
@@ -219,8 +192,9 @@ TEST_CASE("latent channels in a reinforcement-learning run are refused where the
     ApplyOverride(l, set);
     CompileWorkflow(l);
   };
+  // A pipeline's latent channel must reach a prompt ({node.latents}); proposer_critic's prompts show none.
   CHECK_THROWS_WITH(shipped("proposer_critic.textproto", "channel[0].mode=HYBRID"),
-                    Catch::Contains("needs a game whose seats send messages"));
+                    Catch::Contains("proposer_critic.textproto:29:") && Catch::Contains("no prompt of role 'critic' shows its vectors"));
   CHECK_THROWS_WITH(shipped("split_facts_hybrid.textproto", "channel[0].latent_vectors=3"),
                     Catch::Contains("trainer.hybrid.latent_vectors"));
 }

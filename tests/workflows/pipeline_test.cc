@@ -6,6 +6,7 @@
 // retrieve and answer.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <set>
@@ -19,6 +20,7 @@
 #include "games/qa/qa_dataset.h"
 #include "tests/test_support.h"
 #include "tests/workflows/config_test_support.h"
+#include "tests/workflows/direct_policy.h"
 #include "workflows/config/compiled_workflow.h"
 #include "workflows/config/config_loader.h"
 #include "workflows/config/model_spec.h"
@@ -27,6 +29,7 @@
 #include "workflows/run/evaluate.h"
 #include "workflows/run/pipeline_credit.h"
 #include "workflows/run/rollout.h"
+#include "workflows/run/spread.h"
 #include "workflows/runtime/worker_hub.h"
 
 using namespace troupe;
@@ -166,6 +169,14 @@ trainer { sft { episodes: 8 teacher: "oracle" } }
 )";
 }
 
+// qa_decompose's graph whose answerer reads the decomposer's vectors across a `mode` channel.
+std::string QaDecomposeLatent(const std::string& mode, const std::string& answer_prompt = "{decompose.latents}\\nPassages:\\n{retrieve.docs}\\nQuestion: {question}") {
+  std::string text = Replace(QaDecompose(8), "prompt: \"Passages:\\n{retrieve.docs}\\nQuestion: {question}\"",
+                             "prompt: \"" + answer_prompt + "\"");
+  if (!mode.empty()) text += "channel { from: \"decomposer\" to: \"answerer\" mode: " + mode + " latent_vectors: 3 }\n";
+  return text;
+}
+
 }  // namespace
 
 TEST_CASE("conditions compare counts, text and numbers, and test existence and validity", "[pipeline]") {
@@ -295,6 +306,102 @@ TEST_CASE("pipeline mistakes are refused at the file, line and column that make 
   }
 }
 
+TEST_CASE("latent channels between pipeline nodes are checked at the file, line and column that misuse them",
+          "[pipeline][config][hybrid]") {
+  REQUIRE(ErrorOf(QaDecomposeLatent("HYBRID")).empty());
+  REQUIRE(ErrorOf(QaDecomposeLatent("LATENT")).empty());
+  SECTION("vectors read without a channel") {
+    const std::string text = QaDecomposeLatent("");
+    CHECK_THAT(ErrorOf(text), Catch::StartsWith(At(text, 10, "decompose.latents")) &&
+                                  Catch::Contains("no LATENT or HYBRID channel joins role 'decomposer' to role 'answerer'"));
+  }
+  SECTION("a LATENT channel's reader reading the sender's text too") {
+    const std::string text = QaDecomposeLatent("LATENT", "{decompose.latents} {decompose.sub_queries}\\nQuestion: {question}");
+    CHECK_THAT(ErrorOf(text), Catch::StartsWith("t.textproto:10:") && Catch::Contains("LATENT (vectors only)"));
+    CHECK(ErrorOf(QaDecomposeLatent("HYBRID", "{decompose.latents} {decompose.sub_queries}\\nQuestion: {question}")).empty());
+  }
+  SECTION("a latent channel whose vectors no prompt shows") {
+    const std::string text = QaDecomposeLatent("HYBRID", "Passages:\\n{retrieve.docs}\\nQuestion: {question}");
+    CHECK_THAT(ErrorOf(text), Catch::StartsWith(At(text, 26, "mode")) && Catch::Contains("no prompt of role 'answerer' shows its vectors"));
+  }
+  SECTION("text_words, a game's message size") {
+    const std::string text = Replace(QaDecomposeLatent("HYBRID"), "latent_vectors: 3", "latent_vectors: 3 text_words: 2");
+    CHECK_THAT(ErrorOf(text), Catch::Contains("text_words is for games"));
+  }
+  SECTION("a tool reading vectors") {
+    const std::string text = Replace(QaDecomposeLatent("HYBRID"), "input: \"decompose.sub_queries\"", "input: \"decompose.latents\"");
+    CHECK_THAT(ErrorOf(text), Catch::StartsWith(At(text, 7, "latents")) && Catch::Contains("read by role nodes"));
+  }
+}
+
+TEST_CASE("across a HYBRID pipeline channel the decomposer sends K vectors and the answerer reads them, as the trainer scores them",
+          "[pipeline][hybrid]") {
+  CompiledWorkflow w = CompileWorkflow(ParseWorkflowText(QaDecomposeLatent("HYBRID"), "qa.textproto"));
+  testing::DirectPolicy policy(w);
+  Rollout rollout(w, policy);
+  RolloutOptions o;
+  o.episodes = 4;
+  o.group_size = 1;
+  o.seed = 3;
+  Rng rng(9);
+  const RolloutBatch batch = rollout.Run(o, rng);
+  const auto [bot, eot] = w.Codec(0).MessageMarkers();
+  const int width = 32;
+  int senders = 0, readers = 0;
+  for (const auto& r : batch.records) {
+    const auto slots = std::count(r.prompt.begin(), r.prompt.end(), Vocab::kSoft);
+    if (r.phase == "decompose") {
+      ++senders;
+      REQUIRE(r.latent_steps == 3);
+      CHECK(r.latents.size() == 3u * width);
+      const size_t n = r.prompt.size();
+      CHECK(r.prompt[n - 5] == bot);
+      CHECK(r.prompt[n - 1] == eot);
+      CHECK(slots == 3);
+      CHECK(r.soft_inputs.empty());
+    } else {
+      ++readers;
+      CHECK(r.latent_steps == 0);
+      CHECK(slots == 3);  // the decomposer's message, where the template shows it
+      CHECK(r.soft_inputs.size() == 3u * width);
+      CHECK(r.soft_width == width);
+      const auto at = std::find(r.prompt.begin(), r.prompt.end(), bot);
+      REQUIRE(at + 4 < r.prompt.end());
+      CHECK(*(at + 4) == eot);
+    }
+  }
+  CHECK(senders == 4);
+  CHECK(readers == 4);
+  for (const auto& e : batch.episodes) CHECK(e.metrics.at("latent_vectors") == 3);
+
+  // The trainer scores each call as it was sampled: the sender's vectors
+  // recomputed from its prompt, the reader's read as data.
+  const std::vector<std::vector<float>> logp = policy.trainer.ResponseLogProbs(batch.records);
+  double worst = 0;
+  for (size_t i = 0; i < batch.records.size(); ++i) {
+    REQUIRE(logp[i].size() == batch.records[i].logprobs.size());
+    for (size_t t = 0; t < logp[i].size(); ++t) worst = std::max<double>(worst, std::abs(logp[i][t] - batch.records[i].logprobs[t]));
+  }
+  CHECK(worst < 1e-4);
+  // What the answerer reads matters: other vectors give other probabilities.
+  std::vector<CallRecord> altered = batch.records;
+  for (auto& r : altered) {
+    for (auto& v : r.soft_inputs) v = -3 * v;
+  }
+  const std::vector<std::vector<float>> logp2 = policy.trainer.ResponseLogProbs(altered);
+  double moved = 0;
+  for (size_t i = 0; i < altered.size(); ++i) {
+    for (size_t t = 0; t < logp2[i].size(); ++t) moved = std::max<double>(moved, std::abs(logp2[i][t] - logp[i][t]));
+  }
+  CHECK(moved > 1e-4);
+
+  // Oracle demonstrations stay text: no vectors are sent or read.
+  for (const auto& r : OracleRollout(w, 4, 1).records) {
+    CHECK(r.latent_steps == 0);
+    CHECK(r.soft_inputs.empty());
+  }
+}
+
 TEST_CASE("a tool node runs once per tick for every episode, retried and fail-open", "[pipeline]") {
   auto run = [](const std::string& tool_lines, int episodes) {
     CompiledWorkflow w = CompileWorkflow(ParseWorkflowText(ToolPipeline(tool_lines), "t.textproto"));
@@ -389,11 +496,49 @@ TEST_CASE("QA evaluation plays the test split and reports EM and F1 per question
   CHECK(r.metrics.at("f1") >= 0.0);
   CHECK(r.metrics.at("f1") <= 1.0);
   CHECK(r.ci95.count("f1") == 1);
+  REQUIRE(r.bootstrap.count("f1") == 1);
+  CHECK(r.bootstrap.at("f1").lo <= r.metrics.at("f1"));
+  CHECK(r.bootstrap.at("f1").hi >= r.metrics.at("f1"));
+  // Each episode in order, so two evaluations of the split pair up question by question.
+  REQUIRE(r.per_episode.size() == 24);
+  double f1 = 0;
+  for (size_t i = 0; i < r.per_episode.size(); ++i) {
+    CHECK(r.per_episode[i].first == static_cast<int>(i));
+    f1 += r.per_episode[i].second.at("f1") / 24;
+  }
+  CHECK(f1 == Approx(r.metrics.at("f1")));
+  const std::string lines = EvalEpisodesJsonl(r);
+  CHECK(std::count(lines.begin(), lines.end(), '\n') == 24);
+  CHECK(lines.rfind("{\"episode\":0,", 0) == 0);
+  CHECK_THAT(EvalJson(r), Catch::Contains("\"ci95_lo/f1\"") && Catch::Contains("\"ci95_hi/f1\""));
   // The headline metrics name each question type of the test split.
   const auto& h = w.headline_metrics;
   for (const char* k : {"f1/single_hop", "f1/bridge", "f1/comparison", "recall_at_k"}) {
     CHECK(std::find(h.begin(), h.end(), k) != h.end());
   }
+}
+
+TEST_CASE("bootstrap intervals hold the mean, stay inside the values' bounds and repeat with the seed", "[pipeline][eval]") {
+  // 2 answers right of 100: Student's t interval crosses 0, the bootstrap's stays at or above it.
+  std::vector<double> rare(100, 0.0);
+  rare[10] = rare[60] = 1.0;
+  const Interval b = BootstrapInterval(rare);
+  CHECK(SpreadOf(rare).mean - SpreadOf(rare).half_width < 0.0);
+  CHECK(b.lo >= 0.0);
+  CHECK(b.lo < 0.02);
+  CHECK(b.hi > 0.02);
+  CHECK(b.hi < 0.07);
+  CHECK(BootstrapInterval(rare).lo == b.lo);
+  CHECK(BootstrapInterval(rare).hi == b.hi);
+  // Half right: close to the normal interval 0.5 +- 1.96 * 0.5 / 20.
+  std::vector<double> half(400);
+  for (size_t i = 0; i < half.size(); ++i) half[i] = i % 2;
+  const Interval h = BootstrapInterval(half);
+  CHECK(h.lo == Approx(0.5 - 0.049).margin(0.01));
+  CHECK(h.hi == Approx(0.5 + 0.049).margin(0.01));
+  // Constant values, or fewer than two, give the mean at both ends.
+  CHECK(BootstrapInterval(std::vector<double>(50, 0.0)).hi == 0.0);
+  CHECK(BootstrapInterval({0.3}).lo == 0.3);
 }
 
 TEST_CASE("credit: marginal answer gains and shared outcomes on a hand-made trajectory", "[pipeline][credit]") {

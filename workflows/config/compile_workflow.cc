@@ -386,6 +386,7 @@ void CompileTraining(const LoadedWorkflow& w, CompiledWorkflow& c) {
   run.threads = t.threads();
   run.correlated_team_sampling = t.correlated_team_sampling();
   run.guided_choices = t.guided_choices();
+  run.greedy_eval = t.greedy_eval();
   run.sft_episodes = t.sft().episodes();
   run.sft_steps = t.has_sft() ? t.sft().steps() : 0;
   run.sft_teacher = t.sft().teacher();
@@ -455,13 +456,14 @@ void CompilePrompts(const LoadedWorkflow& w, CompiledWorkflow& c) {
       w.Fail(where, "model '" + m.name + "' reads text (" + m.tokenizer_json + "), but game " + c.game->Name() +
                         " renders no text view of its observations");
     }
-    if (c.hybrid() || c.LatentMessages()) {
+    if (c.hybrid() || (c.game && c.LatentMessages())) {
       w.Fail(where, "model '" + m.name + "' reads text (" + m.tokenizer_json +
-                        "); latent and hybrid messages need word-vocabulary models so far");
+                        "); latent and hybrid messages in games need word-vocabulary models so far");
     }
     std::shared_ptr<const PromptCodec> codec;
     try {
       codec = MakeTextCodec(m.tokenizer_json, role_names);
+      if (c.LatentMessages()) codec->MessageMarkers();  // a pipeline's latent channels: <bot> and <eot>
     } catch (const Error& e) {
       w.Fail(where, "model '" + m.name + "': " + e.what());
     }
@@ -579,6 +581,7 @@ CompiledWorkflow CompileWorkflow(const LoadedWorkflow& w) {
       }
     }
     c.headline_metrics = c.pipeline->task->HeadlineMetrics();
+    if (c.LatentMessages()) c.headline_metrics.push_back("latent_vectors");
   } else {
     for (const auto& r : c.roles) {
       if (r.trained() && !r.seats.empty()) {

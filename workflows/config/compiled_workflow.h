@@ -94,6 +94,7 @@ struct RunSettings {
   int threads = 0;
   bool correlated_team_sampling = false;
   bool guided_choices = false;
+  bool greedy_eval = false;  // the run's evaluations decode greedily
   int sft_episodes = 0;
   int sft_steps = 0;
   std::string sft_teacher;

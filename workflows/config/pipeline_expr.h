@@ -19,6 +19,14 @@
 
 namespace troupe {
 
+// A role node whose role sends LATENT or HYBRID messages (a channel from its
+// role) has the key "latents": the vectors its latest call sent. A template
+// shows them where it says {node.latents}; the text there is one
+// kLatentMarker, which the rollout turns into <bot>, a soft slot per vector
+// (the vectors read as input embeddings) and <eot>.
+inline constexpr const char* kLatentsKey = "latents";
+inline constexpr char kLatentMarker = '\x01';
+
 // A node's latest output in an episode.
 struct NodeOutput {
   bool ran = false;
@@ -26,6 +34,8 @@ struct NodeOutput {
   int runs = 0;        // how many times the node ran in the episode
   std::string raw;     // the answer's text (role nodes) or the first item (tools)
   std::map<std::string, std::vector<std::string>> values;
+  std::vector<float> latents;  // a sender's vectors, [K, latent_width] (values["latents"] holds the marker)
+  int latent_width = 0;
 };
 
 struct NodeRef {

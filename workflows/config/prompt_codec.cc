@@ -55,6 +55,11 @@ class WordCodec : public PromptCodec {
     return s;
   }
   std::string Text(const std::vector<int>& tokens) const override { return Show(tokens); }
+  std::pair<int, int> MessageMarkers() const override {
+    const int bot = vocab_.Id("<bot>"), eot = vocab_.Id("<eot>");
+    if (bot == Vocab::kUnk || eot == Vocab::kUnk) throw ConfigError("the word vocabulary has no <bot> and <eot>");
+    return {bot, eot};
+  }
 
  private:
   Vocab vocab_;
@@ -98,6 +103,14 @@ class TextCodec : public PromptCodec {
   int MaxNewTokens(int max_words) const override { return 2 * max_words + 1; }
   std::string Show(const std::vector<int>& tokens) const override { return tokenizer_.Decode(tokens); }
   std::string Text(const std::vector<int>& tokens) const override { return tokenizer_.Decode(UpToEos(tokens)); }
+  std::pair<int, int> MessageMarkers() const override {
+    const std::optional<int> bot = tokenizer_.TokenId("<bot>"), eot = tokenizer_.TokenId("<eot>");
+    if (!bot || !eot) {
+      throw ConfigError("the tokenizer has no <bot> and <eot> tokens for latent messages (tokenizers troupe learns "
+                        "reserve them: retrain, or add them as special tokens)");
+    }
+    return {*bot, *eot};
+  }
 
  private:
   // An answer's tokens: its text, or the text after a space when that takes

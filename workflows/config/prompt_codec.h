@@ -10,6 +10,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/vocab.h"
@@ -42,6 +43,9 @@ class PromptCodec {
   virtual std::string Text(const std::vector<int>& tokens) const = 0;
   // Tokens as a person reads them (session events, the viewer).
   virtual std::string Show(const std::vector<int>& tokens) const = 0;
+  // The tokens around a latent message's vectors, <bot> and <eot>. Throws
+  // ConfigError when the vocabulary or tokenizer has none.
+  virtual std::pair<int, int> MessageMarkers() const = 0;
 };
 
 std::shared_ptr<const PromptCodec> MakeWordCodec(Vocab vocab);

@@ -43,6 +43,15 @@ bool ReinforcementLatent(const LoadedWorkflow& w, const config::ChannelSpec& ch)
   return ch.mode() != config::TEXT && !w.proto.trainer().has_hybrid();
 }
 
+// The mode of the LATENT/HYBRID channel of a reinforcement-learning run from
+// role `from` to role `to`; TEXT when none.
+config::ChannelMode LatentMode(const LoadedWorkflow& w, const std::string& from, const std::string& to) {
+  for (const auto& ch : w.proto.channel()) {
+    if (ch.from() == from && ch.to() == to && ReinforcementLatent(w, ch)) return ch.mode();
+  }
+  return config::TEXT;
+}
+
 }  // namespace
 
 void ValidateChannels(const LoadedWorkflow& w, const CompiledWorkflow& c) {
@@ -64,11 +73,16 @@ void ValidateChannels(const LoadedWorkflow& w, const CompiledWorkflow& c) {
     }
     if (ch.mode() == config::TEXT) continue;
     const bool rl = ReinforcementLatent(w, ch);
-    if (rl && (!c.game || c.game->MessagePhases().empty())) {
+    if (rl && c.game && c.game->MessagePhases().empty()) {
       w.Fail({{"channel", i}, {"mode"}}, "channel mode " + config::ChannelMode_Name(ch.mode()) +
                                              " needs a game whose seats send messages " +
-                                             "(red_black's speak phase) or trainer.hybrid { }" +
-                                             (c.game ? "; game '" + c.game->Name() + "' has no message phase" : ""));
+                                             "(red_black's speak phase), a pipeline, or trainer.hybrid { }" +
+                                             "; game '" + c.game->Name() + "' has no message phase");
+    }
+    if (c.pipeline && !rl) w.Fail({{"trainer"}, {"hybrid"}}, "pipelines train latent channels by reinforcement learning: drop trainer.hybrid");
+    if (c.pipeline && ch.has_text_words()) {
+      w.Fail({{"channel", i}, {"text_words"}},
+             "in a pipeline the text a reader sees is what its prompt template shows; text_words is for games");
     }
     for (const auto* end : {&ch.from(), &ch.to()}) {
       const int r = c.RoleIndex(*end);
@@ -180,6 +194,35 @@ std::vector<std::vector<bool>> Reaches(const Digraph& g, size_t n) {
   return reach;
 }
 
+// A role node's template may show a sender's vectors ({node.latents}) only
+// across a LATENT or HYBRID channel from the sender's role to its own; a
+// LATENT channel carries no text, so the reader may not also read the
+// sender's text.
+void CheckLatentReads(const LoadedWorkflow& w, const CompiledPipeline& p, const PipelineNode& reader, int i,
+                      const std::vector<PathStep>& path, const std::string& text) {
+  const auto& refs = reader.prompt.refs();
+  for (const NodeRef& r : refs) {
+    if (r.key != kLatentsKey) continue;
+    const PipelineNode& sender = p.nodes[r.node];
+    const std::string& from = w.proto.pipeline().node(r.node).role();
+    const std::string& to = w.proto.pipeline().node(i).role();
+    const config::ChannelMode mode = LatentMode(w, from, to);
+    const size_t at = text.find(sender.name + "." + kLatentsKey);
+    if (mode == config::TEXT) {
+      FailInString(w, path, at, "'" + reader.name + "' reads " + sender.name + ".latents, but no LATENT or HYBRID channel joins role '" +
+                                    from + "' to role '" + to + "'");
+    }
+    if (mode != config::LATENT) continue;
+    for (const NodeRef& other : refs) {
+      if (other.node == r.node && other.key != kLatentsKey) {
+        FailInString(w, path, text.find(sender.name), "'" + reader.name + "' reads the text of '" + sender.name +
+                                                          "', but the channel from role '" + from +
+                                                          "' is LATENT (vectors only): make it HYBRID to send both");
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void ValidatePipelineGraph(const LoadedWorkflow& w, CompiledWorkflow& c) {
@@ -236,6 +279,7 @@ void ValidatePipelineGraph(const LoadedWorkflow& w, CompiledWorkflow& c) {
         w.Fail(n.has_parser() ? at("parser") : at("output_key"), "node '" + n.name() + "': " + e.what());
       }
       keys[i] = node.parser->Keys();
+      keys[i].push_back(kLatentsKey);  // a sender's vectors; templates may read them across a latent channel only
     } else if (n.kind() == config::TOOL_NODE) {
       const std::vector<ParamSpec>* specs = PipelineToolParamRegistry::Get().Find(n.tool());
       if (specs == nullptr) {
@@ -320,6 +364,7 @@ void ValidatePipelineGraph(const LoadedWorkflow& w, CompiledWorkflow& c) {
       FailInString(w, prompt_at, e.offset(), "prompt of '" + n.name() + "': " + e.what());
     }
     check_order(node.prompt.refs(), i, prompt_at, n.prompt());
+    CheckLatentReads(w, p, node, i, prompt_at, n.prompt());
     if (n.input() == "question") {
       node.input_question = true;
     } else if (!n.input().empty()) {
@@ -329,8 +374,30 @@ void ValidatePipelineGraph(const LoadedWorkflow& w, CompiledWorkflow& c) {
         FailInString(w, input_at, e.offset(), "input of '" + n.name() + "': " + e.what());
       }
       check_order({*node.input}, i, input_at, n.input());
+      if (node.input->key == kLatentsKey) {
+        FailInString(w, input_at, n.input().find(kLatentsKey), "a tool reads text items; latent vectors are read by role nodes");
+      }
     }
     for (int in : node.inputs) check_order({NodeRef{in}}, i, {{"pipeline"}, {"node", i}, {"inputs"}}, p.nodes[in].name);
+  }
+  // A latent channel's vectors must reach some prompt: a node of the reading
+  // role shows {node.latents} of a node of the sending role.
+  for (int i = 0; i < w.proto.channel_size(); ++i) {
+    const config::ChannelSpec& ch = w.proto.channel(i);
+    if (!ReinforcementLatent(w, ch)) continue;
+    bool shown = false;
+    for (int r = 0; r < spec.node_size() && !shown; ++r) {
+      if (spec.node(r).role() != ch.to()) continue;
+      for (const NodeRef& ref : p.nodes[r].prompt.refs()) {
+        shown = shown || (ref.key == kLatentsKey && spec.node(ref.node).role() == ch.from());
+      }
+    }
+    if (!shown) {
+      w.Fail({{"channel", i}, {"mode"}}, "channel from '" + ch.from() + "' to '" + ch.to() + "' is " +
+                                             config::ChannelMode_Name(ch.mode()) + ", but no prompt of role '" + ch.to() +
+                                             "' shows its vectors: write {<" + ch.from() +
+                                             " node>.latents} in the reader's prompt template");
+    }
   }
   for (int i = 0; i < spec.edge_size(); ++i) {
     const std::string& text = spec.edge(i).when();

@@ -5,6 +5,7 @@
 // The next frontier is every edge target whose condition holds; an episode
 // stops at an end node or after max_steps ticks.
 #include <algorithm>
+#include <functional>
 #include <set>
 
 #include "core/base/errors.h"
@@ -29,6 +30,7 @@ struct PipelineEpisode {
   int calls = 0;
   int tool_errors = 0;
   int truncated = 0;  // prompts cut to fit the model's max_len
+  int latent_vectors = 0;  // vectors its latent channels sent
   std::vector<std::string> retrieved;  // ids every tool returned, in order
   std::vector<int> visits;             // per node: how many times it ran (a call's turn)
   std::vector<CallTick> call_ticks;    // per record of the episode, in order
@@ -84,13 +86,62 @@ std::string OracleAnswer(const CompiledPipeline& p, int node, int visit, const P
   return parser.Format({subs[std::min<size_t>(static_cast<size_t>(visit), subs.size() - 1)]});
 }
 
+// A role node's prompt text as its codec reads it. Each latent marker (a
+// {node.latents} in the template) becomes <bot> <eot>, and the vectors of the
+// message shown there go between them as soft slots, in template order.
+PromptParts NodePrompt(const RolloutSpec& w, const PipelineNode& node, const PipelineEpisode& ep,
+                       const std::string& text, const std::function<std::vector<int>(const std::vector<std::string>&)>& words_prompt) {
+  const PromptCodec& codec = w.Codec(node.role);
+  std::vector<const NodeOutput*> messages;
+  for (const NodeRef& r : node.prompt.refs()) {
+    if (r.key == kLatentsKey && !ep.outputs[r.node].latents.empty()) messages.push_back(&ep.outputs[r.node]);
+  }
+  PromptParts parts;
+  if (messages.empty()) {
+    parts.tokens = codec.reads_text() ? codec.TextPrompt(node.role, text) : words_prompt(WordsOfText(text));
+    return parts;
+  }
+  std::string shown;  // text codecs: the markers as the tokenizer's <bot><eot>
+  std::vector<std::string> words;  // word codecs: the words, the markers as <bot> <eot>
+  size_t start = 0;
+  for (size_t at = text.find(kLatentMarker);; at = text.find(kLatentMarker, start)) {
+    const std::string piece = text.substr(start, at == std::string::npos ? std::string::npos : at - start);
+    if (codec.reads_text()) shown += piece;
+    else for (auto& word : WordsOfText(piece)) words.push_back(std::move(word));
+    if (at == std::string::npos) break;
+    if (codec.reads_text()) shown += "<bot><eot>";
+    else words.insert(words.end(), {"<bot>", "<eot>"});
+    start = at + 1;
+  }
+  const std::vector<int> tokens = codec.reads_text() ? codec.TextPrompt(node.role, shown) : words_prompt(words);
+  const auto [bot, eot] = codec.MessageMarkers();
+  size_t next = 0;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    parts.tokens.push_back(tokens[i]);
+    if (tokens[i] != bot || i + 1 >= tokens.size() || tokens[i + 1] != eot || next >= messages.size()) continue;
+    const NodeOutput& m = *messages[next++];
+    parts.tokens.insert(parts.tokens.end(), m.latents.size() / static_cast<size_t>(m.latent_width), Vocab::kSoft);
+    parts.soft.insert(parts.soft.end(), m.latents.begin(), m.latents.end());
+    parts.soft_width = m.latent_width;
+  }
+  return parts;
+}
+
 // Cuts a prompt longer than `limit` tokens in the middle: the head (the start,
 // the role, the instructions) and the tail (a template's last lines, where
-// the question stands) stay, passages in between lose their end. True when cut.
-bool FitPrompt(std::vector<int>* prompt, int limit) {
-  if (limit <= 0 || static_cast<int>(prompt->size()) <= limit) return false;
+// the question stands) stay, passages in between lose their end, and soft
+// slots cut lose their vectors. True when cut.
+bool FitPrompt(PromptParts* prompt, int limit) {
+  std::vector<int>& tokens = prompt->tokens;
+  if (limit <= 0 || static_cast<int>(tokens.size()) <= limit) return false;
   const int head = std::min(32, limit / 4), tail = limit - head;
-  prompt->erase(prompt->begin() + head, prompt->end() - tail);
+  const auto from = tokens.begin() + head, to = tokens.end() - tail;
+  if (prompt->soft_width > 0) {
+    const auto before = std::count(tokens.begin(), from, Vocab::kSoft), cut = std::count(from, to, Vocab::kSoft);
+    const auto w = prompt->soft_width;
+    prompt->soft.erase(prompt->soft.begin() + before * w, prompt->soft.begin() + (before + cut) * w);
+  }
+  tokens.erase(from, to);
   return true;
 }
 
@@ -120,8 +171,11 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
   struct Pending {
     int episode;
     int node;
-    std::vector<int> prompt;
+    PromptParts prompt;
+    int latent_steps = 0;  // a sender: vectors to send (after <bot>) before its text
   };
+  // Roles that send latent messages: K vectors after the prompt, then <eot> and the text.
+  auto sends = [&](const PipelineNode& node) { return workflow_.roles[node.role].message_mode != config::TEXT; };
   for (bool active = true; active;) {
     active = false;
     std::vector<std::vector<Pending>> by_model(policy_.size());
@@ -146,12 +200,17 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
           tool_episodes[n].push_back(e);
         } else {
           const std::string text = node.prompt.empty() ? DefaultPrompt(node, ep) : node.prompt.Render(ep.query.question, ep.outputs);
-          const PromptCodec& codec = workflow_.Codec(node.role);
-          Pending pending{e, n, codec.reads_text() ? codec.TextPrompt(node.role, text) : Prompt(node.role, WordsOfText(text)).tokens};
-          const int model = workflow_.roles[node.role].model;
-          ep.truncated += FitPrompt(&pending.prompt, workflow_.max_len.at(model) - node.max_tokens);
+          const RoleInfo& role = workflow_.roles[node.role];
+          Pending pending{e, n, NodePrompt(workflow_, node, ep, text, [&](const std::vector<std::string>& words) {
+                            return Prompt(node.role, words).tokens;
+                          })};
+          // Oracle demonstrations are text: a sender's vectors come from its model, in rollouts.
+          if (sends(node) && !options.scripted_for_trained) pending.latent_steps = role.latent_vectors;
+          const int room = node.max_tokens + (pending.latent_steps > 0 ? pending.latent_steps + 2 : 0);
+          ep.truncated += FitPrompt(&pending.prompt, workflow_.max_len.at(role.model) - room);
+          if (pending.latent_steps > 0) pending.prompt.tokens.push_back(workflow_.Codec(node.role).MessageMarkers().first);
           if (options.scripted_for_trained) oracle.push_back(std::move(pending));
-          else by_model[workflow_.roles[node.role].model].push_back(std::move(pending));
+          else by_model[role.model].push_back(std::move(pending));
         }
       }
     }
@@ -179,7 +238,14 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
     for (size_t m = 0; m < by_model.size(); ++m) {
       for (const auto& q : by_model[m]) {
         const PipelineNode& node = p.nodes[q.node];
-        queries[m].push_back({workflow_.roles[node.role].slot, &q.prompt, node.max_tokens, nullptr, q.episode});
+        GenerateQuery query{workflow_.roles[node.role].slot, &q.prompt.tokens, node.max_tokens, nullptr, q.episode};
+        if (!q.prompt.soft.empty()) {
+          query.soft_inputs = &q.prompt.soft;
+          query.soft_width = q.prompt.soft_width;
+        }
+        query.latent_steps = q.latent_steps;
+        if (q.latent_steps > 0) query.latent_end = workflow_.Codec(node.role).MessageMarkers().second;
+        queries[m].push_back(query);
       }
     }
     std::vector<std::vector<Generation>> gens_of = GenerateTick(queries, options, rng, &batch);
@@ -241,10 +307,25 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
         const int runs = ep.outputs[q.node].runs + 1;
         ep.outputs[q.node] = node.parser->Parse(text);
         ep.outputs[q.node].runs = runs;
-        // Its turn: how many times this node ran before in the episode (GRPO groups by query, role and turn).
         CallRecord rec = NewRecord(q.episode, options.group_size, node.role, 0, ep.visits[q.node]++, node.name);
+        if (q.latent_steps > 0) {
+          // A sender: readers get its vectors; the record keeps its own slots
+          // (between <bot> and <eot> at the prompt's end) for the trainer to recompute.
+          NodeOutput& out = ep.outputs[q.node];
+          out.latents = gens[i].latents;
+          out.latent_width = workflow_.roles[node.role].latent_width;
+          out.values[kLatentsKey] = {std::string(1, kLatentMarker)};
+          q.prompt.tokens.insert(q.prompt.tokens.end(), q.latent_steps, Vocab::kSoft);
+          q.prompt.tokens.push_back(workflow_.Codec(node.role).MessageMarkers().second);
+          rec.latent_steps = q.latent_steps;
+          rec.latents = std::move(gens[i].latents);
+          ep.latent_vectors += q.latent_steps;
+        }
+        // Its turn (above): how many times this node ran before in the episode (GRPO groups by query, role and turn).
         rec.step = ep.steps;
-        rec.prompt = std::move(q.prompt);
+        rec.prompt = std::move(q.prompt.tokens);
+        rec.soft_inputs = std::move(q.prompt.soft);
+        rec.soft_width = q.prompt.soft_width;
         rec.response = std::move(gens[i].tokens);
         rec.logprobs = std::move(gens[i].logprobs);
         rec.valid = ep.outputs[q.node].valid;
@@ -282,6 +363,9 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
     }
   }
   const std::string& answer_key = p.nodes[p.answer].parser->output_key();
+  const bool latent_channels = std::any_of(p.nodes.begin(), p.nodes.end(), [&](const PipelineNode& n) {
+    return n.kind == config::ROLE_NODE && sends(n);
+  });
   const bool has_tools = std::any_of(p.tools.begin(), p.tools.end(), [](const auto& t) { return t != nullptr; });
   // Whether some tool retrieves (returns "ids"): then retrieval recall counts, also when it did not run.
   const bool searches = std::any_of(p.tools.begin(), p.tools.end(), [](const auto& t) {
@@ -319,6 +403,7 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
     s.metrics["calls"] = ep.calls;
     if (has_tools) s.metrics["tool_errors"] = ep.tool_errors;
     s.metrics["truncated_prompts"] = ep.truncated;
+    if (latent_channels) s.metrics["latent_vectors"] = ep.latent_vectors;
     s.final_state = "question: " + ep.query.question + "\nanswer: " + outcome.answer + "\n";
     s.dropped = ep.dropped;
     batch.episodes.push_back(std::move(s));
