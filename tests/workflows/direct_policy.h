@@ -3,6 +3,8 @@
 // rollout sampled with what the trainer scores.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -10,6 +12,7 @@
 #include "core/models/model_pool.h"
 #include "core/models/trainer.h"
 #include "workflows/config/compiled_workflow.h"
+#include "workflows/run/rollout.h"
 #include "workflows/runtime/policy_service.h"
 
 namespace troupe::testing {
@@ -43,5 +46,46 @@ class DirectPolicy : public PolicyService {
   ModelPool pool;
   Trainer trainer;
 };
+
+// A seeded rollout batch of `episodes` episodes (GRPO groups of `group_size`) on `policy`.
+inline RolloutBatch DirectRollout(const CompiledWorkflow& w, DirectPolicy& policy, int episodes, int group_size) {
+  Rollout rollout(w, policy);
+  RolloutOptions o;
+  o.episodes = episodes;
+  o.group_size = group_size;
+  o.seed = 3;
+  Rng rng(9);
+  return rollout.Run(o, rng);
+}
+
+// The largest difference between the log-probabilities the trainer scores
+// for `records` and `reference` (one vector per record, token by token).
+inline double LargestLogProbGap(Trainer& trainer, const std::vector<CallRecord>& records,
+                                const std::vector<std::vector<float>>& reference) {
+  const std::vector<std::vector<float>> logp = trainer.ResponseLogProbs(records);
+  double gap = 0;
+  for (size_t i = 0; i < records.size(); ++i) {
+    if (logp[i].size() != reference[i].size()) return INFINITY;  // scored another number of tokens
+    for (size_t t = 0; t < logp[i].size(); ++t) {
+      gap = std::max<double>(gap, std::abs(logp[i][t] - reference[i][t]));
+    }
+  }
+  return gap;
+}
+
+// The log-probabilities each record's response was sampled with.
+inline std::vector<std::vector<float>> SampledLogProbs(const std::vector<CallRecord>& records) {
+  std::vector<std::vector<float>> out;
+  for (const auto& r : records) out.push_back(r.logprobs);
+  return out;
+}
+
+// `records` whose vectors read at soft slots are others (each scaled by -3).
+inline std::vector<CallRecord> WithOtherVectors(std::vector<CallRecord> records) {
+  for (auto& r : records) {
+    for (auto& v : r.soft_inputs) v = -3 * v;
+  }
+  return records;
+}
 
 }  // namespace troupe::testing

@@ -94,13 +94,7 @@ TEST_CASE(
     "[hybrid][red_black]") {
   CompiledWorkflow w = TinyHybridRedBlack("HYBRID");
   DirectPolicy policy(w);
-  Rollout rollout(w, policy);
-  RolloutOptions o;
-  o.episodes = 4;
-  o.group_size = 4;
-  o.seed = 3;
-  Rng rng(9);
-  RolloutBatch batch = rollout.Run(o, rng);
+  RolloutBatch batch = testing::DirectRollout(w, policy, 4, 4);
   const int bot = w.vocab.Id("<bot>"), eot = w.vocab.Id("<eot>");
   int speakers = 0, readers = 0;
   for (const auto& r : batch.records) {
@@ -136,24 +130,11 @@ TEST_CASE(
 
   // The trainer scores each call as it was sampled: the speaker's own vectors
   // recomputed, the teammates' read as data.
-  std::vector<std::vector<float>> logp = policy.trainer.ResponseLogProbs(batch.records);
-  double worst = 0;
-  for (size_t i = 0; i < batch.records.size(); ++i) {
-    for (size_t t = 0; t < logp[i].size(); ++t)
-      worst = std::max<double>(worst, std::abs(logp[i][t] - batch.records[i].logprobs[t]));
-  }
-  CHECK(worst < 1e-4);
+  const std::vector<std::vector<float>> sampled = testing::SampledLogProbs(batch.records);
+  CHECK(testing::LargestLogProbGap(policy.trainer, batch.records, sampled) < 1e-4);
   // What teammates read matters: other vectors give other probabilities.
-  std::vector<CallRecord> altered = batch.records;
-  for (auto& r : altered) {
-    for (auto& v : r.soft_inputs) v = -3 * v;
-  }
-  std::vector<std::vector<float>> logp2 = policy.trainer.ResponseLogProbs(altered);
-  double moved = 0;
-  for (size_t i = 0; i < altered.size(); ++i) {
-    for (size_t t = 0; t < logp2[i].size(); ++t) moved = std::max<double>(moved, std::abs(logp2[i][t] - logp[i][t]));
-  }
-  CHECK(moved > 1e-3);
+  const std::vector<std::vector<float>> scored = policy.trainer.ResponseLogProbs(batch.records);
+  CHECK(testing::LargestLogProbGap(policy.trainer, testing::WithOtherVectors(batch.records), scored) > 1e-3);
 
   // The speaker's text loss reaches the projection that made its vectors.
   auto projection = [&] {

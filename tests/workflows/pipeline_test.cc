@@ -338,13 +338,7 @@ TEST_CASE("across a HYBRID pipeline channel the decomposer sends K vectors and t
           "[pipeline][hybrid]") {
   CompiledWorkflow w = CompileWorkflow(ParseWorkflowText(QaDecomposeLatent("HYBRID"), "qa.textproto"));
   testing::DirectPolicy policy(w);
-  Rollout rollout(w, policy);
-  RolloutOptions o;
-  o.episodes = 4;
-  o.group_size = 1;
-  o.seed = 3;
-  Rng rng(9);
-  const RolloutBatch batch = rollout.Run(o, rng);
+  const RolloutBatch batch = testing::DirectRollout(w, policy, 4, 1);
   const auto [bot, eot] = w.Codec(0).MessageMarkers();
   const int width = 32;
   int senders = 0, readers = 0;
@@ -376,24 +370,11 @@ TEST_CASE("across a HYBRID pipeline channel the decomposer sends K vectors and t
 
   // The trainer scores each call as it was sampled: the sender's vectors
   // recomputed from its prompt, the reader's read as data.
-  const std::vector<std::vector<float>> logp = policy.trainer.ResponseLogProbs(batch.records);
-  double worst = 0;
-  for (size_t i = 0; i < batch.records.size(); ++i) {
-    REQUIRE(logp[i].size() == batch.records[i].logprobs.size());
-    for (size_t t = 0; t < logp[i].size(); ++t) worst = std::max<double>(worst, std::abs(logp[i][t] - batch.records[i].logprobs[t]));
-  }
-  CHECK(worst < 1e-4);
+  const std::vector<std::vector<float>> sampled = testing::SampledLogProbs(batch.records);
+  CHECK(testing::LargestLogProbGap(policy.trainer, batch.records, sampled) < 1e-4);
   // What the answerer reads matters: other vectors give other probabilities.
-  std::vector<CallRecord> altered = batch.records;
-  for (auto& r : altered) {
-    for (auto& v : r.soft_inputs) v = -3 * v;
-  }
-  const std::vector<std::vector<float>> logp2 = policy.trainer.ResponseLogProbs(altered);
-  double moved = 0;
-  for (size_t i = 0; i < altered.size(); ++i) {
-    for (size_t t = 0; t < logp2[i].size(); ++t) moved = std::max<double>(moved, std::abs(logp2[i][t] - logp[i][t]));
-  }
-  CHECK(moved > 1e-4);
+  const std::vector<std::vector<float>> scored = policy.trainer.ResponseLogProbs(batch.records);
+  CHECK(testing::LargestLogProbGap(policy.trainer, testing::WithOtherVectors(batch.records), scored) > 1e-4);
 
   // Oracle demonstrations stay text: no vectors are sent or read.
   for (const auto& r : OracleRollout(w, 4, 1).records) {
