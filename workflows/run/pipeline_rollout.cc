@@ -307,6 +307,7 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
         const int runs = ep.outputs[q.node].runs + 1;
         ep.outputs[q.node] = node.parser->Parse(text);
         ep.outputs[q.node].runs = runs;
+        // Its turn: how many times this node ran before in the episode (GRPO groups by query, role and turn).
         CallRecord rec = NewRecord(q.episode, options.group_size, node.role, 0, ep.visits[q.node]++, node.name);
         if (q.latent_steps > 0) {
           // A sender: readers get its vectors; the record keeps its own slots
@@ -321,7 +322,6 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
           rec.latents = std::move(gens[i].latents);
           ep.latent_vectors += q.latent_steps;
         }
-        // Its turn (above): how many times this node ran before in the episode (GRPO groups by query, role and turn).
         rec.step = ep.steps;
         rec.prompt = std::move(q.prompt.tokens);
         rec.soft_inputs = std::move(q.prompt.soft);
