@@ -14,6 +14,7 @@ usage: qa_table.py OUT_DIR WORKFLOW...
 import json
 import os
 import random
+import re
 import sys
 
 STAGES = [
@@ -23,23 +24,34 @@ STAGES = [
 ]
 TYPES = ["single_hop", "bridge", "comparison"]
 RESAMPLES = 2000
+LONGER = re.compile(r"_rl\d+$")  # a run continued to more RL iterations
 
-# (what, workflow a, stage a, workflow b, stage b): a - b on the same questions.
+# (workflow a, stage a, workflow b, stage b): a - b on the same questions.
+# A "<workflow>_rlN" folder continues <workflow>'s run to N RL iterations
+# (same warm start): it is compared with its own warm start and with
+# <workflow>'s shorter RL.
 def comparisons(workflows):
     out = []
+    longer = {w: LONGER.sub("", w) for w in workflows if LONGER.search(w)}  # qa_rag_rl200 -> qa_rag
+    base = [w for w in workflows if w not in longer]
     for w in workflows:
         out.append((w, "SFT + RL", w, "SFT"))
-    for w in workflows:
+    for w, short in longer.items():
+        if short in workflows:
+            out.append((w, "SFT + RL", short, "SFT + RL"))
+    stages = ("SFT", "SFT + RL")
+    for w in base:
         if w != "qa_closed_book" and "qa_closed_book" in workflows:
-            for stage in ("SFT", "SFT + RL"):
-                out.append((w, stage, "qa_closed_book", stage))
+            out += [(w, stage, "qa_closed_book", stage) for stage in stages]
+    for w, short in longer.items():
+        closed = [c for c, s in longer.items() if s == "qa_closed_book" and c.endswith(w[len(short):])]
+        if short != "qa_closed_book" and closed:
+            out.append((w, "SFT + RL", closed[0], "SFT + RL"))
     if "qa_decompose" in workflows and "qa_rag" in workflows:
-        for stage in ("SFT", "SFT + RL"):
-            out.append(("qa_decompose", stage, "qa_rag", stage))
+        out += [("qa_decompose", stage, "qa_rag", stage) for stage in stages]
     for other in ("qa_decompose_separate", "qa_decompose_hybrid"):
         if "qa_decompose" in workflows and other in workflows:
-            for stage in ("SFT", "SFT + RL"):
-                out.append((other, stage, "qa_decompose", stage))
+            out += [(other, stage, "qa_decompose", stage) for stage in stages]
     return out
 
 
@@ -47,10 +59,10 @@ def cell(e, key):
     if key not in e:
         return "-"
     lo, hi = e.get("ci95_lo/" + key), e.get("ci95_hi/" + key)
-    if lo is not None and hi is not None and hi > lo:
+    if lo is not None and hi is not None and hi - lo > 1e-9:
         return f"{e[key]:.3f} [{lo:.3f}, {hi:.3f}]"
     hw = e.get("ci95/" + key, 0.0)
-    return f"{e[key]:.3f} ±{hw:.3f}" if hw > 0 else f"{e[key]:.3f}"
+    return f"{e[key]:.3f} ±{hw:.3f}" if hw > 1e-9 else f"{e[key]:.3f}"
 
 
 def read_episodes(path):

@@ -7,7 +7,9 @@
 # after the warm start and after RL (greedy: the workflows set
 # trainer.greedy_eval): EM and F1 with 95% bootstrap intervals over questions,
 # per question type, retrieval recall and calls per question, then paired
-# differences (RL - SFT, RAG - closed-book, ...) on the same questions.
+# differences (RL - SFT, RAG - closed-book, ...) on the same questions. The
+# one-agent workflows then continue to 200 RL iterations from the same warm
+# start (<workflow>_rl200; LONG_ITERATIONS sets the number).
 #
 #   bash bench/qa_table.sh [OUT_DIR] [--set FIELD=VALUE ...]
 #
@@ -44,4 +46,18 @@ echo "qa_table: trainings took $(($(date +%s) - start)) s"
 for w in "${workflows[@]}"; do
   [ -f "$out/$w/eval_trained.json" ] || echo "qa_table: $w did not finish (see $out/$w.log)" >&2
 done
-python3 bench/qa_table.py "$out" "${workflows[@]}"
+# The one-agent workflows, whose RL iterations take seconds, go on from the
+# same warm start to LONG_ITERATIONS (default 200): <workflow>_rl200.
+long_iterations=${LONG_ITERATIONS:-200}
+longer=()
+for w in qa_closed_book qa_rag; do
+  long="$out/${w}_rl${long_iterations}"
+  longer+=("${w}_rl${long_iterations}")
+  [ -f "$long/eval_trained.json" ] && continue
+  [ -f "$out/$w/eval_trained.json" ] || continue
+  echo "qa_table: $w on to $long_iterations RL iterations (log: $long.log)"
+  rm -rf "$long" && cp -r "$out/$w" "$long" && rm -f "$long"/eval_trained.*
+  "$troupe" train "workflows/shipped/$w.textproto" --out "$long" --resume "$@" \
+    --set trainer.iterations="$long_iterations" >"$long.log" 2>&1 || echo "qa_table: see $long.log" >&2
+done
+python3 bench/qa_table.py "$out" "${workflows[@]}" "${longer[@]}"
