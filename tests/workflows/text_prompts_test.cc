@@ -192,6 +192,6 @@ TEST_CASE("text prompts are refused where they cannot work, at the field that as
   SECTION("latent messages") {
     const std::string e = ErrorOf(ok + "channel { from: \"a\" to: \"a\" mode: HYBRID }\n");
     CHECK_THAT(e, Catch::StartsWith("t.textproto:5:"));
-    CHECK_THAT(e, Catch::Contains("latent and hybrid messages need word-vocabulary models"));
+    CHECK_THAT(e, Catch::Contains("latent and hybrid messages in games need word-vocabulary models"));
   }
 }
