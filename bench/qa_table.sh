@@ -17,7 +17,9 @@
 #   ./build/workflows/troupe pretrain workflows/shipped/base_model.textproto --out runs/base_model
 # Runs JOBS trainings at a time (default 2: each uses one LibTorch thread).
 # Writes OUT_DIR (default runs/qa_table)/<workflow>/ run folders, their logs,
-# table.md and table.json. About 40 minutes on 2 cores.
+# table.md and table.json. With --set trainer.iterations=20: closed-book and RAG
+# take 10-35 minutes each and a decompose workflow about an hour on one core of
+# a 2-core machine shared with the others; JOBS=2 runs two at a time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=runs/qa_table
