@@ -2,6 +2,7 @@
 #include "games/qa/factbook_qa.h"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <set>
 
@@ -440,6 +441,26 @@ std::string EnsureDefaultQaData() {
   }
   if (!current) WriteFactbookQa(BuildFactbookQa(CachedFactbookQaOptions()), dir);
   return dir;
+}
+
+std::string FactbookQuestionsFile(const std::string& name_or_path) {
+  if (name_or_path == "factbook_qa:train") return EnsureDefaultQaData() + "/train.jsonl";
+  if (name_or_path == "factbook_qa:test") return EnsureDefaultQaData() + "/test.jsonl";
+  return name_or_path;
+}
+
+std::set<std::string> SupportingFactbookPages(const std::vector<QaRecord>& questions) {
+  std::set<std::string> pages;
+  for (const QaRecord& q : questions) {
+    for (const std::string& id : q.supporting) {
+      const size_t colon = id.find(':');
+      if (colon == std::string::npos || colon == 0 || id.find(':', colon + 1) == std::string::npos) continue;
+      std::string code = id.substr(0, colon);
+      std::transform(code.begin(), code.end(), code.begin(), [](unsigned char c) { return std::tolower(c); });
+      pages.insert(std::move(code));
+    }
+  }
+  return pages;
 }
 
 void WriteFactbookQa(const FactbookQa& data, const std::string& dir) {

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,15 @@ FactbookQa BuildFactbookQa(const FactbookQaOptions& options);
 
 // Writes passages.jsonl, train.jsonl, test.jsonl and counts.json into `dir`.
 void WriteFactbookQa(const FactbookQa& data, const std::string& dir);
+
+// A question file's path: "factbook_qa:train" and "factbook_qa:test" name the
+// default Factbook set's splits (built first when missing); anything else is a path.
+std::string FactbookQuestionsFile(const std::string& name_or_path);
+
+// The Factbook pages (GEC codes, lower case, as the Factbook package names its
+// files) holding the questions' supporting passages: passage ids of the
+// generator's shape "code:section:field"; other ids name no page.
+std::set<std::string> SupportingFactbookPages(const std::vector<QaRecord>& questions);
 
 // The counts per type and split, as a table a person reads.
 std::string FactbookQaSummary(const FactbookQa& data);

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -166,7 +167,45 @@ TEST_CASE("a pretraining workflow is checked whole, with errors at their line", 
   const std::string llama = "llama { hidden_size: 32 intermediate_size: 64 layers: 1 heads: 2 kv_heads: 1 max_len: 64 }";
   micro.replace(micro.find(llama), llama.size(), "transformer { d_model: 16 heads: 2 }");
   CHECK_THROWS_WITH(Tiny(micro), Catch::Contains("tiny.textproto:3:1") && Catch::Contains("Llama-family"));
+  std::string unseen_without_factbook = kTiny;
+  unseen_without_factbook.replace(unseen_without_factbook.find("heldout_every"), 0, "unseen_questions: \"q.jsonl\"\n  ");
+  CHECK_THROWS_WITH(Tiny(unseen_without_factbook), Catch::Contains("tiny.textproto:10:3") && Catch::Contains("no corpus is 'factbook'"));
   // A game workflow is not pretrained, and a pretraining one is not trained with `troupe train`.
   CHECK_THROWS_WITH(CompileWorkflow(ParseWorkflowText(kTiny, "tiny.textproto")),
                     Catch::Contains("troupe pretrain"));
+}
+
+TEST_CASE("unseen questions leave their supporting Factbook pages out of pretraining, and only those", "[pretrain][qa]") {
+  const std::string dir = Temp("unseen");
+  fs::create_directories(dir);
+  const std::string questions = dir + "/questions.jsonl";
+  {
+    std::ofstream q(questions);
+    q << R"({"id":"a","question":"Which country is larger by area, Brunei or Egypt?","answers":["Egypt"],)"
+      << R"("supporting":["bx:Geography:Area","eg:Geography:Area"]})" << "\n";
+    q << R"({"id":"b","question":"Own data","answers":["x"],"supporting":["my-passage-7"]})" << "\n";
+  }
+  std::string text = kTiny;
+  text.replace(text.find("corpus: \"moby_dick\""), 19, "corpus: \"factbook\"");
+  const CompiledPretrain all = Tiny(text);
+  text.replace(text.find("heldout_every"), 0, "unseen_questions: \"" + questions + "\"\n  ");
+  const CompiledPretrain unseen = Tiny(text);
+  std::ostringstream log_all, log_unseen;
+  const PretrainDocuments with = ReadPretrainDocuments(all, log_all);
+  const PretrainDocuments without = ReadPretrainDocuments(unseen, log_unseen);
+  auto names = [](const PretrainDocuments& d) {
+    std::set<std::string> n;
+    for (const auto* split : {&d.train, &d.heldout}) {
+      for (const Document& doc : *split) n.insert(doc.name.substr(doc.name.rfind('/') + 1));
+    }
+    return n;
+  };
+  const std::set<std::string> a = names(with), b = names(without);
+  CHECK(a.count("eg") == 1);
+  CHECK(a.count("bx") == 1);
+  CHECK(b.count("eg") == 0);
+  CHECK(b.count("bx") == 0);
+  CHECK(b.size() == a.size() - 2);  // an id of another shape names no page
+  CHECK(log_unseen.str().find("left out 2 Factbook pages") != std::string::npos);
+  CHECK(log_all.str().find("left out") == std::string::npos);
 }

@@ -82,6 +82,13 @@ CompiledPretrain CompilePretrain(const LoadedWorkflow& w) {
   c.threads = p.threads();
   c.max_minutes = p.max_minutes();
   c.sample_prompts.assign(p.sample_prompt().begin(), p.sample_prompt().end());
+  for (int i = 0; i < p.unseen_questions_size(); ++i) {
+    if (p.unseen_questions(i).empty()) w.Fail({{"pretrain"}, {"unseen_questions", i}}, "an empty question file name");
+    c.unseen_questions.push_back(p.unseen_questions(i));
+  }
+  if (!c.unseen_questions.empty() && std::find(c.corpora.begin(), c.corpora.end(), "factbook") == c.corpora.end()) {
+    w.Fail({{"pretrain"}, {"unseen_questions", 0}}, "unseen_questions leaves Factbook pages out, but no corpus is 'factbook'");
+  }
   return c;
 }
 

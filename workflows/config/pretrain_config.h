@@ -34,6 +34,7 @@ struct CompiledPretrain {
   int threads = 0;
   double max_minutes = 0.0;
   std::vector<std::string> sample_prompts;
+  std::vector<std::string> unseen_questions;  // question files whose supporting Factbook pages are left out
 };
 
 CompiledPretrain CompilePretrain(const LoadedWorkflow& workflow);

@@ -11,6 +11,7 @@
 #include <iomanip>
 #include <iostream>
 #include <numeric>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 
@@ -25,6 +26,8 @@
 #include "core/text/bpe_trainer.h"
 #include "core/text/corpora.h"
 #include "core/text/tokenizer_folder.h"
+#include "games/qa/factbook_qa.h"
+#include "games/qa/qa_dataset.h"
 #include "workflows/run/metrics_log.h"
 #include "workflows/run/run_clock.h"
 
@@ -40,22 +43,48 @@ struct Splits {
   size_t train_documents = 0, heldout_documents = 0;
 };
 
-// The workflow's corpora, read once, split into training and held-out documents.
-struct Documents {
-  std::vector<Document> train, heldout;
-};
+// The Factbook pages that support the workflow's unseen questions.
+std::set<std::string> UnseenFactbookPages(const CompiledPretrain& w) {
+  std::set<std::string> pages;
+  for (const std::string& file : w.unseen_questions) {
+    const std::set<std::string> some = qa::SupportingFactbookPages(qa::ReadQuestions(qa::FactbookQuestionsFile(file)));
+    pages.insert(some.begin(), some.end());
+  }
+  return pages;
+}
 
-Documents ReadDocuments(const CompiledPretrain& w) {
-  Documents docs;
+// A Factbook document is named "region/code".
+bool IsUnseenPage(const Document& d, const std::set<std::string>& pages) {
+  if (d.corpus != "factbook" || pages.empty()) return false;
+  const size_t slash = d.name.rfind('/');
+  return pages.count(slash == std::string::npos ? d.name : d.name.substr(slash + 1)) > 0;
+}
+
+}  // namespace
+
+PretrainDocuments ReadPretrainDocuments(const CompiledPretrain& w, std::ostream& out) {
+  const std::set<std::string> unseen = UnseenFactbookPages(w);
+  PretrainDocuments docs;
+  int left_out = 0;
   for (const std::string& name : w.corpora) {
     for (Document& d : ReadCorpus(name)) {
+      if (IsUnseenPage(d, unseen)) {
+        ++left_out;
+        continue;
+      }
       (IsHeldOut(d, w.heldout_every) ? docs.heldout : docs.train).push_back(std::move(d));
     }
+  }
+  if (!w.unseen_questions.empty()) {
+    out << "data: left out " << left_out << " Factbook pages that support the unseen questions (" << unseen.size()
+        << " pages named)\n";
   }
   return docs;
 }
 
-Splits TokenizeCorpora(const CompiledPretrain& w, Documents docs, const Tokenizer& tokenizer, std::ostream& out) {
+namespace {
+
+Splits TokenizeCorpora(const CompiledPretrain& w, PretrainDocuments docs, const Tokenizer& tokenizer, std::ostream& out) {
   const auto eot = tokenizer.TokenId("<|endoftext|>");
   if (!eot) throw TokenizerError("the tokenizer has no <|endoftext|> token to separate documents");
   std::vector<Document>& train = docs.train;
@@ -181,7 +210,7 @@ class PretrainRun {
 
   PretrainResult Run() {
     PrepareFolder();
-    Documents documents = ReadDocuments(w_);
+    PretrainDocuments documents = ReadPretrainDocuments(w_, out_);
     const Tokenizer tokenizer = TokenizerOfRun(documents.train);
     const Splits data = TokenizeCorpora(w_, std::move(documents), tokenizer, out_);
     const int L = w_.seq_len, B = w_.batch;

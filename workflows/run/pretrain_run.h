@@ -9,7 +9,9 @@
 #include <cstdint>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
+#include "core/text/corpora.h"
 #include "workflows/config/pretrain_config.h"
 
 namespace troupe {
@@ -36,6 +38,13 @@ struct PretrainResult {
   double bigram_perplexity = 0.0;   // bigram interpolated with the unigram (weight best on held-out)
   bool finished = false;
 };
+
+// The workflow's corpora, read once, split into training and held-out
+// documents, less the Factbook pages that support its unseen questions.
+struct PretrainDocuments {
+  std::vector<Document> train, heldout;
+};
+PretrainDocuments ReadPretrainDocuments(const CompiledPretrain& workflow, std::ostream& out);
 
 PretrainResult Pretrain(const CompiledPretrain& workflow, const PretrainOptions& options, std::ostream& out);
 
