@@ -30,7 +30,7 @@ namespace {
 
 class WordCodec : public PromptCodec {
  public:
-  explicit WordCodec(Vocab vocab) : vocab_(std::move(vocab)) {}
+  explicit WordCodec(Vocab vocab) : vocab_(std::move(vocab)), bot_(vocab_.Id("<bot>")), eot_(vocab_.Id("<eot>")) {}
   bool reads_text() const override { return false; }
   int vocab_size() const override { return vocab_.size(); }
   int eos() const override { return Vocab::kEos; }
@@ -56,19 +56,23 @@ class WordCodec : public PromptCodec {
   }
   std::string Text(const std::vector<int>& tokens) const override { return Show(tokens); }
   std::pair<int, int> MessageMarkers() const override {
-    const int bot = vocab_.Id("<bot>"), eot = vocab_.Id("<eot>");
-    if (bot == Vocab::kUnk || eot == Vocab::kUnk) throw ConfigError("the word vocabulary has no <bot> and <eot>");
-    return {bot, eot};
+    if (bot_ == Vocab::kUnk || eot_ == Vocab::kUnk) throw ConfigError("the word vocabulary has no <bot> and <eot>");
+    return {bot_, eot_};
   }
 
  private:
   Vocab vocab_;
+  int bot_, eot_;  // latent messages' markers, looked up once
 };
 
 class TextCodec : public PromptCodec {
  public:
   TextCodec(Tokenizer tokenizer, std::vector<std::string> role_names, int eos)
-      : tokenizer_(std::move(tokenizer)), role_names_(std::move(role_names)), eos_(eos) {}
+      : tokenizer_(std::move(tokenizer)),
+        role_names_(std::move(role_names)),
+        eos_(eos),
+        bot_(tokenizer_.TokenId("<bot>")),
+        eot_(tokenizer_.TokenId("<eot>")) {}
   bool reads_text() const override { return true; }
   int vocab_size() const override { return tokenizer_.vocab_size(); }
   int eos() const override { return eos_; }
@@ -104,12 +108,11 @@ class TextCodec : public PromptCodec {
   std::string Show(const std::vector<int>& tokens) const override { return tokenizer_.Decode(tokens); }
   std::string Text(const std::vector<int>& tokens) const override { return tokenizer_.Decode(UpToEos(tokens)); }
   std::pair<int, int> MessageMarkers() const override {
-    const std::optional<int> bot = tokenizer_.TokenId("<bot>"), eot = tokenizer_.TokenId("<eot>");
-    if (!bot || !eot) {
+    if (!bot_ || !eot_) {
       throw ConfigError("the tokenizer has no <bot> and <eot> tokens for latent messages (tokenizers troupe learns "
                         "reserve them: retrain, or add them as special tokens)");
     }
-    return {*bot, *eot};
+    return {*bot_, *eot_};
   }
 
  private:
@@ -128,6 +131,7 @@ class TextCodec : public PromptCodec {
   Tokenizer tokenizer_;
   std::vector<std::string> role_names_;
   int eos_;
+  std::optional<int> bot_, eot_;  // latent messages' markers, looked up once
 };
 
 }  // namespace

@@ -55,7 +55,6 @@ EvalResult Evaluate(const CompiledWorkflow& workflow, PolicyService& policy, int
   Rollout rollout(workflow, policy);
   Rng rng(Rng::Mix(seed, 0xE7A1));
   EvalResult result;
-  std::map<std::string, std::vector<double>> values;  // per episode that reports the metric
   int64_t forward = 0, turns = 0;
   const int chunk = 64;
   for (int done = 0; done < episodes; done += chunk) {
@@ -73,7 +72,6 @@ EvalResult Evaluate(const CompiledWorkflow& workflow, PolicyService& policy, int
     for (size_t i = 0; i < b.episodes.size(); ++i) {
       const EpisodeSummary& e = b.episodes[i];
       if (e.dropped) continue;
-      for (const auto& [k, v] : e.metrics) values[k].push_back(v);
       result.per_episode.emplace_back(done + static_cast<int>(i), e.metrics);
       if (static_cast<int>(result.shown.size()) < show) result.shown.push_back(e.final_state);
     }
@@ -85,6 +83,10 @@ EvalResult Evaluate(const CompiledWorkflow& workflow, PolicyService& policy, int
     result.questions = std::min(episodes, workflow.pipeline->task->EvalQueryCount());
   }
   // A metric's mean over the episodes that report it (per-type metrics: those of the type).
+  std::map<std::string, std::vector<double>> values;
+  for (const auto& [episode, metrics] : result.per_episode) {
+    for (const auto& [k, v] : metrics) values[k].push_back(v);
+  }
   for (const auto& [k, v] : values) {
     const Spread s = SpreadOf(v);
     result.metrics[k] = s.mean;
