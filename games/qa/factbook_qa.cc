@@ -463,6 +463,15 @@ std::set<std::string> SupportingFactbookPages(const std::vector<QaRecord>& quest
   return pages;
 }
 
+std::set<std::string> UnseenFactbookPages(const std::vector<std::string>& question_files) {
+  std::set<std::string> pages;
+  for (const std::string& file : question_files) {
+    const std::set<std::string> some = SupportingFactbookPages(ReadQuestions(FactbookQuestionsFile(file)));
+    pages.insert(some.begin(), some.end());
+  }
+  return pages;
+}
+
 void WriteFactbookQa(const FactbookQa& data, const std::string& dir) {
   WritePassages(dir + "/passages.jsonl", data.passages);
   WriteQuestions(dir + "/train.jsonl", data.train);

@@ -58,6 +58,9 @@ std::string FactbookQuestionsFile(const std::string& name_or_path);
 // generator's shape "code:section:field"; other ids name no page.
 std::set<std::string> SupportingFactbookPages(const std::vector<QaRecord>& questions);
 
+// The pages supporting the questions of every file (FactbookQuestionsFile names).
+std::set<std::string> UnseenFactbookPages(const std::vector<std::string>& question_files);
+
 // The counts per type and split, as a table a person reads.
 std::string FactbookQaSummary(const FactbookQa& data);
 

@@ -15,6 +15,7 @@
 
 #include "core/base/errors.h"
 #include "core/models/language_model.h"
+#include "games/qa/factbook_qa.h"
 #include "tests/test_paths.h"
 #include "tests/test_support.h"
 #include "workflows/config/config_loader.h"
@@ -191,8 +192,10 @@ TEST_CASE("unseen questions leave their supporting Factbook pages out of pretrai
   text.replace(text.find("heldout_every"), 0, "unseen_questions: \"" + questions + "\"\n  ");
   const CompiledPretrain unseen = Tiny(text);
   std::ostringstream log_all, log_unseen;
-  const PretrainDocuments with = ReadPretrainDocuments(all, log_all);
-  const PretrainDocuments without = ReadPretrainDocuments(unseen, log_unseen);
+  const std::set<std::string> pages = qa::UnseenFactbookPages(unseen.unseen_questions);
+  CHECK(pages == std::set<std::string>{"bx", "eg"});  // an id of another shape names no page
+  const PretrainDocuments with = ReadPretrainDocuments(all, {}, log_all);
+  const PretrainDocuments without = ReadPretrainDocuments(unseen, pages, log_unseen);
   auto names = [](const PretrainDocuments& d) {
     std::set<std::string> n;
     for (const auto* split : {&d.train, &d.heldout}) {
@@ -205,7 +208,7 @@ TEST_CASE("unseen questions leave their supporting Factbook pages out of pretrai
   CHECK(a.count("bx") == 1);
   CHECK(b.count("eg") == 0);
   CHECK(b.count("bx") == 0);
-  CHECK(b.size() == a.size() - 2);  // an id of another shape names no page
+  CHECK(b.size() == a.size() - 2);
   CHECK(log_unseen.str().find("left out 2 Factbook pages") != std::string::npos);
   CHECK(log_all.str().find("left out") == std::string::npos);
 }

@@ -34,6 +34,7 @@
 #include "workflows/run/evaluate.h"
 #include "workflows/config/pretrain_config.h"
 #include "workflows/run/pretrain_run.h"
+#include "games/qa/factbook_qa.h"
 #include "workflows/run/session_events.h"
 #include "workflows/run/simulate_run.h"
 #include "workflows/run/train_run.h"
@@ -242,6 +243,7 @@ int Pretrain(const Args& a) {
   o.resume = a.resume;
   o.progress = !a.quiet;
   o.stop = &g_stop_training;
+  if (!w.unseen_questions.empty()) o.unseen_factbook_pages = troupe::qa::UnseenFactbookPages(w.unseen_questions);
   StopOnSignals();
   std::cout << "run folder: " << o.out_dir << "\n";
   const troupe::PretrainResult r = troupe::Pretrain(w, o, std::cout);

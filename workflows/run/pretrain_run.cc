@@ -26,8 +26,6 @@
 #include "core/text/bpe_trainer.h"
 #include "core/text/corpora.h"
 #include "core/text/tokenizer_folder.h"
-#include "games/qa/factbook_qa.h"
-#include "games/qa/qa_dataset.h"
 #include "workflows/run/metrics_log.h"
 #include "workflows/run/run_clock.h"
 
@@ -43,16 +41,6 @@ struct Splits {
   size_t train_documents = 0, heldout_documents = 0;
 };
 
-// The Factbook pages that support the workflow's unseen questions.
-std::set<std::string> UnseenFactbookPages(const CompiledPretrain& w) {
-  std::set<std::string> pages;
-  for (const std::string& file : w.unseen_questions) {
-    const std::set<std::string> some = qa::SupportingFactbookPages(qa::ReadQuestions(qa::FactbookQuestionsFile(file)));
-    pages.insert(some.begin(), some.end());
-  }
-  return pages;
-}
-
 // A Factbook document is named "region/code".
 bool IsUnseenPage(const Document& d, const std::set<std::string>& pages) {
   if (d.corpus != "factbook" || pages.empty()) return false;
@@ -62,8 +50,8 @@ bool IsUnseenPage(const Document& d, const std::set<std::string>& pages) {
 
 }  // namespace
 
-PretrainDocuments ReadPretrainDocuments(const CompiledPretrain& w, std::ostream& out) {
-  const std::set<std::string> unseen = UnseenFactbookPages(w);
+PretrainDocuments ReadPretrainDocuments(const CompiledPretrain& w, const std::set<std::string>& unseen,
+                                        std::ostream& out) {
   PretrainDocuments docs;
   int left_out = 0;
   for (const std::string& name : w.corpora) {
@@ -210,7 +198,10 @@ class PretrainRun {
 
   PretrainResult Run() {
     PrepareFolder();
-    PretrainDocuments documents = ReadPretrainDocuments(w_, out_);
+    if (!w_.unseen_questions.empty() && !o_.unseen_factbook_pages) {
+      throw ConfigError("pretrain.unseen_questions: the pages they name were not resolved (troupe pretrain does)");
+    }
+    PretrainDocuments documents = ReadPretrainDocuments(w_, o_.unseen_factbook_pages.value_or(std::set<std::string>{}), out_);
     const Tokenizer tokenizer = TokenizerOfRun(documents.train);
     const Splits data = TokenizeCorpora(w_, std::move(documents), tokenizer, out_);
     const int L = w_.seq_len, B = w_.batch;

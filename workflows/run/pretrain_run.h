@@ -8,6 +8,8 @@
 #include <atomic>
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,10 @@ struct PretrainOptions {
   bool progress = true;
   const std::atomic<bool>* stop = nullptr;  // set (Ctrl-C): checkpoint and stop
   int stop_at = 0;                          // > 0: checkpoint and stop before this step (tests)
+  // The Factbook pages (codes) that support the workflow's unseen_questions,
+  // left out of the corpus: resolved by the caller (qa::UnseenFactbookPages),
+  // required when the workflow names unseen questions.
+  std::optional<std::set<std::string>> unseen_factbook_pages;
 };
 
 struct PretrainResult {
@@ -40,11 +46,12 @@ struct PretrainResult {
 };
 
 // The workflow's corpora, read once, split into training and held-out
-// documents, less the Factbook pages that support its unseen questions.
+// documents, less the Factbook pages in `unseen` (codes, as "region/code" ends).
 struct PretrainDocuments {
   std::vector<Document> train, heldout;
 };
-PretrainDocuments ReadPretrainDocuments(const CompiledPretrain& workflow, std::ostream& out);
+PretrainDocuments ReadPretrainDocuments(const CompiledPretrain& workflow, const std::set<std::string>& unseen,
+                                        std::ostream& out);
 
 PretrainResult Pretrain(const CompiledPretrain& workflow, const PretrainOptions& options, std::ostream& out);
 
