@@ -2,13 +2,16 @@
 #include "core/models/trainer.h"
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <numeric>
+#include <sstream>
 
 #include "core/base/errors.h"
 #include "core/models/gae.h"
+#include "core/models/learner_group.h"
 #include "core/models/model_pool_impl.h"
 #include "core/vocab.h"
 
@@ -277,24 +280,79 @@ struct Trainer::Impl {
   std::vector<std::unique_ptr<torch::optim::AdamW>> optimizers;
   std::vector<PolicyModel> references;  // frozen copies for the KL term
 
+  std::unique_ptr<LearnerGroup> learners;  // data-parallel peers (world > 1), or none
+
+  bool Parallel() const { return learners && learners->world() > 1; }
+
+  // The records of `recs` that this learner scores: with data-parallel
+  // learners, learner r owns the records at indices r, r + N, ... of the
+  // update's record list (the same list on every learner).
+  std::vector<const CallRecord*> Own(const std::vector<const CallRecord*>& recs, const CallRecord* first) const {
+    if (!Parallel()) return recs;
+    std::vector<const CallRecord*> own;
+    for (const CallRecord* r : recs) {
+      if ((r - first) % learners->world() == learners->rank()) own.push_back(r);
+    }
+    return own;
+  }
+
+  // Sums the gradients over the learners in one collective. A flag per
+  // parameter travels with them: a parameter no learner reached keeps no
+  // gradient (AdamW skips it), as it would with one learner on the whole batch.
+  void ReduceGradients(const std::vector<torch::Tensor>& params) {
+    std::vector<torch::Tensor> parts;
+    parts.reserve(params.size() + 1);
+    torch::Tensor reached = torch::zeros({static_cast<int64_t>(params.size())});
+    for (size_t i = 0; i < params.size(); ++i) {
+      const bool has = params[i].grad().defined();
+      if (has) reached[static_cast<int64_t>(i)] = 1.0;
+      parts.push_back(has ? params[i].grad() : torch::zeros_like(params[i]));
+    }
+    parts.push_back(reached);
+    learners->AllReduceSum(parts);  // in place: defined gradients are summed where they are
+    const torch::Tensor flags = parts.back();
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (!params[i].grad().defined() && flags[static_cast<int64_t>(i)].item<float>() > 0) {
+        params[i].mutable_grad() = parts[i];
+      }
+    }
+  }
+
+  // One optimiser step from `loss` (undefined: this learner owns no record of
+  // the minibatch, and only adds its share of nothing to the sum). Returns the
+  // gradient norm before clipping, left on the device (no host sync).
   torch::Tensor Step(int m, const torch::Tensor& loss) {
     auto& opt = *optimizers[m];
     opt.zero_grad();
-    loss.backward();
+    if (loss.defined()) loss.backward();
+    const std::vector<torch::Tensor> params = pool->impl().models[m]->parameters();
+    if (Parallel()) ReduceGradients(params);
+    std::vector<torch::Tensor> norms;
+    for (const auto& p : params) {
+      if (p.grad().defined()) norms.push_back(p.grad().norm());
+    }
+    torch::Tensor norm = norms.empty() ? torch::zeros({}) : torch::stack(norms).norm();
     const double clip = pool->config(m).grad_clip;
-    torch::Tensor norm;
-    auto params = pool->impl().models[m]->parameters();
-    if (clip > 0) {
-      norm = torch::nn::utils::clip_grad_norm_(params, clip) * torch::ones({1});
-    } else {
-      double sq = 0;
-      for (auto& p : params) {
-        if (p.grad().defined()) sq += p.grad().pow(2).sum().item<double>();
+    if (clip > 0 && !norms.empty()) {
+      // As torch::nn::utils::clip_grad_norm_, without reading the norm on the host.
+      const torch::Tensor coef = (clip / (norm + 1e-6)).clamp_max(1.0);
+      for (const auto& p : params) {
+        if (p.grad().defined()) p.grad().mul_(coef);
       }
-      norm = torch::full({1}, std::sqrt(sq));
     }
     opt.step();
     return norm;
+  }
+
+  // Sums over the learners of statistics kept on the device, then one read.
+  std::vector<double> Read(torch::Tensor summed, const torch::Tensor& same_on_all) {
+    if (Parallel()) {
+      std::vector<torch::Tensor> parts = {summed};
+      learners->AllReduceSum(parts);
+    }
+    const torch::Tensor host =
+        torch::cat({summed.reshape({-1}).to(torch::kCPU), same_on_all.reshape({-1}).to(torch::kCPU)}).to(torch::kDouble);
+    return {host.data_ptr<double>(), host.data_ptr<double>() + host.numel()};
   }
 
   void Shuffle(std::vector<const CallRecord*>& recs) {
@@ -352,6 +410,23 @@ Trainer::~Trainer() = default;
 
 namespace {
 
+// Length-prefixed pieces of one state string.
+std::string Frame(const std::string& piece) {
+  const uint64_t n = piece.size();
+  return std::string(reinterpret_cast<const char*>(&n), sizeof n) + piece;
+}
+
+std::string Unframe(const std::string& s, size_t* at) {
+  uint64_t n = 0;
+  if (*at + sizeof n > s.size()) throw ModelError("a trainer state ends early");
+  std::memcpy(&n, s.data() + *at, sizeof n);
+  *at += sizeof n;
+  if (n > s.size() - *at) throw ModelError("a trainer state ends early");
+  std::string piece = s.substr(*at, n);
+  *at += n;
+  return piece;
+}
+
 // The records of model `m` that have a response to learn from.
 std::vector<const CallRecord*> RecordsOf(const std::vector<CallRecord>& records, int m) {
   std::vector<const CallRecord*> recs;
@@ -363,9 +438,21 @@ std::vector<const CallRecord*> RecordsOf(const std::vector<CallRecord>& records,
 
 }  // namespace
 
+namespace {
+
+// Response tokens of a minibatch: the loss's denominator on every learner.
+double TargetTokens(const std::vector<const CallRecord*>& recs) {
+  double n = 0;
+  for (const CallRecord* r : recs) n += static_cast<double>(r->response.size());
+  return std::max(1.0, n);
+}
+
+}  // namespace
+
 std::vector<ModelTrainStats> Trainer::Update(const std::vector<CallRecord>& records) {
   const TrainerConfig& cfg = impl_->config;
   std::vector<ModelTrainStats> stats(impl_->pool->size());
+  const CallRecord* first = records.data();
   for (int m = 0; m < impl_->pool->size(); ++m) {
     std::vector<const CallRecord*> recs = RecordsOf(records, m);
     if (recs.empty()) continue;
@@ -378,23 +465,23 @@ std::vector<ModelTrainStats> Trainer::Update(const std::vector<CallRecord>& reco
     const torch::Device device = impl_->pool->impl().devices[m];
     ModelTrainStats& st = stats[m];
     st.records = static_cast<int>(recs.size());
+    st.learners = impl_->Parallel() ? impl_->learners->world() : 1;
 
-    // PPO: advantages from values of the model before the update, whitened per model batch.
+    // PPO: advantages from values of the model before the update, whitened per
+    // model batch (over all learners' records: their sums travel together).
     std::map<const CallRecord*, std::pair<torch::Tensor, torch::Tensor>> ppo;  // record -> (adv, returns) rows
     if (cfg.estimator == Estimator::kPpo) {
       torch::NoGradGuard no_grad;
-      std::vector<const CallRecord*> by_vectors = recs;
+      std::vector<const CallRecord*> by_vectors = impl_->Own(recs, first);
       std::stable_sort(by_vectors.begin(), by_vectors.end(),
                        [](const CallRecord* a, const CallRecord* b) { return a->latent_steps < b->latent_steps; });
       const std::vector<std::vector<const CallRecord*>> chunks = Impl::Chunks(by_vectors, 1024);
-      double sum = 0, sq = 0, n = 0;
+      torch::Tensor moments = torch::zeros({3}, torch::TensorOptions().device(device));  // sum, sum of squares, count
       for (const auto& c : chunks) {
         PackedBatch p = Pack(c, device, impl_->pool->config(m).vocab_size);
         Scored s = Score(model, p, cfg.temperature);
         torch::Tensor adv = Gae(s.values, p, cfg.gamma, cfg.lambda);
-        sum += (adv * p.target_mask).sum().item<double>();
-        sq += (adv * adv * p.target_mask).sum().item<double>();
-        n += p.target_mask.sum().item<double>();
+        moments += torch::stack({(adv * p.target_mask).sum(), (adv * adv * p.target_mask).sum(), p.target_mask.sum()});
         for (size_t b = 0; b < c.size(); ++b) {
           const int64_t resp = static_cast<int64_t>(c[b]->response.size());
           torch::Tensor a = adv[b].narrow(0, p.first_target[b], resp);
@@ -402,79 +489,88 @@ std::vector<ModelTrainStats> Trainer::Update(const std::vector<CallRecord>& reco
           ppo[c[b]] = {a, ret};
         }
       }
-      const double mean = sum / std::max(1.0, n);
-      const double sd = std::sqrt(std::max(1e-12, sq / std::max(1.0, n) - mean * mean));
+      if (impl_->Parallel()) {
+        std::vector<torch::Tensor> parts = {moments};
+        impl_->learners->AllReduceSum(parts);
+      }
+      const torch::Tensor n = moments[2].clamp_min(1.0);
+      const torch::Tensor mean = moments[0] / n;
+      const torch::Tensor sd = (moments[1] / n - mean * mean).clamp_min(1e-12).sqrt();
       for (auto& [r, pr] : ppo) pr.first = (pr.first - mean) / (sd + 1e-8);
     }
 
+    // Per-step statistics stay on the device and are read once, after the update:
+    // loss, policy loss, value loss, entropy, KL, clip fraction (each learner's share).
+    torch::Tensor sums = torch::zeros({6}, torch::TensorOptions().device(device));
+    torch::Tensor norm_sum = torch::zeros({}, torch::TensorOptions().device(device));
     for (int epoch = 0; epoch < cfg.epochs; ++epoch) {
-      for (const auto& mb : impl_->Minibatches(recs)) {
-        PackedBatch p = Pack(mb, device, impl_->pool->config(m).vocab_size);
-        torch::Tensor returns;
-        if (cfg.estimator == Estimator::kPpo) {
-          p.advantage.zero_();
-          returns = torch::zeros_like(p.advantage);
-          for (size_t b = 0; b < mb.size(); ++b) {
-            const int64_t resp = static_cast<int64_t>(mb[b]->response.size());
-            const auto& pr = ppo.at(mb[b]);
-            p.advantage[b].narrow(0, p.first_target[b], resp).copy_(pr.first);
-            returns[b].narrow(0, p.first_target[b], resp).copy_(pr.second);
-          }
-        }
-        Scored s = Score(model, p, cfg.temperature);
-        const torch::Tensor mask = p.target_mask;
-        const torch::Tensor ntok = mask.sum().clamp_min(1.0);
-        torch::Tensor ratio = (s.logp - p.old_logp).exp();
-        torch::Tensor unclipped = ratio * p.advantage;
-        torch::Tensor clipped = ratio.clamp(1 - cfg.clip, 1 + cfg.clip) * p.advantage;
-        torch::Tensor policy_loss = -(torch::min(unclipped, clipped) * mask).sum() / ntok;
-        torch::Tensor entropy = (s.entropy * mask).sum() / ntok;
-        torch::Tensor loss = policy_loss - cfg.entropy_coef * entropy;
-        torch::Tensor value_loss = torch::zeros({});
-        if (cfg.estimator == Estimator::kPpo) {
-          value_loss = ((s.values - returns).pow(2) * mask).sum() / ntok;
-          loss = loss + cfg.value_coef * value_loss;
-        }
-        torch::Tensor kl = torch::zeros({});
-        if (cfg.kl_coef > 0) {
-          torch::Tensor ref_logp;
-          {
-            torch::NoGradGuard no_grad;
-            ref_logp = Score(impl_->references[m], p, cfg.temperature).logp;
-          }
-          // k3 estimator of KL(pi || ref): exp(ref - logp) - (ref - logp) - 1.
-          torch::Tensor d = ref_logp - s.logp;
-          kl = ((d.exp() - d - 1) * mask).sum() / ntok;
-          loss = loss + cfg.kl_coef * kl;
-        }
-        torch::Tensor norm = impl_->Step(m, loss);
-        torch::Tensor clip_frac = (((ratio - 1).abs() > cfg.clip).to(torch::kFloat) * mask).sum() / ntok;
+      for (const auto& all : impl_->Minibatches(recs)) {
+        const double ntok = TargetTokens(all);
+        const std::vector<const CallRecord*> mb = impl_->Own(all, first);
         st.steps += 1;
-        st.tokens += static_cast<int>(mask.sum().item<double>());
-        st.loss += loss.item<double>();
-        st.policy_loss += policy_loss.item<double>();
-        st.value_loss += value_loss.item<double>();
-        st.entropy += entropy.item<double>();
-        st.kl += kl.item<double>();
-        st.clip_fraction += clip_frac.item<double>();
-        st.grad_norm += norm.item<double>();
+        st.tokens += static_cast<int>(ntok);
+        torch::Tensor loss;
+        if (!mb.empty()) {
+          PackedBatch p = Pack(mb, device, impl_->pool->config(m).vocab_size);
+          torch::Tensor returns;
+          if (cfg.estimator == Estimator::kPpo) {
+            p.advantage.zero_();
+            returns = torch::zeros_like(p.advantage);
+            for (size_t b = 0; b < mb.size(); ++b) {
+              const int64_t resp = static_cast<int64_t>(mb[b]->response.size());
+              const auto& pr = ppo.at(mb[b]);
+              p.advantage[b].narrow(0, p.first_target[b], resp).copy_(pr.first);
+              returns[b].narrow(0, p.first_target[b], resp).copy_(pr.second);
+            }
+          }
+          Scored s = Score(model, p, cfg.temperature);
+          const torch::Tensor mask = p.target_mask;
+          torch::Tensor ratio = (s.logp - p.old_logp).exp();
+          torch::Tensor unclipped = ratio * p.advantage;
+          torch::Tensor clipped = ratio.clamp(1 - cfg.clip, 1 + cfg.clip) * p.advantage;
+          torch::Tensor policy_loss = -(torch::min(unclipped, clipped) * mask).sum() / ntok;
+          torch::Tensor entropy = (s.entropy * mask).sum() / ntok;
+          loss = policy_loss - cfg.entropy_coef * entropy;
+          torch::Tensor value_loss = torch::zeros({}, mask.options());
+          if (cfg.estimator == Estimator::kPpo) {
+            value_loss = ((s.values - returns).pow(2) * mask).sum() / ntok;
+            loss = loss + cfg.value_coef * value_loss;
+          }
+          torch::Tensor kl = torch::zeros({}, mask.options());
+          if (cfg.kl_coef > 0) {
+            torch::Tensor ref_logp;
+            {
+              torch::NoGradGuard no_grad;
+              ref_logp = Score(impl_->references[m], p, cfg.temperature).logp;
+            }
+            // k3 estimator of KL(pi || ref): exp(ref - logp) - (ref - logp) - 1.
+            torch::Tensor d = ref_logp - s.logp;
+            kl = ((d.exp() - d - 1) * mask).sum() / ntok;
+            loss = loss + cfg.kl_coef * kl;
+          }
+          torch::Tensor clip_frac = (((ratio - 1).abs() > cfg.clip).to(torch::kFloat) * mask).sum() / ntok;
+          sums += torch::stack({loss, policy_loss, value_loss, entropy, kl, clip_frac}).detach();
+        }
+        norm_sum += impl_->Step(m, loss);
       }
     }
+    const std::vector<double> v = impl_->Read(sums, norm_sum);
     const double k = std::max(1, st.steps);
     st.tokens /= std::max(1, cfg.epochs);
-    st.loss /= k;
-    st.policy_loss /= k;
-    st.value_loss /= k;
-    st.entropy /= k;
-    st.kl /= k;
-    st.clip_fraction /= k;
-    st.grad_norm /= k;
+    st.loss = v[0] / k;
+    st.policy_loss = v[1] / k;
+    st.value_loss = v[2] / k;
+    st.entropy = v[3] / k;
+    st.kl = v[4] / k;
+    st.clip_fraction = v[5] / k;
+    st.grad_norm = v[6] / k;
   }
   return stats;
 }
 
 std::vector<ModelTrainStats> Trainer::Supervised(const std::vector<CallRecord>& demos, int steps) {
   std::vector<ModelTrainStats> stats(impl_->pool->size());
+  const CallRecord* first = demos.data();
   for (int m = 0; m < impl_->pool->size(); ++m) {
     std::vector<const CallRecord*> recs = RecordsOf(demos, m);
     if (recs.empty()) continue;
@@ -482,22 +578,60 @@ std::vector<ModelTrainStats> Trainer::Supervised(const std::vector<CallRecord>& 
     const torch::Device device = impl_->pool->impl().devices[m];
     ModelTrainStats& st = stats[m];
     st.records = static_cast<int>(recs.size());
+    st.learners = impl_->Parallel() ? impl_->learners->world() : 1;
+    torch::Tensor last = torch::zeros({2}, torch::TensorOptions().device(device));  // the last step's loss, entropy
     int done = 0;
     while (done < steps) {
-      for (const auto& mb : impl_->Minibatches(recs)) {
+      for (const auto& all : impl_->Minibatches(recs)) {
         if (done++ >= steps) break;
-        PackedBatch p = Pack(mb, device, impl_->pool->config(m).vocab_size);
-        Scored s = Score(model, p, 1.0);
-        torch::Tensor ntok = p.target_mask.sum().clamp_min(1.0);
-        torch::Tensor loss = -(s.logp * p.target_mask).sum() / ntok;
+        const double ntok = TargetTokens(all);
+        const std::vector<const CallRecord*> mb = impl_->Own(all, first);
+        torch::Tensor loss;
+        last.zero_();
+        if (!mb.empty()) {
+          PackedBatch p = Pack(mb, device, impl_->pool->config(m).vocab_size);
+          Scored s = Score(model, p, 1.0);
+          loss = -(s.logp * p.target_mask).sum() / ntok;
+          last += torch::stack({loss, (s.entropy * p.target_mask).sum() / ntok}).detach();
+        }
         impl_->Step(m, loss);
         st.steps += 1;
-        st.loss = loss.item<double>();
-        st.entropy = ((s.entropy * p.target_mask).sum() / ntok).item<double>();
       }
     }
+    const std::vector<double> v = impl_->Read(last, torch::zeros({0}));
+    st.loss = v[0];
+    st.entropy = v[1];
   }
   return stats;
+}
+
+void Trainer::JoinLearners(const LearnerGroupSpec& spec) {
+  if (impl_->learners && impl_->learners->spec().prefix == spec.prefix && impl_->learners->rank() == spec.rank &&
+      impl_->learners->world() == spec.world) {
+    return;
+  }
+  impl_->learners.reset();
+  if (spec.world > 1) impl_->learners = std::make_unique<LearnerGroup>(spec);
+}
+
+std::string Trainer::SaveState() const {
+  std::string out = Frame(impl_->rng.Save());
+  for (const auto& opt : impl_->optimizers) {
+    std::ostringstream bytes;
+    torch::save(*opt, bytes);
+    out += Frame(bytes.str());
+  }
+  return out;
+}
+
+void Trainer::LoadState(const std::string& state) {
+  size_t at = 0;
+  impl_->rng.Load(Unframe(state, &at));
+  for (auto& opt : impl_->optimizers) {
+    std::istringstream bytes(Unframe(state, &at));
+    opt->state().clear();  // loading sets the saved entries only: steps taken since must not linger
+    torch::load(*opt, bytes);
+  }
 }
 
 std::vector<std::vector<float>> Trainer::ResponseLogProbs(const std::vector<CallRecord>& records) {
@@ -545,6 +679,7 @@ void Trainer::Load(const std::string& dir) {
   for (int m = 0; m < impl_->pool->size(); ++m) {
     const std::string path = dir + "/optimizer-" + impl_->pool->config(m).name + ".pt";
     if (!std::filesystem::exists(path)) throw CheckpointError("checkpoint lacks optimizer file " + path);
+    impl_->optimizers[m]->state().clear();  // loading sets the saved entries only
     torch::load(*impl_->optimizers[m], path);
     if (!impl_->references.empty()) {
       torch::load(impl_->references[m], dir + "/reference-" + impl_->pool->config(m).name + ".pt");

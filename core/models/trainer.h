@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/credit.h"
+#include "core/models/learner_group.h"
 #include "core/models/model_pool.h"
 #include "core/rng.h"
 #include "core/trajectory.h"
@@ -42,6 +43,8 @@ struct ModelTrainStats {
   double kl = 0.0;
   double clip_fraction = 0.0;
   double grad_norm = 0.0;
+  int learners = 1;  // data-parallel learners that shared the update
+  uint64_t parameter_digest = 0;  // after the update (set by a model server): learners in step agree
 };
 
 class Trainer {
@@ -57,6 +60,17 @@ class Trainer {
   // the update scores them, in batches per model (at temperature 1; for checks
   // against `logprobs`).
   std::vector<std::vector<float>> ResponseLogProbs(const std::vector<CallRecord>& records);
+
+  // Trains as one of spec.world data-parallel learners from the next update
+  // on (a new prefix, rank or world forms a new group; world 1 leaves it).
+  // Each learner scores its share of every minibatch; gradients are summed
+  // over the group before each step, so all learners keep equal parameters,
+  // and statistics are the whole batch's.
+  void JoinLearners(const LearnerGroupSpec& spec);
+  // The optimisers' state and the shuffle RNG in memory (a learner whose
+  // update failed midway goes back to where it began).
+  std::string SaveState() const;
+  void LoadState(const std::string& state);
 
   // Optimiser state, reference models and the shuffle RNG, for exact resume.
   void Save(const std::string& dir) const;

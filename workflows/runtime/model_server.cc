@@ -30,12 +30,37 @@ std::vector<CallRecord> ModelServer::Mine(const std::vector<CallRecord>& records
   return mine;
 }
 
-ModelTrainStats ModelServer::Update(const std::vector<CallRecord>& records) {
-  return trainer_.Update(Mine(records)).at(0);
+ModelTrainStats ModelServer::Train(const LearnerGroupSpec& learners, const std::function<ModelTrainStats()>& step) {
+  if (learners.world <= 1) {
+    trainer_.JoinLearners(learners);
+    ModelTrainStats st = step();
+    st.parameter_digest = pool_.ParameterDigest(0);
+    return st;
+  }
+  // All or nothing: a lost peer fails a collective midway, after some steps.
+  const std::string weights = pool_.SaveBytes(0), state = trainer_.SaveState();
+  try {
+    trainer_.JoinLearners(learners);
+    ModelTrainStats st = step();
+    st.parameter_digest = pool_.ParameterDigest(0);
+    return st;
+  } catch (...) {
+    trainer_.JoinLearners({});  // the group is broken: the next update forms a new one
+    pool_.LoadBytes(0, weights);
+    trainer_.LoadState(state);
+    throw;
+  }
 }
 
-ModelTrainStats ModelServer::Supervised(const std::vector<CallRecord>& demos, int steps) {
-  return trainer_.Supervised(Mine(demos), steps).at(0);
+ModelTrainStats ModelServer::Update(const std::vector<CallRecord>& records, const LearnerGroupSpec& learners) {
+  const std::vector<CallRecord> mine = Mine(records);
+  return Train(learners, [&] { return trainer_.Update(mine).at(0); });
+}
+
+ModelTrainStats ModelServer::Supervised(const std::vector<CallRecord>& demos, int steps,
+                                        const LearnerGroupSpec& learners) {
+  const std::vector<CallRecord> mine = Mine(demos);
+  return Train(learners, [&] { return trainer_.Supervised(mine, steps).at(0); });
 }
 
 HybridStepStats ModelServer::HybridStep(const HybridBatch& batch, const HybridSettings& settings) {

@@ -2,6 +2,7 @@
 // wherever it runs. LocalPolicy: a ModelServer per model, called directly.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,15 +19,22 @@ class ModelServer {
   ~ModelServer();
 
   std::vector<Generation> Generate(const GenerateBatch& batch);
-  // Records of other models are ignored.
-  ModelTrainStats Update(const std::vector<CallRecord>& records);
-  ModelTrainStats Supervised(const std::vector<CallRecord>& demos, int steps);
+  // Records of other models are ignored. With `learners` of world N > 1 this
+  // server is one of N data-parallel learners (Trainer::JoinLearners); an
+  // update that fails midway (a peer lost) leaves the parameters and optimiser
+  // as they were before it, and the error propagates.
+  ModelTrainStats Update(const std::vector<CallRecord>& records, const LearnerGroupSpec& learners = {});
+  ModelTrainStats Supervised(const std::vector<CallRecord>& demos, int steps, const LearnerGroupSpec& learners = {});
   // Examples of other models are ignored.
   HybridStepStats HybridStep(const HybridBatch& batch, const HybridSettings& settings);
   void Save(const std::string& dir) const;
   void Load(const std::string& dir, bool with_optimizer);
   std::string SaveWeights() const;
   void LoadWeights(const std::string& bytes);
+  // The model's log-probabilities of each record's response tokens (Trainer::ResponseLogProbs).
+  std::vector<std::vector<float>> ResponseLogProbs(const std::vector<CallRecord>& records) {
+    return trainer_.ResponseLogProbs(Mine(records));
+  }
 
   int model_index() const { return model_index_; }
   const ModelConfig& config() const { return pool_.config(0); }
@@ -34,6 +42,7 @@ class ModelServer {
 
  private:
   std::vector<CallRecord> Mine(const std::vector<CallRecord>& records) const;
+  ModelTrainStats Train(const LearnerGroupSpec& learners, const std::function<ModelTrainStats()>& step);
   int model_index_;
   ModelPool pool_;
   Trainer trainer_;

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <ostream>
@@ -10,6 +11,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "comms/endpoint.h"
 #include "comms/framed_socket.h"
 #include "comms/proto/runtime.pb.h"
 #include "core/base/errors.h"
@@ -59,6 +61,18 @@ class HeartbeatThread {
   std::thread thread_;
 };
 
+// A learner's group as the update request names it.
+LearnerGroupSpec LearnersOf(const wire::LearnerGroup& w, const std::string& store_host) {
+  LearnerGroupSpec spec;
+  spec.rank = w.rank();
+  spec.world = std::max(1, w.world());
+  spec.store_host = store_host;
+  spec.store_port = w.store_port();
+  spec.prefix = w.prefix();
+  if (w.timeout_ms() > 0) spec.timeout_ms = w.timeout_ms();
+  return spec;
+}
+
 }  // namespace
 
 std::string WorkerIdentity(const std::string& model, int replica) { return model + "#" + std::to_string(replica); }
@@ -98,6 +112,9 @@ std::string ServeModel(const WorkerOptions& o, const std::atomic<bool>* stop) {
               o.model, o.endpoint);
 
   HeartbeatThread heartbeat(o, identity);
+  // The learners' rendezvous store listens on the controller's host.
+  const Endpoint controller = ParseEndpoint(o.endpoint);
+  const std::string controller_host = controller.scheme == "tcp" ? controller.host : "127.0.0.1";
   std::vector<std::vector<int>> prompts, options;
   std::vector<std::vector<float>> soft;
   Attachment attachment;
@@ -125,8 +142,10 @@ std::string ServeModel(const WorkerOptions& o, const std::atomic<bool>* stop) {
           std::vector<CallRecord> records;
           records.reserve(in.update().records_size());
           for (const auto& r : in.update().records()) records.push_back(FromWire(r, server.model_index()));
-          const ModelTrainStats stats =
-              in.update().supervised() ? server.Supervised(records, in.update().steps()) : server.Update(records);
+          const LearnerGroupSpec learners = LearnersOf(in.update().learners(), controller_host);
+          const ModelTrainStats stats = in.update().supervised()
+                                            ? server.Supervised(records, in.update().steps(), learners)
+                                            : server.Update(records, learners);
           ToWire(stats, out.mutable_updated()->mutable_stats());
           break;
         }

@@ -1,6 +1,7 @@
 // Runtime struct <-> wire message conversions.
 #include "workflows/runtime/wire_records.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/base/errors.h"
@@ -149,6 +150,8 @@ void ToWire(const ModelTrainStats& s, wire::TrainStats* out) {
   out->set_kl(s.kl);
   out->set_clip_fraction(s.clip_fraction);
   out->set_grad_norm(s.grad_norm);
+  out->set_learners(s.learners);
+  out->set_parameter_digest(s.parameter_digest);
 }
 
 ModelTrainStats FromWire(const wire::TrainStats& w) {
@@ -163,6 +166,8 @@ ModelTrainStats FromWire(const wire::TrainStats& w) {
   s.kl = w.kl();
   s.clip_fraction = w.clip_fraction();
   s.grad_norm = w.grad_norm();
+  s.learners = std::max(1, w.learners());
+  s.parameter_digest = w.parameter_digest();
   return s;
 }
 

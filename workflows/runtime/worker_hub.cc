@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <mutex>
+#include <optional>
 #include <ostream>
 
 #include <spdlog/spdlog.h>
@@ -165,6 +166,10 @@ void WorkerHub::Handle(const std::string& identity, const wire::Envelope& env) {
   Pending p = std::move(it->second);
   pending_.erase(it);
   if (env.has_failure()) {
+    if (p.on_failure) {
+      p.on_failure(env.failure().message());
+      return;
+    }
     pending_.clear();
     throw CommsError("model worker " + base + " failed: " + env.failure().message());
   }
@@ -175,6 +180,12 @@ void WorkerHub::Handle(const std::string& identity, const wire::Envelope& env) {
 
 int WorkerHub::Send(int worker, wire::Envelope& request, std::function<void(const wire::Envelope&)> on_reply,
                     std::function<void()> on_lost, std::string_view attachment) {
+  return Send(worker, request, std::move(on_reply), std::move(on_lost), nullptr, attachment);
+}
+
+int WorkerHub::Send(int worker, wire::Envelope& request, std::function<void(const wire::Envelope&)> on_reply,
+                    std::function<void()> on_lost, std::function<void(const std::string&)> on_failure,
+                    std::string_view attachment) {
   const uint64_t id = next_request_++;
   request.set_request_id(id);
   Pending p;
@@ -182,6 +193,7 @@ int WorkerHub::Send(int worker, wire::Envelope& request, std::function<void(cons
   p.sent_at = Now();
   p.on_reply = std::move(on_reply);
   p.on_lost = std::move(on_lost);
+  p.on_failure = std::move(on_failure);
   pending_[id] = std::move(p);
   const bool sent = attachment.empty() ? socket_->Send(request, workers_[worker].identity)
                                        : socket_->SendWithAttachment(request, attachment, workers_[worker].identity);
@@ -291,10 +303,87 @@ std::vector<ModelTrainStats> WorkerHub::Train(const std::vector<CallRecord>& rec
     r.mutable_update()->set_steps(steps);
   }
   for (const auto& rec : records) ToWire(rec, requests.at(rec.model).mutable_update()->add_records());
-  OnPrimaries([&](int m) { return requests[m]; },
-              [&](int m, const wire::Envelope& reply) { stats[m] = FromWire(reply.updated().stats()); });
-  for (int m = 0; m < size(); ++m) SyncReplicas(m);
+  // Every live replica of a model is one of its data-parallel learners: each
+  // is sent the whole update and trains on its share, summing gradients with
+  // the others. A learner lost midway makes the others fail their collective
+  // and go back to where the update began; the update is then sent again to
+  // the survivors, as a new group.
+  struct Attempt {
+    std::vector<int> learners;
+    std::vector<std::optional<ModelTrainStats>> replies;
+    std::string failure;
+  };
+  std::vector<int> todo;
+  for (int m = 0; m < size(); ++m) todo.push_back(m);
+  while (!todo.empty()) {
+    std::vector<Attempt> attempts(configs_.size());
+    for (int m : todo) {
+      Attempt& a = attempts[m];
+      a.learners = Alive(m);
+      a.replies.resize(a.learners.size());
+      wire::LearnerGroup* group = requests[m].mutable_update()->mutable_learners();
+      *group = GroupOf(m, a.learners);
+      for (size_t r = 0; r < a.learners.size(); ++r) {
+        group->set_rank(static_cast<int>(r));
+        Send(
+            a.learners[r], requests[m],  // serialised here: the next learner's rank may be set
+            [&a, r](const wire::Envelope& reply) { a.replies[r] = FromWire(reply.updated().stats()); }, [] {},
+            [&a, this, w = a.learners[r]](const std::string& why) {
+              if (a.failure.empty()) a.failure = "model worker " + workers_[w].identity + " failed: " + why;
+            });
+      }
+    }
+    AwaitAll();
+    std::vector<int> retry;
+    for (int m : todo) {
+      Attempt& a = attempts[m];
+      const bool lost = std::any_of(a.learners.begin(), a.learners.end(), [&](int w) { return !workers_[w].alive; });
+      if (!a.failure.empty()) {
+        if (!lost) throw CommsError(a.failure);
+        spdlog::warn("model {}: a data-parallel learner was lost during an update; {} learner(s) take it again",
+                     configs_[m].name, Alive(m).size());
+        regroup_[m] = true;
+        retry.push_back(m);
+        ++retaken_;
+        continue;
+      }
+      // Every live learner finished (one lost after its last collective changes nothing).
+      const ModelTrainStats* first = nullptr;
+      for (size_t r = 0; r < a.learners.size(); ++r) {
+        if (!a.replies[r]) continue;
+        if (first == nullptr) first = &*a.replies[r];
+        if (a.replies[r]->parameter_digest != first->parameter_digest) {
+          throw CommsError("the data-parallel learners of model " + configs_[m].name +
+                           " are out of step after an update: " + workers_[a.learners[r]].identity +
+                           "'s parameters differ from the first learner's");
+        }
+      }
+      if (first == nullptr) {  // all lost after all: Lose throws before this unless some are left
+        regroup_[m] = true;
+        retry.push_back(m);
+        continue;
+      }
+      stats[m] = *first;
+    }
+    todo = retry;
+  }
   return stats;
+}
+
+wire::LearnerGroup WorkerHub::GroupOf(int model, const std::vector<int>& learners) {
+  wire::LearnerGroup g;
+  g.set_world(static_cast<int>(learners.size()));
+  if (learners.size() < 2) return g;
+  if (!store_) store_ = std::make_unique<LearnerStore>(0);
+  if (regroup_[model] || members_[model] != learners) {
+    ++generation_[model];
+    members_[model] = learners;
+    regroup_[model] = false;
+  }
+  g.set_store_port(store_->port());
+  g.set_prefix(configs_[model].name + "/" + std::to_string(generation_[model]));
+  g.set_timeout_ms(spec_.runtime.request_timeout_ms);
+  return g;
 }
 
 void WorkerHub::OnPrimaries(const std::function<wire::Envelope(int)>& request,

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -18,6 +19,7 @@
 #include "comms/framed_socket.h"
 #include "comms/proto/runtime.pb.h"
 #include "core/base/errors.h"
+#include "core/models/learner_group.h"
 #include "workflows/config/runtime_settings.h"
 #include "workflows/runtime/policy_service.h"
 
@@ -55,6 +57,8 @@ class WorkerHub : public PolicyService {
 
   const std::string& endpoint() const { return endpoint_; }
   int64_t lost_workers() const { return lost_; }
+  // Updates sent again to a model's surviving learners after one was lost midway.
+  int64_t retaken_updates() const { return retaken_; }
   const FrameRejects& rejects() const { return socket_->rejects(); }
 
  private:
@@ -73,6 +77,7 @@ class WorkerHub : public PolicyService {
     double sent_at = 0.0;
     std::function<void(const wire::Envelope&)> on_reply;
     std::function<void()> on_lost;
+    std::function<void(const std::string&)> on_failure;  // a Failure reply; unset: the hub throws
     bool answered = false;
   };
 
@@ -80,6 +85,9 @@ class WorkerHub : public PolicyService {
   // `on_reply` may read attachment_: the attachment of the reply it handles.
   int Send(int worker, wire::Envelope& request, std::function<void(const wire::Envelope&)> on_reply,
            std::function<void()> on_lost, std::string_view attachment = {});
+  int Send(int worker, wire::Envelope& request, std::function<void(const wire::Envelope&)> on_reply,
+           std::function<void()> on_lost, std::function<void(const std::string&)> on_failure,
+           std::string_view attachment = {});
   // Receives until every pending request is answered or its worker lost.
   void AwaitAll();
   void Handle(const std::string& identity, const wire::Envelope& envelope);
@@ -89,7 +97,10 @@ class WorkerHub : public PolicyService {
   // One request per model to its first live replica, retried on the next when one is lost.
   void OnPrimaries(const std::function<wire::Envelope(int)>& request,
                    const std::function<void(int, const wire::Envelope&)>& on_reply);
+  // Hybrid steps train the primary only; its parameters are then shipped to the other replicas.
   void SyncReplicas(int model);
+  // The learner group of a model's live workers (a new one whenever they change).
+  wire::LearnerGroup GroupOf(int model, const std::vector<int>& learners);
 
   const HubSpec spec_;
   std::vector<ModelConfig> configs_;  // from spec_.models
@@ -102,8 +113,15 @@ class WorkerHub : public PolicyService {
   std::map<uint64_t, Pending> pending_;
   uint64_t next_request_ = 1;
   int64_t lost_ = 0;
+  int64_t retaken_ = 0;
   std::atomic<bool> stop_{false};
   std::vector<std::thread> threads_;
+  // Data-parallel learners: the rendezvous store (made when a model first has
+  // two), and per model its group's generation, members and whether to regroup.
+  std::unique_ptr<LearnerStore> store_;
+  std::map<int, int> generation_;
+  std::map<int, std::vector<int>> members_;
+  std::map<int, bool> regroup_;
 };
 
 }  // namespace troupe
