@@ -7,6 +7,8 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/torch.h>
 
+#include <cstdlib>
+
 #include "core/base/errors.h"
 
 namespace troupe {
@@ -57,9 +59,12 @@ LearnerGroup::LearnerGroup(const LearnerGroupSpec& spec) : impl_(std::make_uniqu
     auto tcp = c10::make_intrusive<c10d::TCPStore>(spec.store_host, o);
     auto store = c10::make_intrusive<c10d::PrefixStore>(spec.prefix + "/", tcp);
     auto options = c10d::ProcessGroupGloo::Options::create(timeout);
-    // Peers reach a learner on loopback when the store is there, else at its host name's address.
-    options->devices.push_back(IsLoopback(spec.store_host)
-                                   ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
+    // Peers reach a learner on loopback when the store is there; else on the
+    // interface GLOO_SOCKET_IFNAME names (as in PyTorch), else at its host name's address.
+    const char* interface = std::getenv("GLOO_SOCKET_IFNAME");
+    options->devices.push_back(IsLoopback(spec.store_host) ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
+                               : interface != nullptr && *interface != '\0'
+                                   ? c10d::ProcessGroupGloo::createDeviceForInterface(interface)
                                    : c10d::ProcessGroupGloo::createDefaultDevice());
     impl_->group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, spec.rank, spec.world, options);
   } catch (const std::exception& e) {
