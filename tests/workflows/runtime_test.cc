@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -165,6 +166,90 @@ std::pair<std::string, std::string> TrainLocalAndOverTcp(const std::string& name
   return {run_local, run_remote};
 }
 
+// Model m of a tiny Red-Black workflow (`trainer`, `runtime` extras) served by
+// two `troupe worker` processes, its data-parallel learners, behind a hub in
+// this process; a lone learner beside them; and a batch of records from the
+// hub with advantages of both signs.
+struct TwoLearners {
+  TwoLearners(const std::string& name, int port_offset, const std::string& trainer, const std::string& runtime,
+              const std::function<void(std::string&)>& edit = nullptr)
+      : endpoint("tcp://127.0.0.1:" + std::to_string(Port(port_offset))) {
+    std::string text = testing::TinyRedBlack(11, trainer) + "runtime { endpoint: \"" + endpoint +
+                       "\" worker { model: \"m\" replicas: 2 } " + runtime + " }\n";
+    if (edit) edit(text);
+    workflow = std::make_unique<CompiledWorkflow>(CompileWorkflow(ParseWorkflowText(text, name + ".textproto")));
+    for (int r = 0; r < 2; ++r) {
+      learners.push_back(std::make_unique<Process>(
+          std::vector<std::string>{"worker", "--model", "m", "--replica", std::to_string(r), "--connect", endpoint},
+          Temp(name + "-" + std::to_string(r) + ".log")));
+    }
+    hub = std::make_unique<WorkerHub>(MakeHubSpec(*workflow));
+    one = std::make_unique<ModelServer>(MakeServeSpec(*workflow, 0));
+    Rollout rollout(*workflow, *hub);
+    Rng rng(3);
+    RolloutOptions o;
+    o.episodes = 8;
+    o.group_size = 4;
+    records = rollout.Run(o, rng).records;
+    for (size_t i = 0; i < records.size(); ++i) records[i].advantage = static_cast<double>(i % 5) - 2.0;
+    dir = Temp(name + "-model");
+  }
+  // The hub's first learner's log-probabilities of the records' responses (through a checkpoint).
+  std::vector<std::vector<float>> LearnerLogProbs() {
+    fs::create_directories(dir);
+    hub->Save(dir);
+    ModelServer loaded(MakeServeSpec(*workflow, 0));
+    loaded.Load(dir, false);
+    return loaded.ResponseLogProbs(records);
+  }
+  std::vector<std::vector<float>> LoneLogProbs() { return one->ResponseLogProbs(records); }
+
+  std::string endpoint, dir;
+  std::unique_ptr<CompiledWorkflow> workflow;
+  std::vector<std::unique_ptr<Process>> learners;
+  std::unique_ptr<WorkerHub> hub;
+  std::unique_ptr<ModelServer> one;
+  std::vector<CallRecord> records;
+};
+
+// The largest difference between two sets of log-probabilities.
+double MaxDifference(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
+  REQUIRE(a.size() == b.size());
+  double d = 0;
+  for (size_t r = 0; r < a.size(); ++r) {
+    REQUIRE(a[r].size() == b[r].size());
+    for (size_t i = 0; i < a[r].size(); ++i) d = std::max(d, static_cast<double>(std::fabs(a[r][i] - b[r][i])));
+  }
+  return d;
+}
+
+// `troupe train` with model m served by two `troupe worker` processes (its two
+// data-parallel learners), the second killed after two iterations.
+struct KilledLearnerRun {
+  int status = 0;
+  std::string output, run;
+};
+KilledLearnerRun KillSecondLearner(const std::string& name, int port_offset, const std::string& on_worker_loss,
+                                   int iterations, const std::vector<std::string>& extra) {
+  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(Port(port_offset));
+  const std::string wf = WriteWorkflow(
+      name, "runtime { endpoint: \"" + endpoint + "\" worker { model: \"m\" replicas: 2 } heartbeat_ms: 100 " +
+                "worker_timeout_ms: 800 on_worker_loss: " + on_worker_loss + " }\n");
+  KilledLearnerRun r;
+  r.run = Temp("run-" + name);
+  std::vector<std::string> args = {"train",  wf, "--out", r.run, "--quiet", "--no-eval", "--set",
+                                   "trainer.iterations=" + std::to_string(iterations)};
+  args.insert(args.end(), extra.begin(), extra.end());
+  Process controller(args, Temp(name + "-controller.log"));
+  Process w0({"worker", "--model", "m", "--replica", "0", "--connect", endpoint}, Temp(name + "-0.log"));
+  Process w1({"worker", "--model", "m", "--replica", "1", "--connect", endpoint}, Temp(name + "-1.log"));
+  REQUIRE(WaitFor([&] { return MetricLines(r.run, false).size() >= 2; }, 120));
+  w1.Kill();
+  r.status = controller.Wait(120);
+  r.output = controller.Output();
+  return r;
+}
+
 }  // namespace
 
 TEST_CASE("the same seed gives identical metrics with in-process and tcp model workers", "[runtime][determinism]") {
@@ -223,24 +308,13 @@ TEST_CASE("a killed worker is detected within its timeout, reported, and the rec
 }
 
 TEST_CASE("with two replicas and on_worker_loss CONTINUE, losing one keeps the run going", "[runtime][faults]") {
-  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(Port(3));
-  const std::string wf =
-      WriteWorkflow("replicas", "runtime { endpoint: \"" + endpoint +
-                                    "\" worker { model: \"m\" replicas: 2 } heartbeat_ms: 100 worker_timeout_ms: 800 "
-                                    "on_worker_loss: CONTINUE }\n");
-  const std::string run = Temp("run-replicas"), session = Temp("replicas.session");
-  Process controller(
-      {"train", wf, "--out", run, "--quiet", "--no-eval", "--set", "trainer.iterations=8", "--record", session},
-      Temp("replicas-controller.log"));
-  Process w0({"worker", "--model", "m", "--replica", "0", "--connect", endpoint}, Temp("replica0.log"));
-  Process w1({"worker", "--model", "m", "--replica", "1", "--connect", endpoint}, Temp("replica1.log"));
-  REQUIRE(WaitFor([&] { return MetricLines(run, false).size() >= 2; }, 120));
-  w1.Kill();
-  const int status = controller.Wait(120);
-  INFO(controller.Output());
-  REQUIRE(status == 0);
+  const std::string session = Temp("replicas.session");
+  const KilledLearnerRun r = KillSecondLearner("replicas", 3, "CONTINUE", 8, {"--record", session});
+  const std::string& run = r.run;
+  INFO(r.output);
+  REQUIRE(r.status == 0);
   CHECK(MetricLines(run, false).size() == 8);
-  CHECK_THAT(controller.Output(), Catch::Contains("model worker m#1"));
+  CHECK_THAT(r.output, Catch::Contains("model worker m#1"));
   SessionContents c = ReadSessionFile(session);
   bool lost = false;
   for (const auto& e : c.events) lost = lost || (e.has_worker() && e.worker().kind() == session::WorkerEvent::LOST);
@@ -249,56 +323,25 @@ TEST_CASE("with two replicas and on_worker_loss CONTINUE, losing one keeps the r
   CHECK_FALSE(c.events.back().run_end().failed());
 }
 
-TEST_CASE("two data-parallel learners end an update with the parameters one learner gets on the whole batch",
+TEST_CASE("two data-parallel learners end an update with the policy one learner gets on the whole batch",
           "[runtime][c10d]") {
   // GRPO with the KL term, and PPO (values, GAE, advantages whitened over both learners' records).
   const auto [credit, name] = GENERATE(table<std::string, std::string>(
       {{"credit { group_size: 4 }", "grpo"}, {"credit { estimator: PPO group_size: 4 }", "ppo"}}));
-  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(Port(name == "grpo" ? 8 : 9));
-  std::string text = testing::TinyRedBlack(11, "trainer { minibatch: 8 epochs: 2 kl_coef: 0.05 }") +
-                     "runtime { endpoint: \"" + endpoint + "\" worker { model: \"m\" replicas: 2 } }\n";
-  text.replace(text.find("credit { group_size: 4 }"), 24, credit);
-  const CompiledWorkflow w = CompileWorkflow(ParseWorkflowText(text, "dp.textproto"));
-  Process w0({"worker", "--model", "m", "--replica", "0", "--connect", endpoint}, Temp("dp-" + name + "-0.log"));
-  Process w1({"worker", "--model", "m", "--replica", "1", "--connect", endpoint}, Temp("dp-" + name + "-1.log"));
-  WorkerHub hub(MakeHubSpec(w));
-  ModelServer one(MakeServeSpec(w, 0));  // one learner, the whole batch, in this process
-
-  Rollout rollout(w, hub);
-  Rng rng(3);
-  RolloutOptions o;
-  o.episodes = 8;
-  o.group_size = 4;
-  std::vector<CallRecord> records = rollout.Run(o, rng).records;
-  REQUIRE(records.size() > 40);  // several minibatches of 8, each split between the learners
-  for (size_t i = 0; i < records.size(); ++i) records[i].advantage = static_cast<double>(i % 5) - 2.0;
-
+  TwoLearners t("dp-" + name, name == "grpo" ? 8 : 9, "trainer { minibatch: 8 epochs: 2 kl_coef: 0.05 }", "",
+                [credit = credit](std::string& text) {
+                  text.replace(text.find("credit { group_size: 4 }"), 24, credit);
+                });
+  REQUIRE(t.records.size() > 40);  // several minibatches of 8, each split between the learners
   // The policies compare by their log-probabilities of every response token.
   // (Parameters compare too, but one part's gradient is zero but for float
   // noise: the attention's key bias, to which softmax is blind. Adam turns
   // noise into full-sized steps whichever way it is summed, so the key bias
   // differs by ~lr between any two summation orders; the policy does not.)
-  auto max_difference = [](const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
-    REQUIRE(a.size() == b.size());
-    double d = 0;
-    for (size_t r = 0; r < a.size(); ++r) {
-      REQUIRE(a[r].size() == b[r].size());
-      for (size_t i = 0; i < a[r].size(); ++i) d = std::max(d, static_cast<double>(std::fabs(a[r][i] - b[r][i])));
-    }
-    return d;
-  };
-  auto primary_log_probs = [&](const std::string& tag) {
-    const std::string dir = Temp("dp-" + name + "-" + tag);
-    fs::create_directories(dir);
-    hub.Save(dir);
-    ModelServer loaded(MakeServeSpec(w, 0));
-    loaded.Load(dir, false);
-    return loaded.ResponseLogProbs(records);
-  };
-  const std::vector<std::vector<float>> before = one.ResponseLogProbs(records);
+  const std::vector<std::vector<float>> before = t.LoneLogProbs();
 
-  const std::vector<ModelTrainStats> two = hub.Update(records);
-  const ModelTrainStats whole = one.Update(records);
+  const std::vector<ModelTrainStats> two = t.hub->Update(t.records);
+  const ModelTrainStats whole = t.one->Update(t.records);
   REQUIRE(two.size() == 1);
   CHECK(two[0].learners == 2);  // and their parameter digests agreed, or Update would have thrown
   CHECK(whole.learners == 1);
@@ -309,85 +352,48 @@ TEST_CASE("two data-parallel learners end an update with the parameters one lear
   CHECK(two[0].kl == Approx(whole.kl).margin(1e-6));
   CHECK(two[0].value_loss == Approx(whole.value_loss).margin(1e-5));
   CHECK(two[0].grad_norm == Approx(whole.grad_norm).epsilon(1e-4));
-  const std::vector<std::vector<float>> after = primary_log_probs("update");
-  CHECK(max_difference(after, before) > 1e-2);  // the update moved the policy
-  CHECK(max_difference(after, one.ResponseLogProbs(records)) < 1e-4);
+  const std::vector<std::vector<float>> after = t.LearnerLogProbs();
+  CHECK(MaxDifference(after, before) > 1e-2);  // the update moved the policy
+  CHECK(MaxDifference(after, t.LoneLogProbs()) < 1e-4);
 
   // A supervised warm start, too.
-  const std::vector<ModelTrainStats> sft = hub.Supervised(records, 5);
-  const ModelTrainStats sft_whole = one.Supervised(records, 5);
+  const std::vector<ModelTrainStats> sft = t.hub->Supervised(t.records, 5);
+  const ModelTrainStats sft_whole = t.one->Supervised(t.records, 5);
   CHECK(sft[0].learners == 2);
   CHECK(sft[0].loss == Approx(sft_whole.loss).margin(1e-5));
-  CHECK(max_difference(primary_log_probs("sft"), one.ResponseLogProbs(records)) < 1e-4);
+  CHECK(MaxDifference(t.LearnerLogProbs(), t.LoneLogProbs()) < 1e-4);
 }
 
 TEST_CASE("a data-parallel learner killed mid-update leaves the survivor to take the update again, from where it began",
           "[runtime][c10d][faults]") {
-  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(Port(11));
-  // One long update (hundreds of passes over the batch): the kill lands inside it.
-  std::string text = testing::TinyRedBlack(11, "trainer { minibatch: 8 epochs: 60 }") + "runtime { endpoint: \"" +
-                     endpoint +
-                     "\" worker { model: \"m\" replicas: 2 } heartbeat_ms: 100 worker_timeout_ms: 800 "
-                     "on_worker_loss: CONTINUE }\n";
-  // A small step, so that thousands of them stay comparable between summation orders.
-  text.replace(text.find("lr: 0.01"), 8, "lr: 0.0003");
-  const CompiledWorkflow w = CompileWorkflow(ParseWorkflowText(text, "dp-continue.textproto"));
-  Process w0({"worker", "--model", "m", "--replica", "0", "--connect", endpoint}, Temp("dp-continue-0.log"));
-  Process w1({"worker", "--model", "m", "--replica", "1", "--connect", endpoint}, Temp("dp-continue-1.log"));
-  WorkerHub hub(MakeHubSpec(w));
-  ModelServer one(MakeServeSpec(w, 0));
-  Rollout rollout(w, hub);
-  Rng rng(3);
-  RolloutOptions o;
-  o.episodes = 8;
-  o.group_size = 4;
-  std::vector<CallRecord> records = rollout.Run(o, rng).records;
-  for (size_t i = 0; i < records.size(); ++i) records[i].advantage = static_cast<double>(i % 5) - 2.0;
+  // One long update (60 passes over the batch): the kill lands inside it. A
+  // small step, so that hundreds of them stay comparable between summation orders.
+  TwoLearners t("dp-continue", 11, "trainer { minibatch: 8 epochs: 60 }",
+                "heartbeat_ms: 100 worker_timeout_ms: 800 on_worker_loss: CONTINUE",
+                [](std::string& text) { text.replace(text.find("lr: 0.01"), 8, "lr: 0.0003"); });
   std::thread killer([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(1000));
-    w1.Kill();
+    t.learners[1]->Kill();
   });
   const auto start = Clock::now();
-  const std::vector<ModelTrainStats> st = hub.Update(records);
+  const std::vector<ModelTrainStats> st = t.hub->Update(t.records);
   killer.join();
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  INFO("the update took " << seconds << " s");
-  REQUIRE(hub.lost_workers() == 1);
-  REQUIRE(hub.retaken_updates() == 1);  // the survivor failed its collective, went back, and took it alone
+  INFO("the update took " << std::chrono::duration<double>(Clock::now() - start).count() << " s");
+  REQUIRE(t.hub->lost_workers() == 1);
+  REQUIRE(t.hub->retaken_updates() == 1);  // the survivor failed its collective, went back, and took it alone
   CHECK(st[0].learners == 1);
   // It took no step twice: its policy is the one a lone learner gets.
-  const ModelTrainStats whole = one.Update(records);
+  const ModelTrainStats whole = t.one->Update(t.records);
   CHECK(st[0].steps == whole.steps);
   CHECK(st[0].loss == Approx(whole.loss).margin(1e-4));
-  const std::string dir = Temp("dp-continue-model");
-  fs::create_directories(dir);
-  hub.Save(dir);
-  ModelServer loaded(MakeServeSpec(w, 0));
-  loaded.Load(dir, false);
-  const auto a = loaded.ResponseLogProbs(records), b = one.ResponseLogProbs(records);
-  double d = 0;
-  for (size_t r = 0; r < a.size(); ++r) {
-    for (size_t i = 0; i < a[r].size(); ++i) d = std::max(d, static_cast<double>(std::fabs(a[r][i] - b[r][i])));
-  }
-  CHECK(d < 1e-3);
+  CHECK(MaxDifference(t.LearnerLogProbs(), t.LoneLogProbs()) < 1e-3);
 }
 
 TEST_CASE("a data-parallel learner killed mid-run fails the run when on_worker_loss is FAIL", "[runtime][c10d][faults]") {
-  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(Port(10));
-  const std::string wf = WriteWorkflow(
-      "dp-fail", "runtime { endpoint: \"" + endpoint +
-                     "\" worker { model: \"m\" replicas: 2 } heartbeat_ms: 100 worker_timeout_ms: 800 }\n");
-  const std::string run = Temp("run-dp-fail");
-  Process controller({"train", wf, "--out", run, "--quiet", "--no-eval", "--set", "trainer.iterations=500"},
-                     Temp("dp-fail-controller.log"));
-  Process w0({"worker", "--model", "m", "--replica", "0", "--connect", endpoint}, Temp("dp-fail-0.log"));
-  Process w1({"worker", "--model", "m", "--replica", "1", "--connect", endpoint}, Temp("dp-fail-1.log"));
-  REQUIRE(WaitFor([&] { return MetricLines(run, false).size() >= 2; }, 120));
-  w1.Kill();
-  const int status = controller.Wait(30);
-  INFO(controller.Output());
-  CHECK(status == 5);  // a lost worker, not a failed collective
-  CHECK_THAT(controller.Output(), Catch::Contains("model worker m#1") && Catch::Contains("lost"));
+  const KilledLearnerRun r = KillSecondLearner("dp-fail", 10, "FAIL", 500, {});
+  INFO(r.output);
+  CHECK(r.status == 5);  // a lost worker, not a failed collective
+  CHECK_THAT(r.output, Catch::Contains("model worker m#1") && Catch::Contains("lost"));
 }
 
 TEST_CASE("a controller names the workers it waits for, and gives up at the join timeout", "[runtime]") {
