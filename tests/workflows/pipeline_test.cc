@@ -334,7 +334,7 @@ TEST_CASE("latent channels between pipeline nodes are checked at the file, line 
   }
 }
 
-TEST_CASE("across a HYBRID pipeline channel the decomposer sends K vectors and the answerer reads them, as the trainer scores them",
+TEST_CASE("across a HYBRID pipeline channel the decomposer sends K vectors and the answerer reads them, as the trainer scores them, in demonstrations too",
           "[pipeline][hybrid]") {
   CompiledWorkflow w = CompileWorkflow(ParseWorkflowText(QaDecomposeLatent("HYBRID"), "qa.textproto"));
   testing::DirectPolicy policy(w);
@@ -376,11 +376,25 @@ TEST_CASE("across a HYBRID pipeline channel the decomposer sends K vectors and t
   const std::vector<std::vector<float>> scored = policy.trainer.ResponseLogProbs(batch.records);
   CHECK(testing::LargestLogProbGap(policy.trainer, testing::WithOtherVectors(batch.records), scored) > 1e-4);
 
-  // Oracle demonstrations stay text: no vectors are sent or read.
-  for (const auto& r : OracleRollout(w, 4, 1).records) {
-    CHECK(r.latent_steps == 0);
-    CHECK(r.soft_inputs.empty());
+  // Oracle demonstrations have the same shape, with the oracle's text: the
+  // decomposer's model sends the vectors, the answerer reads them.
+  const RolloutBatch demos = OracleRollout(w, 4, 1);
+  int demo_senders = 0;
+  for (const auto& r : demos.records) {
+    const auto slots = std::count(r.prompt.begin(), r.prompt.end(), Vocab::kSoft);
+    CHECK(slots == 3);
+    CHECK(std::all_of(r.logprobs.begin(), r.logprobs.end(), [](float lp) { return lp == 0.f; }));  // not sampled
+    if (r.phase == "decompose") {
+      ++demo_senders;
+      CHECK(r.latent_steps == 3);
+      CHECK(r.prompt.back() == eot);
+      CHECK(w.Codec(0).Text(r.response).find("sub_queries") != std::string::npos);  // the oracle's JSON
+    } else {
+      CHECK(r.latent_steps == 0);
+      CHECK(r.soft_inputs.size() == 3u * width);
+    }
   }
+  CHECK(demo_senders == 4);
 }
 
 TEST_CASE("a tool node runs once per tick for every episode, retried and fail-open", "[pipeline]") {

@@ -173,6 +173,7 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
     int node;
     PromptParts prompt;
     int latent_steps = 0;  // a sender: vectors to send (after <bot>) before its text
+    bool oracle = false;   // the oracle writes its text (a sender's vectors still come from its model)
   };
   // Roles that send latent messages: K vectors after the prompt, then <eot> and the text.
   auto sends = [&](const PipelineNode& node) { return workflow_.roles[node.role].message_mode != config::TEXT; };
@@ -204,12 +205,14 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
           Pending pending{e, n, NodePrompt(workflow_, node, ep, text, [&](const std::vector<std::string>& words) {
                             return Prompt(node.role, words).tokens;
                           })};
-          // Oracle demonstrations are text: a sender's vectors come from its model, in rollouts.
-          if (sends(node) && !options.scripted_for_trained) pending.latent_steps = role.latent_vectors;
+          // Demonstrations have the rollouts' shape: a sender's oracle text follows the
+          // vectors its model sends (asked of the model: readers read them as data).
+          if (sends(node)) pending.latent_steps = role.latent_vectors;
+          pending.oracle = options.scripted_for_trained;
           const int room = node.max_tokens + (pending.latent_steps > 0 ? pending.latent_steps + 2 : 0);
           ep.truncated += FitPrompt(&pending.prompt, workflow_.max_len.at(role.model) - room);
           if (pending.latent_steps > 0) pending.prompt.tokens.push_back(workflow_.Codec(node.role).MessageMarkers().first);
-          if (options.scripted_for_trained) oracle.push_back(std::move(pending));
+          if (pending.oracle && pending.latent_steps == 0) oracle.push_back(std::move(pending));
           else by_model[role.model].push_back(std::move(pending));
         }
       }
@@ -238,7 +241,9 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
     for (size_t m = 0; m < by_model.size(); ++m) {
       for (const auto& q : by_model[m]) {
         const PipelineNode& node = p.nodes[q.node];
-        GenerateQuery query{workflow_.roles[node.role].slot, &q.prompt.tokens, node.max_tokens, nullptr, q.episode};
+        // An oracle sender only sends its vectors (and one token, replaced by the oracle's text).
+        GenerateQuery query{workflow_.roles[node.role].slot, &q.prompt.tokens, q.oracle ? 1 : node.max_tokens, nullptr,
+                            q.episode};
         if (!q.prompt.soft.empty()) {
           query.soft_inputs = &q.prompt.soft;
           query.soft_width = q.prompt.soft_width;
@@ -250,19 +255,27 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
     }
     std::vector<std::vector<Generation>> gens_of = GenerateTick(queries, options, rng, &batch);
     // The oracle's answers, as the tokens a model would have sampled.
+    auto write_oracle = [&](const Pending& q, Generation* g) {
+      const PipelineNode& node = p.nodes[q.node];
+      const PromptCodec& codec = workflow_.Codec(node.role);
+      const std::string text = OracleAnswer(p, q.node, eps[q.episode].visits[q.node], eps[q.episode].query);
+      g->tokens = codec.reads_text() ? codec.Answer({text}, 1 << 20) : codec.Answer(WordsOfText(text), 1 << 20);
+      if (static_cast<int>(g->tokens.size()) > node.max_tokens) g->tokens.resize(static_cast<size_t>(node.max_tokens));
+      g->logprobs.assign(g->tokens.size(), 0.0f);
+    };
+    for (size_t m = 0; m < by_model.size(); ++m) {
+      for (size_t i = 0; i < by_model[m].size(); ++i) {
+        if (by_model[m][i].oracle && !gens_of[m][i].lost) write_oracle(by_model[m][i], &gens_of[m][i]);
+      }
+    }
     if (!oracle.empty()) {
-      by_model.assign(1, {});
-      gens_of.assign(1, {});
+      by_model.emplace_back();
+      gens_of.emplace_back();
       for (Pending& q : oracle) {
-        const PipelineNode& node = p.nodes[q.node];
-        const PromptCodec& codec = workflow_.Codec(node.role);
-        const std::string text = OracleAnswer(p, q.node, eps[q.episode].visits[q.node], eps[q.episode].query);
         Generation g;
-        g.tokens = codec.reads_text() ? codec.Answer({text}, 1 << 20) : codec.Answer(WordsOfText(text), 1 << 20);
-        if (static_cast<int>(g.tokens.size()) > node.max_tokens) g.tokens.resize(static_cast<size_t>(node.max_tokens));
-        g.logprobs.assign(g.tokens.size(), 0.0f);
-        by_model[0].push_back(std::move(q));
-        gens_of[0].push_back(std::move(g));
+        write_oracle(q, &g);
+        by_model.back().push_back(std::move(q));
+        gens_of.back().push_back(std::move(g));
       }
     }
 
