@@ -104,10 +104,10 @@ def main():
                 episodes[(w, stage)] = read_episodes(per)
             cols = [w, stage, str(int(e.get("questions", e.get("episodes", 0)))), cell(e, "em"), cell(e, "f1")]
             cols += [cell(e, "f1/" + t) for t in TYPES]
-            cols += [cell(e, "recall_at_k"), cell(e, "calls"), cell(e, "invalid_outputs")]
+            cols += [cell(e, "recall_at_k"), cell(e, "recall_any_at_k"), cell(e, "calls"), cell(e, "invalid_outputs")]
             rows.append(cols)
     head = ["workflow", "stage", "questions", "EM", "F1"] + ["F1 " + t for t in TYPES]
-    head += ["recall@k", "calls", "invalid outputs"]
+    head += ["recall@k", "some passage@k", "calls", "invalid outputs"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
 

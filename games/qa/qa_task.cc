@@ -81,10 +81,11 @@ class FactbookQaTask : public PipelineTask {
       m["f1/" + q.type] = f1;
     }
     if (outcome.searched && !q.supporting.empty()) {
-      // Every supporting passage among those the episode retrieved.
+      // Every supporting passage among those the episode retrieved; and at least one.
       const std::set<std::string> got(outcome.retrieved.begin(), outcome.retrieved.end());
-      m["recall_at_k"] =
-          std::all_of(q.supporting.begin(), q.supporting.end(), [&](const std::string& id) { return got.count(id) > 0; });
+      auto found = [&](const std::string& id) { return got.count(id) > 0; };
+      m["recall_at_k"] = std::all_of(q.supporting.begin(), q.supporting.end(), found);
+      m["recall_any_at_k"] = std::any_of(q.supporting.begin(), q.supporting.end(), found);
     }
     return m;
   }
@@ -98,7 +99,7 @@ class FactbookQaTask : public PipelineTask {
       m.push_back("em/" + t);
       m.push_back("f1/" + t);
     }
-    m.insert(m.end(), {"recall_at_k", "calls"});
+    m.insert(m.end(), {"recall_at_k", "recall_any_at_k", "calls"});
     return m;
   }
 
