@@ -6,8 +6,20 @@
 // Pass `--direct` to call the model in this thread (LocalPolicy) instead of
 // through a model worker over inproc:// (the production path): the difference
 // is what the runtime's messaging costs.
+//
+// Then the work a per-seat KV cache could save: every call today encodes its
+// prompt from the start, although an agent's prompt within a game extends
+// what it read and wrote at its previous call. From 16 episodes' records it
+// counts the token positions the forward passes encode (prompt + response,
+// without padding) and the positions left when each call encodes only what
+// its seat's previous call (prompt + response) did not already cover, or
+// what no earlier call of the episode covered (a cache shared by the
+// episode's agents), with forward FLOPs ~ 2 x parameters per position.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <map>
+#include <vector>
 #include <iostream>
 #include <string>
 
@@ -64,6 +76,48 @@ int main(int argc, char** argv) {
               "\":" + std::to_string(eps) + ",\"forward_calls_per_round_" + std::to_string(concurrent) +
               "\":" + std::to_string(per_round);
     }
+    // Prefix reuse: positions encoded now, and with a cache per seat or per episode.
+    RolloutOptions o;
+    o.episodes = 16;
+    o.group_size = 16;
+    o.seed = 99;
+    o.guided = w.run.guided_choices;
+    const RolloutBatch b = rollout.Run(o, rng);
+    auto common = [](const std::vector<int>& a, const std::vector<int>& b) {
+      size_t n = 0;
+      while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
+      return n;
+    };
+    double now = 0, per_seat = 0, per_episode = 0;
+    std::map<std::pair<int64_t, int>, std::vector<int>> last_of_seat;  // (episode, seat) -> prompt + response
+    std::map<int64_t, std::vector<std::vector<int>>> seen_in_episode;
+    for (const CallRecord& r : b.records) {
+      std::vector<int> sequence = r.prompt;
+      sequence.insert(sequence.end(), r.response.begin(), r.response.end());
+      now += static_cast<double>(sequence.size());
+      const std::vector<int>& mine = last_of_seat[{r.episode, r.seat}];
+      per_seat += static_cast<double>(r.prompt.size() - std::min(r.prompt.size(), common(r.prompt, mine)) + r.response.size());
+      size_t best = 0;
+      for (const auto& earlier : seen_in_episode[r.episode]) best = std::max(best, common(r.prompt, earlier));
+      per_episode += static_cast<double>(r.prompt.size() - std::min(r.prompt.size(), best) + r.response.size());
+      last_of_seat[{r.episode, r.seat}] = sequence;
+      seen_in_episode[r.episode].push_back(std::move(sequence));
+    }
+    const double parameters =
+        static_cast<double>(ModelPool({ModelConfigOf(MakeHubSpec(w).models.at(0))}, 1).ParameterCount(0));
+    const double episodes = o.episodes;
+    std::printf("\nforward positions per episode (16 episodes, %zu calls; FLOPs ~ 2 x %.0f parameters x positions)\n",
+                b.records.size(), parameters);
+    std::printf("  each call from the start (today)   %10.0f  %8.2f GFLOP\n", now / episodes,
+                2 * parameters * now / episodes / 1e9);
+    std::printf("  a KV cache per seat                %10.0f  %8.2f GFLOP  (%.1fx fewer)\n", per_seat / episodes,
+                2 * parameters * per_seat / episodes / 1e9, now / per_seat);
+    std::printf("  a prefix cache per episode         %10.0f  %8.2f GFLOP  (%.1fx fewer)\n", per_episode / episodes,
+                2 * parameters * per_episode / episodes / 1e9, now / per_episode);
+    json += ",\"forward_positions_per_episode\":" + std::to_string(now / episodes) +
+            ",\"forward_positions_per_episode_seat_cache\":" + std::to_string(per_seat / episodes) +
+            ",\"forward_positions_per_episode_episode_cache\":" + std::to_string(per_episode / episodes) +
+            ",\"parameters\":" + std::to_string(parameters);
     std::cout << json << "}\n";
   } catch (const std::exception& e) {
     std::cerr << "rollout_bench: " << e.what() << "\n";
