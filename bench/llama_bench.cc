@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <string>
 
+#include "core/base/heap_tuning.h"
 #include "core/models/llama.h"
 
 using namespace troupe;
@@ -74,6 +75,7 @@ double GenerateTokensPerSecond(LlamaLM& model, int64_t batch, int64_t prompt, in
 }  // namespace
 
 int main(int argc, char** argv) {
+  KeepFreedMemoryOnHeap();  // as the troupe binary does
   const int threads = argc > 1 ? std::atoi(argv[1]) : 2;
   torch::set_num_threads(threads);
   torch::manual_seed(0);

@@ -23,6 +23,7 @@
 #include <iostream>
 #include <string>
 
+#include "core/base/heap_tuning.h"
 #include "workflows/config/compiled_workflow.h"
 #include "workflows/config/config_loader.h"
 #include "workflows/config/model_spec.h"
@@ -33,6 +34,7 @@
 using namespace troupe;
 
 int main(int argc, char** argv) {
+  KeepFreedMemoryOnHeap();  // as the troupe binary does
   std::string file = "workflows/shipped/red_black.textproto";
   bool direct = false;
   for (int i = 1; i < argc; ++i) {

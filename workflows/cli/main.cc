@@ -1,7 +1,6 @@
 // The `troupe` command line (CLI11, options per command): train, eval,
 // validate, run, worker, record, replay, keys, view. Only this file catches troupe's errors, prints them and chooses the
 // exit status.
-#include <malloc.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -28,6 +27,7 @@
 #include "comms/event_stream.h"
 #include "comms/session_file.h"
 #include "core/base/errors.h"
+#include "core/base/heap_tuning.h"
 #include "core/models/checkpoint.h"
 #include "workflows/config/compiled_workflow.h"
 #include "workflows/config/config_loader.h"
@@ -592,10 +592,7 @@ struct Cli {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Training allocates and frees the same large activation buffers every step;
-  // keeping them on the heap (no mmap/munmap per tensor) avoids a page fault storm.
-  mallopt(M_MMAP_MAX, 0);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  troupe::KeepFreedMemoryOnHeap();
   // Diagnostics (workers joining, lost, waiting) go to stderr through one logger.
   spdlog::set_default_logger(spdlog::stderr_color_mt("troupe"));
   spdlog::set_pattern("troupe [%l] %v");
