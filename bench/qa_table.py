@@ -9,8 +9,15 @@ workflow (RL - SFT) or by two workflows at one stage (RAG - closed-book), with
 the 95% interval of the mean difference from a paired bootstrap over
 questions. A difference whose interval excludes 0 is marked.
 
+The first row is a baseline without a model: each question answered with the
+answer its relation has most often among the training questions ("English"
+for a language, "no" for landlocked), scored as troupe scores answers. Every
+workflow's stages are compared with it.
+
 usage: qa_table.py OUT_DIR WORKFLOW...
+  (QA_DATA: the dataset folder; default the data cache's qa/factbook)
 """
+import collections
 import json
 import os
 import random
@@ -65,6 +72,65 @@ def cell(e, key):
     return f"{e[key]:.3f} ±{hw:.3f}" if hw > 1e-9 else f"{e[key]:.3f}"
 
 
+def cache_dir():
+    for var, suffix in (("TROUPE_CACHE", ""), ("XDG_CACHE_HOME", "/troupe")):
+        if os.environ.get(var):
+            return os.environ[var] + suffix
+    return os.path.expanduser("~/.cache/troupe")
+
+
+def normalise(text):
+    """troupe's answer normalisation (games/qa/answer_scoring.cc)."""
+    cleaned = "".join(c.lower() if ord(c) < 128 else c for c in text if not (ord(c) < 128 and not c.isalnum() and not c.isspace()))
+    return " ".join(w for w in cleaned.split() if w not in ("a", "an", "the"))
+
+
+def token_f1(pred, gold):
+    p, g = normalise(pred).split(), normalise(gold).split()
+    if not p or not g:
+        return 1.0 if p == g else 0.0
+    common = sum((collections.Counter(p) & collections.Counter(g)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(p), common / len(g)
+    return 2 * precision * recall / (precision + recall)
+
+
+def prior_episodes(data):
+    """The most common training answer of each relation, as one evaluation's episodes."""
+    def read(name):
+        with open(os.path.join(data, name)) as f:
+            return [json.loads(line) for line in f if line.strip()]
+    train, test = read("train.jsonl"), read("test.jsonl")
+    counts = collections.defaultdict(collections.Counter)
+    for r in train:
+        counts[r.get("relation", "")][r["answers"][0]] += 1
+    episodes = {}
+    for i, q in enumerate(test):
+        guess = counts[q.get("relation", "")].most_common(1)[0][0] if counts[q.get("relation", "")] else ""
+        em = float(any(normalise(guess) == normalise(a) for a in q["answers"]))
+        f1 = max(token_f1(guess, a) for a in q["answers"])
+        e = {"episode": i, "em": em, "f1": f1}
+        if q.get("type"):
+            e["em/" + q["type"]], e["f1/" + q["type"]] = em, f1
+        episodes[i] = e
+    return episodes
+
+
+def summary(episodes, seed=1):
+    """Means and 95% percentile-bootstrap intervals of every metric, as an eval_*.json holds them."""
+    out = {"questions": len(episodes)}
+    keys = sorted({k for e in episodes.values() for k in e if k != "episode"})
+    rng = random.Random(seed)
+    for k in keys:
+        v = [e[k] for e in episodes.values() if k in e]
+        n = len(v)
+        means = sorted(sum(v[rng.randrange(n)] for _ in range(n)) / n for _ in range(RESAMPLES))
+        out[k] = sum(v) / n
+        out["ci95_lo/" + k], out["ci95_hi/" + k] = means[round(0.025 * (RESAMPLES - 1))], means[round(0.975 * (RESAMPLES - 1))]
+    return out
+
+
 def read_episodes(path):
     """episode index -> its metrics, from an .episodes.jsonl file."""
     episodes = {}
@@ -91,6 +157,13 @@ def paired(a, b, key, seed=1):
 def main():
     out, workflows = sys.argv[1], sys.argv[2:]
     rows, records, episodes = [], [], {}
+    data = os.environ.get("QA_DATA", os.path.join(cache_dir(), "qa", "factbook"))
+    if os.path.exists(os.path.join(data, "test.jsonl")):
+        episodes[("prior", "(no model)")] = prior_episodes(data)
+        e = summary(episodes[("prior", "(no model)")])
+        records.append({"workflow": "prior", "stage": "(no model)", **e})
+        rows.append(["most common training answer per relation (no model)", "-", str(e["questions"]), cell(e, "em"),
+                     cell(e, "f1")] + [cell(e, "f1/" + t) for t in TYPES] + ["-", "-", "-", "-"])
     for w in workflows:
         for name, stage in STAGES:
             path = os.path.join(out, w, name + ".json")
@@ -112,7 +185,8 @@ def main():
     lines += ["| " + " | ".join(r) + " |" for r in rows]
 
     diffs = []
-    for wa, sa, wb, sb in comparisons(workflows):
+    against_prior = [(w, stage, "prior", "(no model)") for w in workflows for stage in ("SFT", "SFT + RL")]
+    for wa, sa, wb, sb in comparisons(workflows) + against_prior:
         if (wa, sa) not in episodes or (wb, sb) not in episodes:
             continue
         for key in ("f1", "em"):
