@@ -15,6 +15,13 @@
 #
 # Needs troupe's base model (runs/base_model/model; about 30 minutes):
 #   ./build/workflows/troupe pretrain workflows/shipped/base_model.textproto --out runs/base_model
+# Against a base model that has not read the test countries' pages (README, QA
+# pipelines), pretrain it with
+#   --set pretrain.unseen_questions=factbook_qa:test --out runs/base_model_unseen
+# and train the one-model workflows on it into another folder, e.g.
+#   bash bench/qa_table.sh runs/qa_unseen --set trainer.iterations=20 \
+#     --set "model[0].hf_dir=runs/base_model_unseen/model"
+# (qa_decompose_separate has two models: give model[1] too, or leave it out).
 # Runs JOBS trainings at a time (default 2: each uses one LibTorch thread).
 # Writes OUT_DIR (default runs/qa_table)/<workflow>/ run folders, their logs,
 # table.md and table.json. With --set trainer.iterations=20: closed-book and RAG
