@@ -374,20 +374,14 @@ std::string ModelPool::SaveBytes(int model) const {
   return out.str();
 }
 
-std::vector<float> ModelPool::FlatParameters(int model) const {
-  torch::NoGradGuard no_grad;
-  std::vector<torch::Tensor> parts;
-  for (const auto& p : impl_->models.at(model)->parameters()) parts.push_back(p.detach().reshape({-1}));
-  if (parts.empty()) return {};
-  const torch::Tensor flat = torch::cat(parts).to(torch::kCPU, torch::kFloat).contiguous();
-  return {flat.data_ptr<float>(), flat.data_ptr<float>() + flat.numel()};
-}
-
 uint64_t ModelPool::ParameterDigest(int model) const {
-  const std::vector<float> values = FlatParameters(model);
+  torch::NoGradGuard no_grad;
   uint64_t h = 1469598103934665603ULL;
-  const auto* bytes = reinterpret_cast<const unsigned char*>(values.data());
-  for (size_t i = 0; i < values.size() * sizeof(float); ++i) h = (h ^ bytes[i]) * 1099511628211ULL;
+  for (const auto& p : impl_->models.at(model)->parameters()) {
+    const torch::Tensor t = p.detach().to(torch::kCPU, torch::kFloat).contiguous();
+    const auto* bytes = static_cast<const unsigned char*>(t.data_ptr());
+    for (size_t i = 0; i < static_cast<size_t>(t.numel()) * sizeof(float); ++i) h = (h ^ bytes[i]) * 1099511628211ULL;
+  }
   return h;
 }
 

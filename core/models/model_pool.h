@@ -105,9 +105,7 @@ class ModelPool {
   // One model's parameters as bytes (for keeping replicas in step).
   std::string SaveBytes(int model) const;
   void LoadBytes(int model, const std::string& bytes);
-  // One model's parameters, in order, as floats (comparisons in tests and checks).
-  std::vector<float> FlatParameters(int model) const;
-  // FNV-1a of those floats' bytes: equal on learners that are in step.
+  // FNV-1a of one model's parameters' bytes, in order: equal on learners that are in step.
   uint64_t ParameterDigest(int model) const;
 
   struct Impl;

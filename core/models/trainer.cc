@@ -310,9 +310,9 @@ struct Trainer::Impl {
     }
     parts.push_back(reached);
     learners->AllReduceSum(parts);  // in place: defined gradients are summed where they are
-    const torch::Tensor flags = parts.back();
+    const auto flags = parts.back().accessor<float, 1>();
     for (size_t i = 0; i < params.size(); ++i) {
-      if (!params[i].grad().defined() && flags[static_cast<int64_t>(i)].item<float>() > 0) {
+      if (!params[i].grad().defined() && flags[static_cast<int64_t>(i)] > 0) {
         params[i].mutable_grad() = parts[i];
       }
     }

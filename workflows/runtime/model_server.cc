@@ -31,20 +31,16 @@ std::vector<CallRecord> ModelServer::Mine(const std::vector<CallRecord>& records
 }
 
 ModelTrainStats ModelServer::Train(const LearnerGroupSpec& learners, const std::function<ModelTrainStats()>& step) {
-  if (learners.world <= 1) {
-    trainer_.JoinLearners(learners);
-    ModelTrainStats st = step();
-    st.parameter_digest = pool_.ParameterDigest(0);
-    return st;
-  }
-  // All or nothing: a lost peer fails a collective midway, after some steps.
-  const std::string weights = pool_.SaveBytes(0), state = trainer_.SaveState();
+  // In a group, all or nothing: a lost peer fails a collective midway, after some steps.
+  const bool group = learners.world > 1;
+  const std::string weights = group ? pool_.SaveBytes(0) : std::string(), state = group ? trainer_.SaveState() : std::string();
   try {
     trainer_.JoinLearners(learners);
     ModelTrainStats st = step();
-    st.parameter_digest = pool_.ParameterDigest(0);
+    if (group) st.parameter_digest = pool_.ParameterDigest(0);  // the hub checks the learners agree
     return st;
   } catch (...) {
+    if (!group) throw;
     trainer_.JoinLearners({});  // the group is broken: the next update forms a new one
     pool_.LoadBytes(0, weights);
     trainer_.LoadState(state);

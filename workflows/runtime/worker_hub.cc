@@ -342,7 +342,7 @@ std::vector<ModelTrainStats> WorkerHub::Train(const std::vector<CallRecord>& rec
         if (!lost) throw CommsError(a.failure);
         spdlog::warn("model {}: a data-parallel learner was lost during an update; {} learner(s) take it again",
                      configs_[m].name, Alive(m).size());
-        regroup_[m] = true;
+        groups_[m].regroup = true;
         retry.push_back(m);
         ++retaken_;
         continue;
@@ -358,12 +358,7 @@ std::vector<ModelTrainStats> WorkerHub::Train(const std::vector<CallRecord>& rec
                            "'s parameters differ from the first learner's");
         }
       }
-      if (first == nullptr) {  // all lost after all: Lose throws before this unless some are left
-        regroup_[m] = true;
-        retry.push_back(m);
-        continue;
-      }
-      stats[m] = *first;
+      if (first != nullptr) stats[m] = *first;  // none: all were lost, and Lose has thrown
     }
     todo = retry;
   }
@@ -375,13 +370,14 @@ wire::LearnerGroup WorkerHub::GroupOf(int model, const std::vector<int>& learner
   g.set_world(static_cast<int>(learners.size()));
   if (learners.size() < 2) return g;
   if (!store_) store_ = std::make_unique<LearnerStore>(0);
-  if (regroup_[model] || members_[model] != learners) {
-    ++generation_[model];
-    members_[model] = learners;
-    regroup_[model] = false;
+  Group& group = groups_[model];
+  if (group.regroup || group.members != learners) {
+    ++group.generation;
+    group.members = learners;
+    group.regroup = false;
   }
   g.set_store_port(store_->port());
-  g.set_prefix(configs_[model].name + "/" + std::to_string(generation_[model]));
+  g.set_prefix(configs_[model].name + "/" + std::to_string(group.generation));
   g.set_timeout_ms(spec_.runtime.request_timeout_ms);
   return g;
 }

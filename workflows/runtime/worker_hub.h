@@ -117,11 +117,14 @@ class WorkerHub : public PolicyService {
   std::atomic<bool> stop_{false};
   std::vector<std::thread> threads_;
   // Data-parallel learners: the rendezvous store (made when a model first has
-  // two), and per model its group's generation, members and whether to regroup.
+  // two), and per model its group.
   std::unique_ptr<LearnerStore> store_;
-  std::map<int, int> generation_;
-  std::map<int, std::vector<int>> members_;
-  std::map<int, bool> regroup_;
+  struct Group {
+    int generation = 0;
+    std::vector<int> members;
+    bool regroup = false;  // a member was lost: the survivors form a new group even if the same
+  };
+  std::map<int, Group> groups_;
 };
 
 }  // namespace troupe
