@@ -2,7 +2,10 @@
 // seconds, running a command line in a real process, reading a file whole.
 #pragma once
 
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -67,6 +70,29 @@ inline CommandResult RunCommand(const std::string& command) {
 inline std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// A loopback tcp port for test endpoint number `slot`, free when asked.
+// Ports come from 20000-32759, below the kernel's ephemeral range (32768+),
+// so the ports other tests' sockets, TCPStores and Gloo pairs are handed by
+// the kernel can never take one; the process id spreads parallel test
+// processes apart, and a port found busy is skipped.
+inline int FreeTestPort(int slot) {
+  constexpr int kFirst = 20000, kCount = 12760, kSlots = 16;
+  const int start = (static_cast<int>(::getpid()) * kSlots) % kCount;
+  for (int attempt = 0; attempt < kCount / kSlots; ++attempt) {
+    const int port = kFirst + (start + slot + attempt * kSlots * 37) % kCount;
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return port;
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    const bool free = ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+    ::close(fd);
+    if (free) return port;
+  }
+  return kFirst + (start + slot) % kCount;
 }
 
 }  // namespace troupe::testing

@@ -212,7 +212,7 @@ TEST_CASE("troupe-view shows what it could read of a truncated or corrupted sess
 }
 
 TEST_CASE("troupe-view follows a live run over tcp and sees it end", "[viewer][live]") {
-  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(21000 + ::getpid() % 20000);
+  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(troupe::testing::FreeTestPort(0));
   const std::string png = Temp("live.png");
   const std::string viewer = View("--connect " + endpoint + " --screenshot " + png + " --seconds 25 --panel controls");
   FILE* v = popen((viewer + " 2>&1").c_str(), "r");

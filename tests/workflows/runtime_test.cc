@@ -51,7 +51,7 @@ std::string Temp(const std::string& name) {
 }
 
 // A port for this test process (ctest may run several test processes at once).
-int Port(int offset) { return 20000 + (::getpid() * 7 + offset) % 30000; }
+int Port(int offset) { return testing::FreeTestPort(offset); }
 
 std::string WriteWorkflow(const std::string& name, const std::string& extra) {
   const std::string path = Temp(name + ".textproto");
