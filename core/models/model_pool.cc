@@ -59,6 +59,8 @@ ModelPool::ModelPool(std::vector<ModelConfig> configs, uint64_t seed) : impl_(st
     impl_->models.push_back(model);
     impl_->devices.push_back(device);
     impl_->forward_calls.push_back(0);
+    impl_->encoded_positions.push_back(0);
+    impl_->prefixes.emplace_back();
   }
 }
 
@@ -73,6 +75,7 @@ int ModelPool::Find(const std::string& name) const {
   return -1;
 }
 int64_t ModelPool::forward_calls(int model) const { return impl_->forward_calls.at(model); }
+int64_t ModelPool::encoded_positions(int model) const { return impl_->encoded_positions.at(model); }
 int64_t ModelPool::total_forward_calls() const {
   int64_t n = 0;
   for (int64_t c : impl_->forward_calls) n += c;
@@ -144,54 +147,78 @@ void CheckFits(PolicyModel& model, const std::vector<GenerateQuery>& queries, co
   }
 }
 
+// Whether a query's prompt may reuse, and be kept in, the prefix cache: token
+// prompts only (vectors at soft slots and sent vectors are not in the tokens).
+bool Reusable(const GenerateQuery& q) {
+  return q.cache_key >= 0 && (q.soft_inputs == nullptr || q.soft_inputs->empty()) && q.latent_steps == 0;
+}
+
 // A batch's prompts as the model's first input. Agents of one role with the
 // same prompt and vectors (teammates reading the same deliberation) share a
-// row, copied per query after the first step. Rows are left-padded; other
-// agents' vectors go in at their soft slots.
+// row, copied per query after the first step. A row whose conversation's
+// earlier prompt shares a prefix with it (PrefixCache) starts from those keys
+// and values and encodes the rest only. Rows are left-padded (cached part and
+// new part each); other agents' vectors go in at their soft slots.
 struct PromptBatch {
-  torch::Tensor embeds, positions, key_valid, role;  // [U,Tp,d], [U,Tp], [U,Tp], [U]
+  torch::Tensor embeds, positions, key_valid, role;  // [U,Tn,d], [U,Tn], [U,Lp+Tn], [U]
+  KvCache past;                                      // per layer [U,heads,Lp,head_dim]; empty when Lp = 0
   std::vector<int64_t> row_of;                       // per query: its row
-  int64_t rows = 0, length = 0;                      // U, Tp
+  std::vector<int64_t> first_query;                  // per row: the first query it serves
+  std::vector<int64_t> reused;                       // per row: cached positions it starts from
+  int64_t rows = 0, length = 0, past_length = 0;     // U, Tn, Lp
+  int64_t encoded = 0;                               // prompt positions encoded now
 };
 
 PromptBatch EncodePrompts(PolicyModel& model, torch::Device device, const std::vector<GenerateQuery>& queries,
-                          const std::string& name) {
+                          const std::string& name, PrefixCache* prefixes) {
   const int64_t B = static_cast<int64_t>(queries.size()), d = model->width();
   PromptBatch pb;
   std::map<std::tuple<int, std::vector<int>, std::vector<float>>, int64_t> unique_of;
-  std::vector<int64_t> firsts;
+  std::vector<int64_t>& firsts = pb.first_query;
   pb.row_of.resize(B);
   for (int64_t b = 0; b < B; ++b) {
     const GenerateQuery& q = queries[b];
-    pb.length = std::max<int64_t>(pb.length, static_cast<int64_t>(q.prompt->size()));
     auto [it, fresh] = unique_of.emplace(
         std::make_tuple(q.role_slot, *q.prompt, q.soft_inputs ? *q.soft_inputs : std::vector<float>{}),
         static_cast<int64_t>(firsts.size()));
     if (fresh) firsts.push_back(b);
     pb.row_of[b] = it->second;
   }
-  const int64_t U = static_cast<int64_t>(firsts.size()), Tp = pb.length;
+  const int64_t U = static_cast<int64_t>(firsts.size());
   pb.rows = U;
-  std::vector<int64_t> tok(U * Tp, Vocab::kPad), pos(U * Tp, 0), roles(U);
-  std::vector<uint8_t> valid(U * Tp, 0);
+  std::vector<PrefixCache::Match> match(U);
+  pb.reused.assign(U, 0);
+  for (int64_t u = 0; u < U; ++u) {
+    const GenerateQuery& q = queries[firsts[u]];
+    if (prefixes != nullptr && Reusable(q)) match[u] = prefixes->Find(q.cache_key, q.role_slot, *q.prompt);
+    pb.reused[u] = match[u].length;
+    pb.past_length = std::max(pb.past_length, match[u].length);
+    pb.length = std::max<int64_t>(pb.length, static_cast<int64_t>(q.prompt->size()) - match[u].length);
+  }
+  const int64_t Tn = pb.length, Lp = pb.past_length;
+  std::vector<int64_t> tok(U * Tn, Vocab::kPad), pos(U * Tn, 0), roles(U);
+  std::vector<uint8_t> valid(U * (Lp + Tn), 0);
   std::map<int, std::pair<std::vector<int64_t>, std::vector<float>>> soft;  // width -> (flat positions, rows)
   for (int64_t u = 0; u < U; ++u) {
     const GenerateQuery& q = queries[firsts[u]];
     const auto& p = *q.prompt;
-    const int64_t off = Tp - static_cast<int64_t>(p.size());
+    const int64_t L = pb.reused[u], n = static_cast<int64_t>(p.size()) - L, off = Tn - n;
+    pb.encoded += n;
+    for (int64_t t = Lp - L; t < Lp; ++t) valid[u * (Lp + Tn) + t] = 1;
     int64_t slot = 0;
     const int64_t slots =
         q.soft_inputs && q.soft_width > 0 ? static_cast<int64_t>(q.soft_inputs->size()) / q.soft_width : 0;
-    for (size_t t = 0; t < p.size(); ++t) {
-      tok[u * Tp + off + t] = p[t];
-      pos[u * Tp + off + t] = static_cast<int64_t>(t);
-      valid[u * Tp + off + t] = 1;
-      if (p[t] != Vocab::kSoft) continue;
+    for (int64_t t = 0; t < n; ++t) {
+      const int token = p[static_cast<size_t>(L + t)];
+      tok[u * Tn + off + t] = token;
+      pos[u * Tn + off + t] = L + t;
+      valid[u * (Lp + Tn) + Lp + off + t] = 1;
+      if (token != Vocab::kSoft) continue;
       if (slot >= slots)
         throw ModelError("model '" + name + "': a prompt has more soft slots than vectors (" + std::to_string(slots) +
                          ")");
       auto& [where, rows] = soft[q.soft_width];
-      where.push_back(u * Tp + off + static_cast<int64_t>(t));
+      where.push_back(u * Tn + off + t);
       rows.insert(rows.end(), q.soft_inputs->begin() + slot * q.soft_width,
                   q.soft_inputs->begin() + (slot + 1) * q.soft_width);
       ++slot;
@@ -202,11 +229,11 @@ PromptBatch EncodePrompts(PolicyModel& model, torch::Device device, const std::v
     roles[u] = q.role_slot;
   }
   auto long_opts = torch::TensorOptions().dtype(torch::kLong);
-  pb.positions = torch::from_blob(pos.data(), {U, Tp}, long_opts).clone().to(device);
-  pb.key_valid = torch::from_blob(valid.data(), {U, Tp}, torch::kUInt8).clone().to(torch::kBool).to(device);
+  pb.positions = torch::from_blob(pos.data(), {U, Tn}, long_opts).clone().to(device);
+  pb.key_valid = torch::from_blob(valid.data(), {U, Lp + Tn}, torch::kUInt8).clone().to(torch::kBool).to(device);
   pb.role = torch::from_blob(roles.data(), {U}, long_opts).clone().to(device);
-  torch::Tensor embeds = model->embed(torch::from_blob(tok.data(), {U, Tp}, long_opts).clone().to(device));
-  embeds = embeds.view({U * Tp, d});
+  torch::Tensor embeds = model->embed(torch::from_blob(tok.data(), {U, Tn}, long_opts).clone().to(device));
+  embeds = embeds.view({U * Tn, d});
   for (auto& [width, where_rows] : soft) {
     auto& [where, rows] = where_rows;
     const int64_t n = static_cast<int64_t>(where.size());
@@ -214,8 +241,63 @@ PromptBatch EncodePrompts(PolicyModel& model, torch::Device device, const std::v
     torch::Tensor index = torch::from_blob(where.data(), {n}, long_opts).clone().to(device);
     embeds = embeds.index_copy(0, index, model->adapt_latent(vectors));
   }
-  pb.embeds = embeds.view({U, Tp, d});
+  pb.embeds = embeds.view({U, Tn, d});
+  if (Lp > 0) {  // the cached keys and values, each row's right-aligned in Lp slots
+    const PrefixCache::Entry* any = nullptr;
+    for (const auto& m : match) any = m.entry ? m.entry : any;
+    const size_t layers = any->keys.size();
+    pb.past.reserve_layers(layers);
+    for (size_t l = 0; l < layers; ++l) {
+      auto shape = any->keys[l].sizes().vec();
+      shape[0] = U;
+      shape[2] = Lp;
+      torch::Tensor k = torch::zeros(shape, any->keys[l].options()), v = torch::zeros(shape, any->values[l].options());
+      for (int64_t u = 0; u < U; ++u) {
+        const int64_t L = pb.reused[u];
+        if (L == 0) continue;
+        k[u].narrow(1, Lp - L, L).copy_(match[u].entry->keys[l][0].narrow(1, 0, L));
+        v[u].narrow(1, Lp - L, L).copy_(match[u].entry->values[l][0].narrow(1, 0, L));
+      }
+      pb.past.keys[l] = k;
+      pb.past.values[l] = v;
+    }
+  }
   return pb;
+}
+
+// Keeps each reusable row's prompt (its keys and values, cached and new
+// positions, without padding) under the conversations of the queries it served.
+void KeepPrompts(const PromptBatch& pb, const KvCache& cache, const std::vector<GenerateQuery>& queries,
+                 PrefixCache* prefixes) {
+  const int64_t U = pb.rows, Tn = pb.length, Lp = pb.past_length;
+  std::vector<std::vector<int64_t>> keys_of(U);
+  for (size_t b = 0; b < queries.size(); ++b) {
+    if (!Reusable(queries[b])) continue;
+    const GenerateQuery& q = queries[b];
+    auto& keys = keys_of[pb.row_of[b]];
+    if (std::find(keys.begin(), keys.end(), q.cache_key) != keys.end()) continue;
+    if (!prefixes->Covers(q.cache_key, q.role_slot, *q.prompt)) keys.push_back(q.cache_key);
+  }
+  for (int64_t u = 0; u < U; ++u) {
+    if (keys_of[u].empty()) continue;
+    const GenerateQuery& q = queries[pb.first_query[u]];
+    const int64_t L = pb.reused[u], n = static_cast<int64_t>(q.prompt->size()) - L;
+    PrefixCache::Entry e;
+    e.role = q.role_slot;
+    e.tokens = *q.prompt;
+    auto row = [&](const torch::Tensor& t) {  // [1,heads,L+n,head_dim]
+      torch::Tensor fresh = t[u].narrow(1, Lp + Tn - n, n);
+      torch::Tensor all = L > 0 ? torch::cat({t[u].narrow(1, Lp - L, L), fresh}, 1) : fresh.clone();
+      return all.unsqueeze(0);
+    };
+    for (size_t l = 0; l < cache.keys.size(); ++l) {
+      e.keys.push_back(row(cache.keys[l]));
+      e.values.push_back(row(cache.values[l]));
+      e.bytes += 2 * e.keys.back().numel() * static_cast<int64_t>(e.keys.back().element_size());
+    }
+    for (size_t k = 0; k + 1 < keys_of[u].size(); ++k) prefixes->Store(keys_of[u][k], e);
+    prefixes->Store(keys_of[u].back(), std::move(e));
+  }
 }
 
 // Where one query's decoding stands. A row that sends vectors (hybrid
@@ -233,12 +315,14 @@ struct RowProgress {
 // for every row at once.
 std::vector<Generation> GenerateBatch(PolicyModel& model, torch::Device device,
                                       const std::vector<GenerateQuery>& queries, Rng& rng, double temperature,
-                                      bool greedy, int64_t* forward_calls, const ModelConfig& config) {
+                                      bool greedy, int64_t* forward_calls, int64_t* encoded,
+                                      const ModelConfig& config, PrefixCache* prefixes) {
   const std::string& name = config.name;
   const int eos = config.eos_token;
   CheckFits(model, queries, name);
   const int64_t B = static_cast<int64_t>(queries.size()), d = model->width();
-  PromptBatch pb = EncodePrompts(model, device, queries, name);
+  PromptBatch pb = EncodePrompts(model, device, queries, name, prefixes);
+  *encoded += pb.encoded;
   auto long_opts = torch::TensorOptions().dtype(torch::kLong);
   std::vector<Generation> out(B);
   std::vector<RowProgress> rows(B);
@@ -249,13 +333,14 @@ std::vector<Generation> GenerateBatch(PolicyModel& model, torch::Device device,
     next_pos[b] = static_cast<int64_t>(queries[b].prompt->size());
   }
   const torch::Tensor first_mask = FirstTokenMask(queries, model->vocab_size()).to(device);
-  KvCache cache;
+  KvCache cache = pb.past;
   torch::Tensor key_valid = pb.key_valid, role = pb.role;
   // The prompts' logits are read at their last position only (rows are left-padded).
   LMOutput o = model->forward_hidden(pb.embeds, pb.positions, key_valid, role, &cache);
   o.hidden = o.hidden.narrow(1, pb.length - 1, 1);
   o.logits = model->lm_logits(o.hidden, role);
   ++*forward_calls;
+  if (prefixes != nullptr) KeepPrompts(pb, cache, queries, prefixes);
   if (pb.rows < B) {  // one row per query from here on
     torch::Tensor expand = torch::from_blob(pb.row_of.data(), {B}, long_opts).clone().to(device);
     o.hidden = o.hidden.index_select(0, expand);
@@ -292,9 +377,11 @@ std::vector<Generation> GenerateBatch(PolicyModel& model, torch::Device device,
     std::vector<int64_t> next(B, Vocab::kPad);
     std::vector<float> use_vector(B, 0.f);
     bool all_done = true;
+    int64_t feeding = 0;  // rows whose input next step is real (the others are done and idle)
     for (int64_t b = 0; b < B; ++b) {
       RowProgress& r = rows[b];
       if (r.done) continue;
+      ++feeding;
       if (r.latents_left > 0) {
         const float* row = z_cpu.data_ptr<float>() + b * d;
         out[b].latents.insert(out[b].latents.end(), row, row + d);
@@ -313,6 +400,7 @@ std::vector<Generation> GenerateBatch(PolicyModel& model, torch::Device device,
       all_done = all_done && r.done;
     }
     if (all_done) break;
+    *encoded += feeding;
     std::vector<int64_t> npos(B);
     for (int64_t b = 0; b < B; ++b) npos[b] = std::min<int64_t>(next_pos[b]++, model->max_len() - 1);
     torch::Tensor step = model->embed(torch::from_blob(next.data(), {B, 1}, long_opts).clone().to(device));  // [B,1,d]
@@ -360,8 +448,11 @@ std::vector<Generation> ModelPool::Generate(int model_index, const std::vector<G
   for (const auto& q : queries) {
     if (q.latent_steps > 0) model->set_latent_dropout(false);  // the trainer recomputes these vectors: no random masks
   }
+  PrefixCache& prefixes = impl_->prefixes.at(model_index);
+  prefixes.Validate(ParametersVersion(*model));
   return GenerateBatch(model, impl_->devices.at(model_index), queries, rng, temperature, greedy,
-                       &impl_->forward_calls[model_index], impl_->configs[model_index]);
+                       &impl_->forward_calls[model_index], &impl_->encoded_positions[model_index],
+                       impl_->configs[model_index], &prefixes);
 }
 
 void ModelPool::Save(const std::string& dir) const {
@@ -386,6 +477,7 @@ uint64_t ModelPool::ParameterDigest(int model) const {
 }
 
 void ModelPool::LoadBytes(int model, const std::string& bytes) {
+  impl_->prefixes.at(model).Clear();  // version counters would catch it too; be explicit
   std::istringstream in(bytes);
   try {
     torch::load(impl_->models.at(model), in, impl_->devices.at(model));
@@ -396,6 +488,7 @@ void ModelPool::LoadBytes(int model, const std::string& bytes) {
 }
 
 void ModelPool::Load(const std::string& dir) {
+  for (auto& p : impl_->prefixes) p.Clear();
   for (int m = 0; m < size(); ++m) LoadPolicyModel(impl_->models[m], impl_->configs[m], dir, impl_->devices[m]);
 }
 

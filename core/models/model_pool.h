@@ -58,6 +58,12 @@ struct GenerateQuery {
   // With share_identical: only queries with the same share_key share an answer
   // (e.g. the agents of one episode); a negative key never shares.
   int64_t share_key = -1;
+  // Prefix reuse: a conversation (an episode) whose earlier prompts the pool
+  // may keep the keys and values of; the longest prefix this prompt shares
+  // with one of them (same role slot, same tokens) is not encoded again.
+  // Results agree with encoding from the start up to float rounding. Negative:
+  // no reuse. Prompts with soft inputs or latent steps are never reused.
+  int64_t cache_key = -1;
   // Hybrid messages. Soft inputs: vectors [slots, soft_width] read, in order, at
   // the prompt's Vocab::kSoft positions (another agent's latent vectors; an
   // adapter maps another width). Latent steps: after the prompt (which ends with
@@ -97,6 +103,10 @@ class ModelPool {
 
   int64_t forward_calls(int model) const;
   int64_t total_forward_calls() const;
+  // Token positions the forward passes of Generate encoded (prompt positions
+  // not reused from the prefix cache, plus one per row per decoding step):
+  // forward FLOPs ~ 2 x parameters x positions.
+  int64_t encoded_positions(int model) const;
   int64_t ParameterCount(int model) const;
 
   // Parameters only; optimiser state is the trainer's.

@@ -5,6 +5,7 @@
 
 #include "core/models/model_pool.h"
 #include "core/models/policy_model.h"
+#include "core/models/prefix_cache.h"
 
 namespace troupe {
 
@@ -13,6 +14,8 @@ struct ModelPool::Impl {
   std::vector<PolicyModel> models;
   std::vector<torch::Device> devices;
   std::vector<int64_t> forward_calls;
+  std::vector<int64_t> encoded_positions;
+  std::vector<PrefixCache> prefixes;  // per model (GenerateQuery::cache_key)
 };
 
 // Parses "cpu" or "cuda:N"; throws ModelError when the device cannot be used.

@@ -43,6 +43,11 @@ class DirectPolicy : public PolicyService {
   void Save(const std::string&) override {}
   void Load(const std::string&, bool) override {}
   int64_t forward_calls() const override { return pool.total_forward_calls(); }
+  int64_t encoded_positions() const override {
+    int64_t n = 0;
+    for (int m = 0; m < pool.size(); ++m) n += pool.encoded_positions(m);
+    return n;
+  }
   ModelPool pool;
   Trainer trainer;
 };

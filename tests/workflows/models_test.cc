@@ -167,6 +167,72 @@ TEST_CASE("batched KV-cached generation agrees with teacher-forced scoring", "[m
   }
 }
 
+// One Generate on `pool` (greedy, one answer token each unless `tokens`):
+// each query's answer and its log-probabilities.
+std::vector<Generation> Greedy(ModelPool& pool, const std::vector<GenerateQuery>& q) {
+  Rng rng(5);
+  return pool.Generate(0, q, rng, 1.0, true);
+}
+
+TEST_CASE("prefix reuse encodes only what an earlier prompt of the conversation did not, with the same answers",
+          "[models][generate][prefix]") {
+  const Architecture a = GENERATE(kTransformer, kLlama);
+  INFO(a.name);
+  auto w = Compile(OneModel(a), "role { name: \"a0\" seats: \"a0\" model: \"m\" adapter: LORA }\n"
+                                "role { name: \"a1\" seats: \"a1\" model: \"m\" adapter: LORA }\n");
+  ModelPool cached(w.models, 3), plain(w.models, 3);  // same seed: the same parameters
+  // LoRA's B starts at zero; give role 1's adapter weight so the roles' keys differ.
+  {
+    torch::NoGradGuard no_grad;
+    for (ModelPool* pool : {&cached, &plain}) Param(*pool, 0, a.lora_b)[1].fill_(0.3);
+  }
+  const std::vector<int> first = {1, 4, 9, 10, 11, 12, 13, 14, 15, 16}, other = {1, 4, 20, 21, 22, 23, 24, 25};
+  std::vector<int> changed(first.begin(), first.begin() + 7), longer = other;
+  changed.insert(changed.end(), {30, 31, 32, 33});  // shares 7 positions with `first`
+  longer.push_back(26);                             // extends `other`
+  auto queries = [](const std::vector<std::pair<const std::vector<int>*, int>>& prompts, bool keyed, int slot1 = -1) {
+    std::vector<GenerateQuery> q;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      GenerateQuery g{static_cast<int>(i) == slot1 ? 1 : 0, prompts[i].first, 1};
+      g.cache_key = keyed ? prompts[i].second : -1;
+      q.push_back(g);
+    }
+    return q;
+  };
+  auto agree = [](const std::vector<Generation>& x, const std::vector<Generation>& y) {
+    REQUIRE(x.size() == y.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      CHECK(x[i].tokens == y[i].tokens);
+      for (size_t k = 0; k < x[i].logprobs.size(); ++k) CHECK(x[i].logprobs[k] == Approx(y[i].logprobs[k]).margin(1e-4));
+    }
+  };
+  // Call 1: two conversations, nothing cached yet: every position is encoded.
+  agree(Greedy(cached, queries({{&first, 0}, {&other, 1}}, true)), Greedy(plain, queries({{&first, 0}, {&other, 1}}, false)));
+  CHECK(cached.encoded_positions(0) == 18);
+  // Call 2, one batch: conversation 0 goes on from 7 shared positions (4 new),
+  // conversation 1 from its whole last prompt (1 new); role 1's prompt is new to
+  // its role (10), and conversation 2 has no past (10).
+  const auto second = std::vector<std::pair<const std::vector<int>*, int>>{
+      {&changed, 0}, {&longer, 1}, {&first, 0}, {&first, 2}};
+  agree(Greedy(cached, queries(second, true, 2)), Greedy(plain, queries(second, false, 2)));
+  CHECK(cached.encoded_positions(0) - 18 == 4 + 1 + 10 + 10);
+  CHECK(plain.encoded_positions(0) == 18 + 11 + 9 + 10 + 10);
+  // Longer answers decode from the reused keys as from fresh ones.
+  std::vector<GenerateQuery> three = queries({{&changed, 0}, {&longer, 1}}, true);
+  std::vector<GenerateQuery> three_plain = queries({{&changed, 0}, {&longer, 1}}, false);
+  for (auto* q : {&three, &three_plain})
+    for (auto& g : *q) g.max_new_tokens = 3;
+  agree(Greedy(cached, three), Greedy(plain, three_plain));
+  // A parameter changed in place (as an optimiser step does): nothing cached is reused.
+  {
+    torch::NoGradGuard no_grad;
+    for (ModelPool* pool : {&cached, &plain}) Param(*pool, 0, a.trunk).mul_(1.5);
+  }
+  const int64_t before = cached.encoded_positions(0);
+  agree(Greedy(cached, queries({{&changed, 0}}, true)), Greedy(plain, queries({{&changed, 0}}, false)));
+  CHECK(cached.encoded_positions(0) - before == static_cast<int64_t>(changed.size()));
+}
+
 TEST_CASE("calls that share a prompt are scored as one pass over each call would score them", "[models][score]") {
   const Architecture a = GENERATE(kTransformer, kLlama);
   INFO(a.name);

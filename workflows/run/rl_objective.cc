@@ -53,6 +53,8 @@ JsonLine IterationLine(const CompiledWorkflow& w, int iteration, const RolloutBa
   line.Add("credit/advantage_std", cs.advantage_std);
   for (const auto& [k, v] : game_metrics) line.Add("game/" + k, v);
   line.Add("forward_calls_per_turn", batch.turns > 0 ? static_cast<double>(batch.forward_calls) / batch.turns : 0);
+  const double episodes = static_cast<double>(std::max<size_t>(1, batch.episodes.size()));
+  line.Add("encoded_positions_per_episode", static_cast<double>(batch.encoded_positions) / episodes);
   return line;
 }
 
@@ -139,6 +141,8 @@ class ReinforcementObjective : public TrainingObjective {
     r.forward_calls_per_turn = batch.turns > 0 ? static_cast<double>(batch.forward_calls) / batch.turns : 0;
     r.line.Add("time/iteration_s", dt);
     r.line.Add("time/rollout_s", rollout_s);
+    r.line.Add("time/generate_s", batch.generate_seconds);             // the models' share of the rollout
+    r.line.Add("time/environment_s", rollout_s - batch.generate_seconds);  // games, prompts and records
     r.line.Add("time/credit_s", credit_s);
     r.line.Add("time/update_s", dt - rollout_s - credit_s);
     r.line.Add("time/episodes_per_s", r.episodes_per_s);

@@ -2,6 +2,7 @@
 #include "workflows/run/rollout.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "core/base/errors.h"
 
@@ -127,7 +128,12 @@ double CallReward(const RolloutSpec& workflow, const CallRecord& record, const S
 }
 
 RolloutBatch Rollout::Run(const RolloutOptions& options, Rng& rng) {
-  return workflow_.game ? RunGame(options, rng) : RunPipeline(options, rng);
+  conversation_base_ = next_conversation_;  // fresh keys: no episode matches another Run's prompts
+  next_conversation_ += std::max(1, options.episodes);
+  const int64_t positions_before = policy_.encoded_positions();
+  RolloutBatch batch = workflow_.game ? RunGame(options, rng) : RunPipeline(options, rng);
+  batch.encoded_positions = policy_.encoded_positions() - positions_before;
+  return batch;
 }
 
 std::vector<std::vector<Generation>> Rollout::GenerateTick(std::vector<std::vector<GenerateQuery>>& per_model,
@@ -140,6 +146,8 @@ std::vector<std::vector<Generation>> Rollout::GenerateTick(std::vector<std::vect
     GenerateBatch b;
     b.model = static_cast<int>(m);
     b.queries = std::move(per_model[m]);
+    // Queries carry their episode as share key; it names their conversation too.
+    for (auto& q : b.queries) q.cache_key = options.prefix_cache && q.share_key >= 0 ? conversation_base_ + q.share_key : -1;
     b.seed = Rng::Mix(tick_seed, m);
     b.temperature = options.temperature;
     b.greedy = options.greedy;
@@ -148,7 +156,9 @@ std::vector<std::vector<Generation>> Rollout::GenerateTick(std::vector<std::vect
   }
   std::vector<std::vector<Generation>> out(per_model.size());
   if (batches.empty()) return out;
+  const auto started = std::chrono::steady_clock::now();
   std::vector<std::vector<Generation>> results = policy_.Generate(batches);
+  batch->generate_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   batch->generate_calls += static_cast<int64_t>(batches.size());
   for (size_t i = 0; i < batches.size(); ++i) out[batches[i].model] = std::move(results[i]);
   return out;

@@ -27,6 +27,8 @@ struct RolloutBatch {
   std::vector<EpisodeSummary> episodes;
   int64_t generate_calls = 0;  // batched Generate calls, all models
   int64_t forward_calls = 0;   // model forward passes, all models
+  int64_t encoded_positions = 0;  // token positions those passes encoded (forward FLOPs ~ 2 x parameters each)
+  double generate_seconds = 0.0;   // wall time waiting for the models' answers (the rest: games, prompts, records)
   int64_t turns = 0;           // game rounds played by the longest episode
   int64_t invalid = 0;         // unparseable model outputs
   int64_t dropped = 0;         // episodes lost with a worker
@@ -57,6 +59,10 @@ struct RolloutOptions {
   bool greedy = false;
   bool correlated = false;            // agents of a role seeing the same observation share a sample
   bool guided = false;                // restrict first tokens to the decision's options
+  // Each episode is a conversation whose prompts' shared prefixes the models
+  // encode once (GenerateQuery::cache_key); off: every call encodes its prompt
+  // from the start (same results up to float rounding).
+  bool prefix_cache = true;
   bool scripted_for_trained = false;  // demonstrations: trained roles act as `teacher`
   std::string teacher;
   // Pipelines: >= 0 plays the task's evaluation set (a test split) from this
@@ -112,6 +118,7 @@ class Rollout {
   PolicyService& policy_;
   std::vector<std::unique_ptr<ScriptedStrategy>> strategies_;  // per role (null when trained)
   int bot_ = Vocab::kUnk, eot_ = Vocab::kUnk;                  // the tokens around a message's vectors
+  int64_t conversation_base_ = 0, next_conversation_ = 0;       // prefix-cache keys of this Run's episodes
 };
 
 // Sums the workflow's reward terms for one call record of a finished episode.

@@ -124,4 +124,10 @@ int64_t LocalPolicy::forward_calls() const {
   return n;
 }
 
+int64_t LocalPolicy::encoded_positions() const {
+  int64_t n = 0;
+  for (const auto& s : servers_) n += s->encoded_positions();
+  return n;
+}
+
 }  // namespace troupe

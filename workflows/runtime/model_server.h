@@ -39,6 +39,7 @@ class ModelServer {
   int model_index() const { return model_index_; }
   const ModelConfig& config() const { return pool_.config(0); }
   int64_t forward_calls() const { return pool_.forward_calls(0); }
+  int64_t encoded_positions() const { return pool_.encoded_positions(0); }
 
  private:
   std::vector<CallRecord> Mine(const std::vector<CallRecord>& records) const;
@@ -61,6 +62,7 @@ class LocalPolicy : public PolicyService {
   void Save(const std::string& dir) override;
   void Load(const std::string& dir, bool with_optimizer) override;
   int64_t forward_calls() const override;
+  int64_t encoded_positions() const override;
 
  private:
   std::vector<std::unique_ptr<ModelServer>> servers_;

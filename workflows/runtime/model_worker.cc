@@ -136,6 +136,7 @@ std::string ServeModel(const WorkerOptions& o, const std::atomic<bool>* stop) {
           auto* reply = out.mutable_generated();
           for (const auto& g : gens) ToWire(g, server.config().d_model, reply->add_rows());
           reply->set_forward_calls(server.forward_calls());
+          reply->set_encoded_positions(server.encoded_positions());
           break;
         }
         case wire::Envelope::kUpdate: {

@@ -45,6 +45,8 @@ class PolicyService {
   virtual void Load(const std::string& dir, bool with_optimizer) = 0;
   // Model forward passes so far, all models.
   virtual int64_t forward_calls() const = 0;
+  // Token positions those passes encoded, all models (ModelPool::encoded_positions).
+  virtual int64_t encoded_positions() const = 0;
 };
 
 }  // namespace troupe

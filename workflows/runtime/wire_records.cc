@@ -95,6 +95,7 @@ void ToWire(const GenerateBatch& batch, size_t begin, size_t end, uint64_t seed,
     if (q.soft_inputs && !q.soft_inputs->empty()) PutVectors(*q.soft_inputs, q.soft_width, row->mutable_soft_inputs());
     row->set_latent_steps(q.latent_steps);
     row->set_latent_end(q.latent_end);
+    row->set_cache_key(q.cache_key);
   }
 }
 
@@ -120,6 +121,7 @@ GenerateBatch FromWire(const wire::GenerateRequest& request, int model, std::vec
     if (!(*soft)[i].empty()) q.soft_inputs = &(*soft)[i];
     q.latent_steps = row.latent_steps();
     q.latent_end = row.latent_end();
+    q.cache_key = row.cache_key();
     b.queries.push_back(q);
   }
   return b;

@@ -173,7 +173,10 @@ void WorkerHub::Handle(const std::string& identity, const wire::Envelope& env) {
     pending_.clear();
     throw CommsError("model worker " + base + " failed: " + env.failure().message());
   }
-  if (env.has_generated()) workers_[index].forward_calls = env.generated().forward_calls();
+  if (env.has_generated()) {
+    workers_[index].forward_calls = env.generated().forward_calls();
+    workers_[index].encoded_positions = env.generated().encoded_positions();
+  }
   if (env.has_done()) workers_[index].forward_calls = env.done().forward_calls();
   p.on_reply(env);
 }
@@ -491,6 +494,12 @@ void WorkerHub::Load(const std::string& dir, bool with_optimizer) {
 int64_t WorkerHub::forward_calls() const {
   int64_t n = 0;
   for (const auto& w : workers_) n += w.forward_calls;
+  return n;
+}
+
+int64_t WorkerHub::encoded_positions() const {
+  int64_t n = 0;
+  for (const auto& w : workers_) n += w.encoded_positions;
   return n;
 }
 

@@ -54,6 +54,7 @@ class WorkerHub : public PolicyService {
   void Save(const std::string& dir) override;
   void Load(const std::string& dir, bool with_optimizer) override;
   int64_t forward_calls() const override;
+  int64_t encoded_positions() const override;
 
   const std::string& endpoint() const { return endpoint_; }
   int64_t lost_workers() const { return lost_; }
@@ -70,6 +71,7 @@ class WorkerHub : public PolicyService {
     bool alive = false;
     double last_heard = 0.0;
     int64_t forward_calls = 0;
+    int64_t encoded_positions = 0;
   };
   // A request in flight and what to do with its reply.
   struct Pending {

@@ -1,0 +1,108 @@
+// Per-conversation keys and values of earlier prompts (see prefix_cache.h).
+#include "core/models/prefix_cache.h"
+
+#include <algorithm>
+
+namespace troupe {
+
+uint64_t ParametersVersion(const torch::nn::Module& module) {
+  uint64_t v = 1469598103934665603ULL;
+  for (const auto& p : module.parameters()) {
+    const uint64_t version = p.unsafeGetTensorImpl()->version_counter().current_version();
+    const auto data = reinterpret_cast<uint64_t>(p.unsafeGetTensorImpl()->storage().data());
+    v = (v ^ version) * 1099511628211ULL;
+    v = (v ^ data) * 1099511628211ULL;  // set_data and loads swap the storage
+  }
+  return v;
+}
+
+void PrefixCache::Validate(uint64_t parameters_version) {
+  if (versioned_ && parameters_version == version_) return;
+  Clear();
+  version_ = parameters_version;
+  versioned_ = true;
+}
+
+void PrefixCache::Clear() {
+  by_key_.clear();
+  lru_.clear();
+  bytes_ = 0;
+}
+
+PrefixCache::Match PrefixCache::Find(int64_t key, int role, const std::vector<int>& prompt) const {
+  Match best;
+  auto it = by_key_.find(key);
+  if (it == by_key_.end() || prompt.size() < 2) return best;
+  const size_t cap = prompt.size() - 1;
+  for (const Entry& e : it->second.entries) {
+    if (e.role != role) continue;
+    const size_t n = std::min(cap, e.tokens.size());
+    const size_t common =
+        static_cast<size_t>(std::mismatch(prompt.begin(), prompt.begin() + static_cast<std::ptrdiff_t>(n),
+                                          e.tokens.begin())
+                                .first -
+                            prompt.begin());
+    if (static_cast<int64_t>(common) > best.length) {
+      best.entry = &e;
+      best.length = static_cast<int64_t>(common);
+    }
+  }
+  return best;
+}
+
+bool PrefixCache::Covers(int64_t key, int role, const std::vector<int>& tokens) const {
+  auto it = by_key_.find(key);
+  if (it == by_key_.end()) return false;
+  for (const Entry& e : it->second.entries) {
+    if (e.role == role && e.tokens.size() >= tokens.size() &&
+        std::equal(tokens.begin(), tokens.end(), e.tokens.begin()))
+      return true;
+  }
+  return false;
+}
+
+void PrefixCache::Touch(Conversation& c, int64_t key) {
+  lru_.erase(c.lru);
+  c.lru = lru_.insert(lru_.end(), key);
+}
+
+void PrefixCache::Store(int64_t key, Entry entry) {
+  auto [it, fresh] = by_key_.try_emplace(key);
+  Conversation& c = it->second;
+  if (fresh) {
+    c.lru = lru_.insert(lru_.end(), key);
+  } else {
+    Touch(c, key);
+  }
+  for (auto e = c.entries.begin(); e != c.entries.end(); ++e) {
+    if (e->role != entry.role) continue;
+    const bool covered = e->tokens.size() >= entry.tokens.size() &&
+                         std::equal(entry.tokens.begin(), entry.tokens.end(), e->tokens.begin());
+    if (covered) return;
+    const bool extends = e->tokens.size() < entry.tokens.size() &&
+                         std::equal(e->tokens.begin(), e->tokens.end(), entry.tokens.begin());
+    if (extends) {
+      bytes_ -= e->bytes;
+      c.entries.erase(e);
+      break;
+    }
+  }
+  if (c.entries.size() >= kPerConversation) {
+    bytes_ -= c.entries.front().bytes;
+    c.entries.erase(c.entries.begin());
+  }
+  bytes_ += entry.bytes;
+  c.entries.push_back(std::move(entry));
+  Evict();
+}
+
+void PrefixCache::Evict() {
+  while (bytes_ > max_bytes_ && lru_.size() > 1) {
+    auto it = by_key_.find(lru_.front());
+    for (const Entry& e : it->second.entries) bytes_ -= e.bytes;
+    by_key_.erase(it);
+    lru_.pop_front();
+  }
+}
+
+}  // namespace troupe
