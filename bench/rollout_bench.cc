@@ -15,9 +15,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <vector>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "core/base/heap_tuning.h"
 #include "workflows/config/compiled_workflow.h"
@@ -45,8 +45,8 @@ int main(int argc, char** argv) {
     else pool = std::make_unique<WorkerHub>(MakeHubSpec(w));  // the production path: a model worker over inproc://
     std::printf("%s\n", direct ? "models called directly in this thread" : "models in a worker over inproc://");
     Rollout rollout(w, *pool);
-    std::printf("%-10s %9s %13s %13s %8s %11s %14s %14s\n", "concurrent", "episodes", "episodes/s", "no reuse",
-                "ratio", "fwd/round", "positions/ep", "no reuse");
+    std::printf("%-10s %9s %13s %13s %8s %11s %14s %14s\n", "concurrent", "episodes", "episodes/s", "no reuse", "ratio",
+                "fwd/round", "positions/ep", "no reuse");
     double positions = 0.0, positions_plain = 0.0, calls_plain = 0.0;
     int64_t last_calls = 0;
     std::string json = "{";
@@ -92,8 +92,9 @@ int main(int argc, char** argv) {
     }
     const double parameters =
         static_cast<double>(ModelPool({ModelConfigOf(MakeHubSpec(w).models.at(0))}, 1).ParameterCount(0));
-    std::printf("\nforward work per episode (256 episodes, %.0f model calls each; FLOPs ~ 2 x %.0f parameters x positions)\n",
-                calls_plain, parameters);
+    std::printf(
+        "\nforward work per episode (256 episodes, %.0f model calls each; FLOPs ~ 2 x %.0f parameters x positions)\n",
+        calls_plain, parameters);
     std::printf("  every call from the start   %8.0f positions  %6.3f GFLOP\n", positions_plain,
                 2 * parameters * positions_plain / 1e9);
     std::printf("  with prefix reuse           %8.0f positions  %6.3f GFLOP  (%.1fx fewer)\n", positions,

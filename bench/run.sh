@@ -1,32 +1,26 @@
 #!/usr/bin/env bash
-# Runs troupe's benchmarks on this machine and prints their figures:
-#  1. rollout throughput at 1/16/256 concurrent Red-Black episodes on one model
-#     (ratios against the 1-episode run of the same process) and forward calls
-#     per game round;
-#  2. troupe's message path against raw libzmq (inproc and tcp, 64 B-64 KiB);
-#  3. the default training run (the README's main job), its wall time and peak
-#     resident memory, read from the kernel's accounting of the process;
-#  4. the QA retriever: index build time, queries/s and recall@k (JSON).
+# Runs troupe's benchmarks and writes OUT/report.json and OUT/report.md
+# (default OUT: runs/bench), every ratio measured in the same run:
+#  1. rollout episodes/s at 1/16/256 concurrent Red-Black episodes, with and
+#     without prefix reuse, and the positions the model encodes per episode;
+#  2. the main job's training loop against the same loop written plainly in
+#     PyTorch (bench/red_black_reference.py; needs Debian's python3-torch),
+#     with troupe's iteration split into generation, environment, credit, update;
+#  3. a scaling table: team size, model width, concurrent episodes;
+#  4. troupe's message path against raw libzmq;
+#  5. the QA retriever: index build time, queries/s and recall@k.
+# Takes about 10 minutes on 2 cores; `--quick` checks the report in about 5.
+#   bash bench/run.sh [OUT] [--quick] [--no-transport] [--no-retrieval]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+out=runs/bench
+options=()
+for a in "$@"; do
+  case "$a" in --*) options+=("$a") ;; *) out=$a ;; esac
+done
+/usr/bin/python3 -c "import torch" 2>/dev/null || {
+  echo "bench/run.sh needs Debian's python3-torch for its reference loop: apt-get install python3-torch" >&2
+  exit 2
+}
 bash scripts/build.sh >/dev/null
-echo "== rollout throughput (workflows/shipped/red_black.textproto, untrained model)"
-./build/bench/rollout_bench workflows/shipped/red_black.textproto
-echo
-echo "== transport: troupe frames vs raw libzmq (ratios against references measured in this run)"
-./build/bench/transport_bench
-echo
-echo "== default training run"
-out=$(mktemp -d)
-/usr/bin/env python3 - "$out" <<'PY'
-import resource, subprocess, sys, time
-out = sys.argv[1]
-t0 = time.time()
-subprocess.run(["./build/workflows/troupe", "train", "workflows/shipped/red_black.textproto", "--out", out + "/run", "--quiet"],
-               check=True)
-peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-print(f"wall time {time.time() - t0:.0f} s, peak resident memory {peak_kib / 1024:.0f} MiB")
-PY
-echo
-echo "== QA retriever (Xapian BM25 over the Factbook passages; recall@4 on the test split)"
-./build/bench/retrieval_bench
+/usr/bin/python3 bench/report.py "$out" "${options[@]}"

@@ -37,11 +37,9 @@ PrefixCache::Match PrefixCache::Find(int64_t key, int role, const std::vector<in
   for (const Entry& e : it->second.entries) {
     if (e.role != role) continue;
     const size_t n = std::min(cap, e.tokens.size());
-    const size_t common =
-        static_cast<size_t>(std::mismatch(prompt.begin(), prompt.begin() + static_cast<std::ptrdiff_t>(n),
-                                          e.tokens.begin())
-                                .first -
-                            prompt.begin());
+    const size_t common = static_cast<size_t>(
+        std::mismatch(prompt.begin(), prompt.begin() + static_cast<std::ptrdiff_t>(n), e.tokens.begin()).first -
+        prompt.begin());
     if (static_cast<int64_t>(common) > best.length) {
       best.entry = &e;
       best.length = static_cast<int64_t>(common);
@@ -79,8 +77,8 @@ void PrefixCache::Store(int64_t key, Entry entry) {
     const bool covered = e->tokens.size() >= entry.tokens.size() &&
                          std::equal(entry.tokens.begin(), entry.tokens.end(), e->tokens.begin());
     if (covered) return;
-    const bool extends = e->tokens.size() < entry.tokens.size() &&
-                         std::equal(e->tokens.begin(), e->tokens.end(), entry.tokens.begin());
+    const bool extends =
+        e->tokens.size() < entry.tokens.size() && std::equal(e->tokens.begin(), e->tokens.end(), entry.tokens.begin());
     if (extends) {
       bytes_ -= e->bytes;
       c.entries.erase(e);

@@ -167,8 +167,7 @@ TEST_CASE("batched KV-cached generation agrees with teacher-forced scoring", "[m
   }
 }
 
-// One Generate on `pool` (greedy, one answer token each unless `tokens`):
-// each query's answer and its log-probabilities.
+// One greedy Generate on `pool`: each query's answer and its log-probabilities.
 std::vector<Generation> Greedy(ModelPool& pool, const std::vector<GenerateQuery>& q) {
   Rng rng(5);
   return pool.Generate(0, q, rng, 1.0, true);
@@ -203,11 +202,14 @@ TEST_CASE("prefix reuse encodes only what an earlier prompt of the conversation 
     REQUIRE(x.size() == y.size());
     for (size_t i = 0; i < x.size(); ++i) {
       CHECK(x[i].tokens == y[i].tokens);
-      for (size_t k = 0; k < x[i].logprobs.size(); ++k) CHECK(x[i].logprobs[k] == Approx(y[i].logprobs[k]).margin(1e-4));
+      for (size_t k = 0; k < x[i].logprobs.size(); ++k) {
+        CHECK(x[i].logprobs[k] == Approx(y[i].logprobs[k]).margin(1e-4));
+      }
     }
   };
   // Call 1: two conversations, nothing cached yet: every position is encoded.
-  agree(Greedy(cached, queries({{&first, 0}, {&other, 1}}, true)), Greedy(plain, queries({{&first, 0}, {&other, 1}}, false)));
+  agree(Greedy(cached, queries({{&first, 0}, {&other, 1}}, true)),
+        Greedy(plain, queries({{&first, 0}, {&other, 1}}, false)));
   CHECK(cached.encoded_positions(0) == 18);
   // Call 2, one batch: conversation 0 goes on from 7 shared positions (4 new),
   // conversation 1 from its whole last prompt (1 new); role 1's prompt is new to

@@ -147,7 +147,9 @@ std::vector<std::vector<Generation>> Rollout::GenerateTick(std::vector<std::vect
     b.model = static_cast<int>(m);
     b.queries = std::move(per_model[m]);
     // Queries carry their episode as share key; it names their conversation too.
-    for (auto& q : b.queries) q.cache_key = options.prefix_cache && q.share_key >= 0 ? conversation_base_ + q.share_key : -1;
+    for (auto& q : b.queries) {
+      q.cache_key = options.prefix_cache && q.share_key >= 0 ? conversation_base_ + q.share_key : -1;
+    }
     b.seed = Rng::Mix(tick_seed, m);
     b.temperature = options.temperature;
     b.greedy = options.greedy;
@@ -300,8 +302,8 @@ class Rollout::GameRun {
     std::vector<std::vector<GenerateQuery>> queries(by_model_.size());
     for (size_t m = 0; m < by_model_.size(); ++m) {
       for (const auto& p : by_model_[m]) {
-        GenerateQuery q{w_.roles[p.role].slot, &p.prompt.tokens, p.max_new_tokens, p.options.empty() ? nullptr : &p.options,
-                        static_cast<int64_t>(p.episode)};
+        GenerateQuery q{w_.roles[p.role].slot, &p.prompt.tokens, p.max_new_tokens,
+                        p.options.empty() ? nullptr : &p.options, static_cast<int64_t>(p.episode)};
         if (!p.prompt.soft.empty()) {
           q.soft_inputs = &p.prompt.soft;
           q.soft_width = p.prompt.soft_width;
