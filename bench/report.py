@@ -117,11 +117,14 @@ def markdown(report):
     r = report.get("rollout")
     if r:
         m += ["## Rollout (Red-Black main job, untrained model, model worker over inproc)", "",
-              "| concurrent episodes | episodes/s | without prefix reuse | ratio | forward calls / round |",
-              "|---:|---:|---:|---:|---:|"]
+              "| concurrent episodes | episodes/s | without prefix reuse | ratio | games stepped during generation "
+              "| forward calls / round |",
+              "|---:|---:|---:|---:|---:|---:|"]
         for n in (1, 16, 256):
             a, b = r[f"episodes_per_s_{n}"], r[f"episodes_per_s_{n}_no_prefix_reuse"]
-            m.append(f"| {n} | {a:.1f} | {b:.1f} | {a / b:.2f}x | {r[f'forward_calls_per_round_{n}']:.1f} |")
+            o = r.get(f"episodes_per_s_{n}_overlap_environment")
+            overlap = f"{o:.1f} ({o / a:.2f}x)" if o and n > 1 else "n/a"
+            m.append(f"| {n} | {a:.1f} | {b:.1f} | {a / b:.2f}x | {overlap} | {r[f'forward_calls_per_round_{n}']:.1f} |")
         p, q = r["encoded_positions_per_episode_256"], r["encoded_positions_per_episode_256_no_prefix_reuse"]
         flops = 2 * r["parameters"]
         m += ["", f"Forward work per episode: {q:,.0f} token positions ({flops * q / 1e9:.2f} GFLOP) when every call "

@@ -45,30 +45,33 @@ int main(int argc, char** argv) {
     else pool = std::make_unique<WorkerHub>(MakeHubSpec(w));  // the production path: a model worker over inproc://
     std::printf("%s\n", direct ? "models called directly in this thread" : "models in a worker over inproc://");
     Rollout rollout(w, *pool);
-    std::printf("%-10s %9s %13s %13s %8s %11s %14s %14s\n", "concurrent", "episodes", "episodes/s", "no reuse", "ratio",
-                "fwd/round", "positions/ep", "no reuse");
-    double positions = 0.0, positions_plain = 0.0, calls_plain = 0.0;
+    std::printf("%-10s %9s %13s %13s %8s %11s %14s %14s %13s\n", "concurrent", "episodes", "episodes/s", "no reuse",
+                "ratio", "fwd/round", "positions/ep", "no reuse", "overlapped");
+    double positions = 0.0, positions_plain = 0.0, calls_per_episode = 0.0;
     int64_t last_calls = 0;
     std::string json = "{";
     for (int concurrent : {1, 16, 256}) {
       const int repeats = concurrent == 1 ? 8 : concurrent == 16 ? 2 : 1;
-      double seconds[2] = {0, 0}, encoded[2] = {0, 0};
+      // Index 1: prefix reuse (the default), 0: without, 2: reuse with games stepped during generation.
+      double seconds[3] = {0, 0, 0}, encoded[3] = {0, 0, 0};
       int64_t forward = 0, rounds = 0;
       int episodes = 0;
       for (int r = 0; r < repeats; ++r) {
-        for (int reuse : {1, 0}) {
+        for (int variant : {1, 0, 2}) {
+          const int reuse = variant == 0 ? 0 : 1;
           RolloutOptions o;
           o.episodes = concurrent;
           o.group_size = concurrent;
           o.seed = static_cast<uint64_t>(r + 1);
           o.guided = w.run.guided_choices;  // decode as the workflow trains
           o.prefix_cache = reuse == 1;
+          o.overlap_environment = variant == 2;
           Rng rng(static_cast<uint64_t>(r + 1));
           const auto t0 = std::chrono::steady_clock::now();
           RolloutBatch b = rollout.Run(o, rng);
-          seconds[reuse] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-          encoded[reuse] += static_cast<double>(b.encoded_positions);
-          if (reuse == 1) {
+          seconds[variant] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          encoded[variant] += static_cast<double>(b.encoded_positions);
+          if (variant == 1) {
             episodes += concurrent;
             forward += b.forward_calls;
             rounds += b.turns;
@@ -76,16 +79,18 @@ int main(int argc, char** argv) {
           }
         }
       }
-      const double eps = episodes / seconds[1], eps_plain = episodes / seconds[0];
+      const double eps = episodes / seconds[1], eps_plain = episodes / seconds[0],
+                   eps_overlap = episodes / seconds[2];
       const double per_round = static_cast<double>(forward) / rounds;
       positions = encoded[1] / episodes;
       positions_plain = encoded[0] / episodes;
-      calls_plain = static_cast<double>(last_calls);
-      std::printf("%-10d %9d %13.2f %13.2f %7.2fx %11.1f %14.0f %14.0f\n", concurrent, episodes, eps, eps_plain,
-                  eps / eps_plain, per_round, positions, positions_plain);
+      calls_per_episode = static_cast<double>(last_calls);
+      std::printf("%-10d %9d %13.2f %13.2f %7.2fx %11.1f %14.0f %14.0f %13.2f\n", concurrent, episodes, eps, eps_plain,
+                  eps / eps_plain, per_round, positions, positions_plain, eps_overlap);
       const std::string n = std::to_string(concurrent);
       json += (json.size() > 1 ? "," : "") + std::string("\"episodes_per_s_") + n + "\":" + std::to_string(eps) +
               ",\"episodes_per_s_" + n + "_no_prefix_reuse\":" + std::to_string(eps_plain) +
+              ",\"episodes_per_s_" + n + "_overlap_environment\":" + std::to_string(eps_overlap) +
               ",\"forward_calls_per_round_" + n + "\":" + std::to_string(per_round) +
               ",\"encoded_positions_per_episode_" + n + "\":" + std::to_string(positions) +
               ",\"encoded_positions_per_episode_" + n + "_no_prefix_reuse\":" + std::to_string(positions_plain);
@@ -94,7 +99,7 @@ int main(int argc, char** argv) {
         static_cast<double>(ModelPool({ModelConfigOf(MakeHubSpec(w).models.at(0))}, 1).ParameterCount(0));
     std::printf(
         "\nforward work per episode (256 episodes, %.0f model calls each; FLOPs ~ 2 x %.0f parameters x positions)\n",
-        calls_plain, parameters);
+        calls_per_episode, parameters);
     std::printf("  every call from the start   %8.0f positions  %6.3f GFLOP\n", positions_plain,
                 2 * parameters * positions_plain / 1e9);
     std::printf("  with prefix reuse           %8.0f positions  %6.3f GFLOP  (%.1fx fewer)\n", positions,

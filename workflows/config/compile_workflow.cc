@@ -385,6 +385,7 @@ void CompileTraining(const LoadedWorkflow& w, CompiledWorkflow& c) {
   run.checkpoint_every = t.checkpoint_every();
   run.threads = t.threads();
   run.correlated_team_sampling = t.correlated_team_sampling();
+  run.overlap_environment = t.overlap_environment();
   run.guided_choices = t.guided_choices();
   run.greedy_eval = t.greedy_eval();
   run.sft_episodes = t.sft().episodes();

@@ -93,6 +93,7 @@ struct RunSettings {
   int checkpoint_every = 0;
   int threads = 0;
   bool correlated_team_sampling = false;
+  bool overlap_environment = false;
   bool guided_choices = false;
   bool greedy_eval = false;  // the run's evaluations decode greedily
   int sft_episodes = 0;

@@ -121,6 +121,7 @@ class ReinforcementObjective : public TrainingObjective {
     ro.seed = Rng::Mix(w_.seed, 2, static_cast<uint64_t>(it));
     ro.temperature = w_.trainer.temperature;
     ro.correlated = w_.run.correlated_team_sampling;
+    ro.overlap_environment = w_.run.overlap_environment;
     ro.guided = w_.run.guided_choices;
     ro.observer = events_.enabled() ? &events_ : nullptr;
     events_.BeginIteration(it + 1, false);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "core/base/background_call.h"
 #include "core/base/errors.h"
 
 namespace troupe {
@@ -136,9 +137,8 @@ RolloutBatch Rollout::Run(const RolloutOptions& options, Rng& rng) {
   return batch;
 }
 
-std::vector<std::vector<Generation>> Rollout::GenerateTick(std::vector<std::vector<GenerateQuery>>& per_model,
-                                                           const RolloutOptions& options, Rng& rng,
-                                                           RolloutBatch* batch) {
+std::vector<GenerateBatch> Rollout::TickBatches(std::vector<std::vector<GenerateQuery>>& per_model,
+                                                const RolloutOptions& options, Rng& rng) const {
   const uint64_t tick_seed = rng.Next();
   std::vector<GenerateBatch> batches;
   for (size_t m = 0; m < per_model.size(); ++m) {
@@ -156,14 +156,26 @@ std::vector<std::vector<Generation>> Rollout::GenerateTick(std::vector<std::vect
     b.share_identical = options.correlated;
     batches.push_back(std::move(b));
   }
-  std::vector<std::vector<Generation>> out(per_model.size());
-  if (batches.empty()) return out;
+  return batches;
+}
+
+std::vector<std::vector<Generation>> Rollout::ByModel(const std::vector<GenerateBatch>& batches,
+                                                      std::vector<std::vector<Generation>> results, size_t models) {
+  std::vector<std::vector<Generation>> out(models);
+  for (size_t i = 0; i < batches.size() && i < results.size(); ++i) out[batches[i].model] = std::move(results[i]);
+  return out;
+}
+
+std::vector<std::vector<Generation>> Rollout::GenerateTick(std::vector<std::vector<GenerateQuery>>& per_model,
+                                                           const RolloutOptions& options, Rng& rng,
+                                                           RolloutBatch* batch) {
+  std::vector<GenerateBatch> batches = TickBatches(per_model, options, rng);
+  if (batches.empty()) return std::vector<std::vector<Generation>>(per_model.size());
   const auto started = std::chrono::steady_clock::now();
   std::vector<std::vector<Generation>> results = policy_.Generate(batches);
   batch->generate_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   batch->generate_calls += static_cast<int64_t>(batches.size());
-  for (size_t i = 0; i < batches.size(); ++i) out[batches[i].model] = std::move(results[i]);
-  return out;
+  return ByModel(batches, std::move(results), per_model.size());
 }
 
 void Rollout::Finish(const RolloutOptions& options, const std::vector<std::vector<size_t>>& episode_records,
@@ -206,13 +218,30 @@ class Rollout::GameRun {
       if (observer_) observer_->EpisodeStarted(e, group);
     }
     if (options.scripted_for_trained) teacher_ = StrategyFactory::Get().Create(options.teacher);
+    decisions_.resize(E_);
+    outputs_.resize(E_);
+    record_of_output_.resize(E_);
+    const int waves = options.overlap_environment && E_ >= 2 ? 2 : 1;
+    for (int w = 0; w < waves; ++w) {
+      waves_.emplace_back();
+      waves_.back().first = w * E_ / waves;
+      waves_.back().end = (w + 1) * E_ / waves;
+      waves_.back().by_model.resize(r_.policy_.size());
+      waves_.back().queries.resize(r_.policy_.size());
+    }
+    if (waves > 1) background_ = std::make_unique<BackgroundCall>();
   }
 
   RolloutBatch Run() {
     const int64_t calls_before = r_.policy_.forward_calls();
-    while (Collect()) {
-      Generate();
-      Apply();
+    if (waves_.size() == 1) {
+      Wave& all = waves_[0];
+      while (Collect(all)) {
+        Generate(all);
+        Apply(all);
+      }
+    } else {
+      Overlapped();
     }
     Summarize();
     r_.Finish(options_, episode_records_, &batch_);
@@ -233,15 +262,61 @@ class Rollout::GameRun {
     int latent_steps = 0;      // a latent message: vectors to send before the text
   };
 
-  // Each active episode's pending decisions: scripted seats and demonstrations
-  // answer at once, the rest wait for their model. False when every episode is over.
-  bool Collect() {
+  // Episodes [first, end) ticking together, and the model work of their tick.
+  // The buffers keep their capacity from tick to tick.
+  struct Wave {
+    int first = 0, end = 0;
     bool active = false;
-    decisions_.assign(E_, {});
-    outputs_.assign(E_, {});
-    by_model_.assign(r_.policy_.size(), {});
-    record_of_output_.assign(E_, {});
-    for (int e = 0; e < E_; ++e) {
+    std::vector<std::vector<Pending>> by_model;        // per model: decisions waiting for it
+    std::vector<std::vector<GenerateQuery>> queries;   // per model: their queries (point into by_model)
+    std::vector<GenerateBatch> batches;                // in flight
+    std::vector<std::vector<Generation>> results;      // as Generate returned them
+  };
+
+  // Two waves in turn: while one wave's batch is generated on the background
+  // thread, this thread answers the other wave's records, steps its games and
+  // collects its next decisions. One batch is in flight at a time, so the
+  // policy service is never called from two threads at once; every draw from
+  // rng_ happens on this thread, in an order fixed by the schedule.
+  void Overlapped() {
+    for (Wave& w : waves_) w.active = Collect(w);
+    int flying = -1;  // the wave whose batch is in flight
+    auto launch = [&](int i) {
+      Wave& w = waves_[i];
+      BuildQueries(w);
+      w.batches = r_.TickBatches(w.queries, options_, rng_);
+      flying = i;
+      background_->Start([this, &w] { w.results = r_.policy_.Generate(w.batches); });
+    };
+    for (int i = 0; i < 2 && flying < 0; ++i) {
+      if (waves_[i].active) launch(i);
+    }
+    while (flying >= 0) {
+      const int done = flying;
+      const auto started = std::chrono::steady_clock::now();
+      background_->Wait();  // only this wait is on the critical path
+      batch_.generate_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      flying = -1;
+      Wave& w = waves_[done];
+      batch_.generate_calls += static_cast<int64_t>(w.batches.size());
+      if (waves_[1 - done].active) launch(1 - done);
+      Answer(w, Rollout::ByModel(w.batches, std::move(w.results), w.by_model.size()));
+      w.batches.clear();
+      Apply(w);
+      w.active = Collect(w);
+      if (flying < 0 && w.active) launch(done);
+    }
+  }
+
+  // Each active episode's pending decisions: scripted seats and demonstrations
+  // answer at once, the rest wait for their model. False when the wave's episodes are all over.
+  bool Collect(Wave& w) {
+    bool active = false;
+    for (auto& pending : w.by_model) pending.clear();
+    for (int e = w.first; e < w.end; ++e) {
+      decisions_[e].clear();
+      outputs_[e].clear();
+      record_of_output_[e].clear();
       if (dropped_[e] || states_[e]->IsTerminal()) continue;
       decisions_[e] = states_[e]->PendingDecisions();
       // Where nobody decides, the game runs its own rules until someone must, or it ends.
@@ -252,12 +327,12 @@ class Rollout::GameRun {
       active = true;
       outputs_[e].resize(decisions_[e].size());
       record_of_output_[e].assign(outputs_[e].size(), SIZE_MAX);
-      for (size_t k = 0; k < decisions_[e].size(); ++k) Decide(e, k);
+      for (size_t k = 0; k < decisions_[e].size(); ++k) Decide(w, e, k);
     }
     return active;
   }
 
-  void Decide(int e, size_t k) {
+  void Decide(Wave& w, int e, size_t k) {
     const Decision& d = decisions_[e][k];
     const int role = w_.seat_role[d.seat];
     const RoleInfo& info = w_.roles[role];
@@ -294,14 +369,14 @@ class Rollout::GameRun {
       p.latent_steps = info.latent_vectors;
       p.max_new_tokens = std::min(d.max_words, std::max(1, info.text_words));
     }
-    by_model_[info.model].push_back(std::move(p));
+    w.by_model[info.model].push_back(std::move(p));
   }
 
-  // One batched generation per model for everything pending; each answer becomes a record.
-  void Generate() {
-    std::vector<std::vector<GenerateQuery>> queries(by_model_.size());
-    for (size_t m = 0; m < by_model_.size(); ++m) {
-      for (const auto& p : by_model_[m]) {
+  // Each model's queries for the wave's pending decisions.
+  void BuildQueries(Wave& w) {
+    for (size_t m = 0; m < w.by_model.size(); ++m) {
+      w.queries[m].clear();
+      for (const auto& p : w.by_model[m]) {
         GenerateQuery q{w_.roles[p.role].slot, &p.prompt.tokens, p.max_new_tokens,
                         p.options.empty() ? nullptr : &p.options, static_cast<int64_t>(p.episode)};
         if (!p.prompt.soft.empty()) {
@@ -310,12 +385,20 @@ class Rollout::GameRun {
         }
         q.latent_steps = p.latent_steps;
         q.latent_end = r_.eot_;
-        queries[m].push_back(q);
+        w.queries[m].push_back(q);
       }
     }
-    std::vector<std::vector<Generation>> gens = r_.GenerateTick(queries, options_, rng_, &batch_);
-    for (size_t m = 0; m < by_model_.size(); ++m) {
-      for (size_t i = 0; i < by_model_[m].size(); ++i) Answered(by_model_[m][i], gens[m][i]);
+  }
+
+  // One batched generation per model for everything pending; each answer becomes a record.
+  void Generate(Wave& w) {
+    BuildQueries(w);
+    Answer(w, r_.GenerateTick(w.queries, options_, rng_, &batch_));
+  }
+
+  void Answer(Wave& w, std::vector<std::vector<Generation>> gens) {
+    for (size_t m = 0; m < w.by_model.size(); ++m) {
+      for (size_t i = 0; i < w.by_model[m].size(); ++i) Answered(w.by_model[m][i], gens[m][i]);
     }
   }
 
@@ -355,8 +438,8 @@ class Rollout::GameRun {
   }
 
   // The tick's outputs to each game; what parsed and what was inert goes on the records.
-  void Apply() {
-    for (int e = 0; e < E_; ++e) {
+  void Apply(const Wave& w) {
+    for (int e = w.first; e < w.end; ++e) {
       if (outputs_[e].empty() || dropped_[e]) continue;
       const int turn = states_[e]->Turn();  // the turn the outputs belong to
       std::vector<bool> valid = states_[e]->Apply(outputs_[e]);
@@ -418,11 +501,13 @@ class Rollout::GameRun {
   std::vector<bool> dropped_;
   std::vector<std::vector<LatentMessage>> sent_;  // per episode
   std::vector<MessageCost> cost_;
-  // This tick's work.
+  // Each episode's current tick.
   std::vector<std::vector<Decision>> decisions_;
   std::vector<std::vector<SeatOutput>> outputs_;
-  std::vector<std::vector<Pending>> by_model_;
   std::vector<std::vector<size_t>> record_of_output_;
+  std::vector<Wave> waves_;
+  // Last: destroyed first, so a batch still in flight (an exception left it) ends before the buffers it reads.
+  std::unique_ptr<BackgroundCall> background_;
 };
 
 RolloutBatch Rollout::RunGame(const RolloutOptions& options, Rng& rng) { return GameRun(*this, options, rng).Run(); }

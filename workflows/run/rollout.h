@@ -63,6 +63,11 @@ struct RolloutOptions {
   // encode once (GenerateQuery::cache_key); off: every call encodes its prompt
   // from the start (same results up to float rounding).
   bool prefix_cache = true;
+  // Games step while the models answer: the episodes form two waves, and while
+  // one wave's decisions are being generated the controller applies the other
+  // wave's answers and collects its next decisions. Each tick then sends two
+  // half-size batches instead of one (same results in distribution, not the same draws).
+  bool overlap_environment = false;
   bool scripted_for_trained = false;  // demonstrations: trained roles act as `teacher`
   std::string teacher;
   // Pipelines: >= 0 plays the task's evaluation set (a test split) from this
@@ -107,6 +112,12 @@ class Rollout {
   RolloutBatch RunGame(const RolloutOptions& options, Rng& rng);
   RolloutBatch RunPipeline(const RolloutOptions& options, Rng& rng);
   CallRecord NewRecord(int episode, int group_size, int role, int seat, int turn, const std::string& phase) const;
+  // One tick's batches: each model's queries as one batch, with the tick's seeds drawn from `rng`.
+  std::vector<GenerateBatch> TickBatches(std::vector<std::vector<GenerateQuery>>& per_model,
+                                         const RolloutOptions& options, Rng& rng) const;
+  // The answers to `batches` (as Generate returned them) per model index; none for models without queries.
+  static std::vector<std::vector<Generation>> ByModel(const std::vector<GenerateBatch>& batches,
+                                                      std::vector<std::vector<Generation>> results, size_t models);
   // One tick's model work: each model's queries as one batch, all sent together.
   std::vector<std::vector<Generation>> GenerateTick(std::vector<std::vector<GenerateQuery>>& per_model,
                                                     const RolloutOptions& options, Rng& rng, RolloutBatch* batch);
