@@ -300,6 +300,12 @@ TEST_CASE("pipeline mistakes are refused at the file, line and column that make 
     const std::string text = Replace(ok, "prompt: \"{question}\"", "prompt: \"{question}\" parser { kind: JSON_KEY }");
     CHECK_THAT(ErrorOf(text), Catch::StartsWith(At(text, 4, "parser")) && Catch::Contains("needs `key`"));
   }
+  SECTION("an oracle node that is no role node, or the answer node") {
+    const std::string tool = Replace(ok, "answer: \"propose\"", "answer: \"propose\" oracle: \"check\"");
+    CHECK_THAT(ErrorOf(tool), Catch::StartsWith(At(tool, 10, "oracle")) && Catch::Contains("oracle must name role nodes"));
+    const std::string answer = Replace(ok, "answer: \"propose\"", "answer: \"propose\" oracle: \"propose\"");
+    CHECK_THAT(ErrorOf(answer), Catch::Contains("cannot be an oracle node"));
+  }
   SECTION("a tool's unknown parameter") {
     const std::string text = ToolPipeline("param { name: \"retries\" int: 2 }");
     CHECK_THAT(ErrorOf(text), Catch::StartsWith(At(text, 5, "param")) && Catch::Contains("retries"));
@@ -482,6 +488,33 @@ TEST_CASE("oracle demonstrations decompose, retrieve the supporting passages and
     CHECK_FALSE(r.response.empty());
   }
   CHECK(phases == std::set<std::string>{"decompose", "answer"});
+}
+
+TEST_CASE("an oracle node writes the oracle's text in rollouts, finds the supporting passages and is no model call",
+          "[pipeline][qa][ablation]") {
+  const std::string text = Replace(QaDecompose(8), "answer: \"answer\"", "answer: \"answer\" oracle: \"decompose\"");
+  CompiledWorkflow w = CompileWorkflow(ParseWorkflowText(text, "qa.textproto"));
+  CompiledWorkflow plain = CompileWorkflow(ParseWorkflowText(QaDecompose(8), "qa.textproto"));
+  auto run = [](const CompiledWorkflow& wf) {
+    WorkerHub hub(MakeHubSpec(wf));
+    Rollout rollout(wf, hub);
+    Rng rng(4);
+    RolloutOptions o;
+    o.episodes = 16;
+    o.group_size = 1;
+    return rollout.Run(o, rng);  // a training rollout: the untrained model answers, the oracle decomposes
+  };
+  const RolloutBatch ablated = run(w), model = run(plain);
+  double recall[2] = {0, 0};
+  for (const auto& e : ablated.episodes) {
+    recall[0] += e.metrics.at("recall_at_k") / 16;
+    CHECK(e.metrics.at("calls") == 1);  // the answerer's call only
+  }
+  for (const auto& e : model.episodes) recall[1] += e.metrics.at("recall_at_k") / 16;
+  CHECK(recall[0] > 0.7);  // the oracle's sub-questions find the supporting passages...
+  CHECK(recall[1] < 0.2);  // ...which an untrained decomposer's text does not
+  REQUIRE(ablated.records.size() == 16);  // nothing of the oracle node is trained
+  for (const auto& r : ablated.records) CHECK(r.phase == "answer");
 }
 
 TEST_CASE("QA evaluation plays the test split and reports EM and F1 per question type", "[pipeline][qa]") {

@@ -65,6 +65,7 @@ struct PipelineNode {
   bool input_question = false;                   // TOOL_NODE: its input is the query's question
   int retries = 0;                               // TOOL_NODE
   bool fail_open = true;                         // TOOL_NODE
+  bool oracle = false;                           // ROLE_NODE: the oracle answers it (pipeline.oracle)
 };
 
 struct PipelineEdge {

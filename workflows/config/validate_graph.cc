@@ -453,6 +453,18 @@ void ValidatePipelineGraph(const LoadedWorkflow& w, CompiledWorkflow& c) {
     w.Fail({{"pipeline"}, {"answer"}}, "answer must name a role node, got '" + spec.answer() + "'");
   }
   p.answer = it->second;
+
+  for (int i = 0; i < spec.oracle_size(); ++i) {
+    const auto o = index.find(spec.oracle(i));
+    if (o == index.end() || p.nodes[o->second].kind != config::ROLE_NODE) {
+      w.Fail({{"pipeline"}, {"oracle", i}}, "oracle must name role nodes, got '" + spec.oracle(i) + "'");
+    }
+    if (o->second == p.answer) {
+      w.Fail({{"pipeline"}, {"oracle", i}},
+             "the answer node '" + spec.oracle(i) + "' cannot be an oracle node: it would answer with the gold answer");
+    }
+    p.nodes[o->second].oracle = true;
+  }
 }
 
 }  // namespace troupe

@@ -208,7 +208,7 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
           // Demonstrations have the rollouts' shape: a sender's oracle text follows the
           // vectors its model sends (asked of the model: readers read them as data).
           if (sends(node)) pending.latent_steps = role.latent_vectors;
-          pending.oracle = options.scripted_for_trained;
+          pending.oracle = options.scripted_for_trained || node.oracle;
           const int room = node.max_tokens + (pending.latent_steps > 0 ? pending.latent_steps + 2 : 0);
           ep.truncated += FitPrompt(&pending.prompt, workflow_.max_len.at(role.model) - room);
           if (pending.latent_steps > 0) pending.prompt.tokens.push_back(workflow_.Codec(node.role).MessageMarkers().first);
@@ -322,6 +322,22 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
         ep.outputs[q.node].runs = runs;
         // Its turn: how many times this node ran before in the episode (GRPO groups by query, role and turn).
         CallRecord rec = NewRecord(q.episode, options.group_size, node.role, 0, ep.visits[q.node]++, node.name);
+        if (node.oracle && !options.scripted_for_trained) {
+          // An ablated node (pipeline.oracle): its output stands, but it is no model's call.
+          if (q.latent_steps > 0) {
+            NodeOutput& out = ep.outputs[q.node];
+            out.latents = std::move(gens[i].latents);
+            out.latent_width = workflow_.roles[node.role].latent_width;
+            out.values[kLatentsKey] = {std::string(1, kLatentMarker)};
+          }
+          if (observer && observer->Detailed(q.episode)) {
+            rec.prompt = std::move(q.prompt.tokens);
+            rec.response = std::move(gens[i].tokens);
+            rec.valid = ep.outputs[q.node].valid;
+            observer->Acted(q.episode, rec, {text}, true);
+          }
+          continue;
+        }
         if (q.latent_steps > 0) {
           // A sender: readers get its vectors; the record keeps its own slots
           // (between <bot> and <eot> at the prompt's end) for the trainer to recompute.
