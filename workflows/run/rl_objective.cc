@@ -9,6 +9,7 @@
 
 #include "workflows/run/evaluate.h"
 #include "workflows/run/rollout.h"
+#include "workflows/run/run_clock.h"
 #include "workflows/run/session_events.h"
 
 namespace troupe {
@@ -70,7 +71,7 @@ class ReinforcementObjective : public TrainingObjective {
   bool greedy_evaluation() const override { return false; }
 
   // The supervised warm start, if asked for.
-  bool WarmStart(std::ostream& out) override {
+  bool WarmStart(std::ostream& out, bool progress) override {
     std::vector<CallRecord> records;
     std::string from;
     if (w_.run.sft_episodes > 0) {
@@ -91,9 +92,22 @@ class ReinforcementObjective : public TrainingObjective {
       }
     }
     if (records.empty()) return false;
-    auto st = policy_.Supervised(records, w_.run.sft_steps);
-    out << "sft warm start: " << records.size() << " demonstrations from " << from << ", " << w_.run.sft_steps
-        << " steps, final loss " << st.front().loss << "\n";
+    // In about 20 parts, each reported: a long warm start is not a silent one.
+    const int steps = w_.run.sft_steps, part = std::max(10, (steps + 19) / 20);
+    const double started = Now();
+    std::vector<ModelTrainStats> st;
+    for (int done = 0; done < steps;) {
+      const int n = std::min(part, steps - done);
+      st = policy_.Supervised(records, n);
+      done += n;
+      if (done >= steps || !progress) continue;
+      const double per_step = (Now() - started) / done;
+      out << "sft warm start: step " << done << "/" << steps << "  loss " << st.front().loss << "  ETA "
+          << FormatDuration(per_step * (steps - done)) << std::endl;
+    }
+    out << "sft warm start: " << records.size() << " demonstrations from " << from << ", " << steps
+        << " steps in " << FormatDuration(Now() - started) << ", final loss " << (st.empty() ? 0.0 : st.front().loss)
+        << std::endl;
     return true;
   }
 

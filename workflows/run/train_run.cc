@@ -197,7 +197,7 @@ class TrainingRun {
       result_.before = Evaluation();
       WriteEvaluation("eval_untrained", *result_.before);
     }
-    if (objective_.WarmStart(out_) && options_.final_eval) {
+    if (objective_.WarmStart(out_, options_.progress) && options_.final_eval) {
       result_.warm = Evaluation();
       WriteEvaluation("eval_warm_start", *result_.warm);
     }

@@ -37,8 +37,10 @@ class TrainingObjective {
   virtual bool greedy_evaluation() const = 0;
   // A fresh run's start (after the untrained evaluation): e.g. a supervised
   // warm start. True when it trained the models (the run evaluates them then too).
-  virtual bool WarmStart(std::ostream& out) {
+  // `progress`: report how far it is as it goes.
+  virtual bool WarmStart(std::ostream& out, bool progress) {
     (void)out;
+    (void)progress;
     return false;
   }
   virtual IterationReport Iterate(int iteration) = 0;
