@@ -12,6 +12,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "core/base/fnv1a.h"
 #include "core/base/errors.h"
 #include "core/models/architectures.h"
 #include "core/models/model_pool_impl.h"
@@ -467,11 +468,10 @@ std::string ModelPool::SaveBytes(int model) const {
 
 uint64_t ModelPool::ParameterDigest(int model) const {
   torch::NoGradGuard no_grad;
-  uint64_t h = 1469598103934665603ULL;
+  uint64_t h = kFnv1aOffset;
   for (const auto& p : impl_->models.at(model)->parameters()) {
     const torch::Tensor t = p.detach().to(torch::kCPU, torch::kFloat).contiguous();
-    const auto* bytes = static_cast<const unsigned char*>(t.data_ptr());
-    for (size_t i = 0; i < static_cast<size_t>(t.numel()) * sizeof(float); ++i) h = (h ^ bytes[i]) * 1099511628211ULL;
+    h = Fnv1aBytes(t.data_ptr(), static_cast<size_t>(t.numel()) * sizeof(float), h);
   }
   return h;
 }

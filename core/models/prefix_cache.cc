@@ -3,15 +3,16 @@
 
 #include <algorithm>
 
+#include "core/base/fnv1a.h"
+
 namespace troupe {
 
 uint64_t ParametersVersion(const torch::nn::Module& module) {
-  uint64_t v = 1469598103934665603ULL;
+  uint64_t v = kFnv1aOffset;
   for (const auto& p : module.parameters()) {
     const uint64_t version = p.unsafeGetTensorImpl()->version_counter().current_version();
     const auto data = reinterpret_cast<uint64_t>(p.unsafeGetTensorImpl()->storage().data());
-    v = (v ^ version) * 1099511628211ULL;
-    v = (v ^ data) * 1099511628211ULL;  // set_data and loads swap the storage
+    v = Fnv1aMix(Fnv1aMix(v, version), data);  // set_data and loads swap the storage
   }
   return v;
 }

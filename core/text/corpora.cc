@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/base/fnv1a.h"
 #include "core/base/data_cache.h"
 #include "core/base/file_io.h"
 #include "core/base/errors.h"
@@ -135,8 +136,7 @@ std::vector<Document> ReadCorpus(const std::string& name) {
 
 bool IsHeldOut(const Document& d, int every) {
   if (every <= 0) return false;
-  uint64_t h = 1469598103934665603ULL;  // FNV-1a: the same split on every machine
-  for (char c : d.corpus + "/" + d.name) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  const uint64_t h = Fnv1aBytes(d.corpus + "/" + d.name);  // the same split on every machine
   return h % static_cast<uint64_t>(every) == 0;
 }
 

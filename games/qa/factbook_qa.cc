@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/base/fnv1a.h"
 #include "core/base/data_cache.h"
 #include "core/base/errors.h"
 #include "core/base/file_io.h"
@@ -283,8 +284,7 @@ class Builder {
     (in_test > 0 ? out_.test : out_.train).push_back(std::move(r));
   }
   bool IsTestCountry(const Country& c) const {
-    uint64_t h = 1469598103934665603ULL ^ options_.seed;
-    for (char ch : c.cca3) h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ULL;
+    const uint64_t h = Fnv1aBytes(c.cca3, kFnv1aOffset ^ options_.seed);
     return static_cast<double>(Rng::Mix(h, 7) % 10000) / 10000.0 < options_.test_share;
   }
 

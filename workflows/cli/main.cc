@@ -456,6 +456,14 @@ struct Cli {
     c->add_flag("--verbose", a.verbose, "debug messages too");
     return c;
   }
+  // --quiet and --verbose on a command and its subcommands that lack them (the text and data commands).
+  void AddLogFlags(CLI::App* c) {
+    if (c->get_option_no_throw("--quiet") == nullptr) {
+      c->add_flag("--quiet", a.quiet, "warnings and errors only");
+      c->add_flag("--verbose", a.verbose, "debug messages too");
+    }
+    for (CLI::App* sub : c->get_subcommands({})) AddLogFlags(sub);
+  }
   void File(CLI::App* c, const std::string& what) { c->add_option("FILE", a.file, what)->required(); }
   void Overrides(CLI::App* c) {
     c->add_option("--set", a.sets, "override one field, e.g. trainer.iterations=20 (repeatable)")
@@ -527,6 +535,9 @@ struct Cli {
     view->set_help_flag();  // --help goes to troupe-view
     troupe::cli::AddTextCommands(app, text);
     troupe::cli::AddDataCommands(app, data);
+    for (CLI::App* c : app.get_subcommands({})) {
+      if (c->get_name() != "view") AddLogFlags(c);
+    }
     CLI::App* help = Command("help", "this text, or a command's options", nullptr);
     help->add_option("COMMAND", help_topic, "a command");
   }
