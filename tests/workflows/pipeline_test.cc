@@ -101,17 +101,22 @@ reward { level: TRAJECTORY signal: "score" }
 
 
 
-// Episodes of `w` with the oracle in every trained role (demonstrations).
-RolloutBatch OracleRollout(const CompiledWorkflow& w, int episodes, uint64_t seed) {
+// Training episodes of `w` through a model worker, one query each; with
+// `oracle`, the oracle answers in every trained role (demonstrations).
+RolloutBatch HubRollout(const CompiledWorkflow& w, int episodes, uint64_t seed, bool oracle) {
   WorkerHub hub(MakeHubSpec(w));
   Rollout rollout(w, hub);
   Rng rng(seed);
   RolloutOptions o;
   o.episodes = episodes;
   o.group_size = 1;
-  o.scripted_for_trained = true;
-  o.teacher = "oracle";
+  o.scripted_for_trained = oracle;
+  if (oracle) o.teacher = "oracle";
   return rollout.Run(o, rng);
+}
+
+RolloutBatch OracleRollout(const CompiledWorkflow& w, int episodes, uint64_t seed) {
+  return HubRollout(w, episodes, seed, true);
 }
 
 std::string Replace(std::string text, const std::string& from, const std::string& to) {
@@ -495,16 +500,8 @@ TEST_CASE("an oracle node writes the oracle's text in rollouts, finds the suppor
   const std::string text = Replace(QaDecompose(8), "answer: \"answer\"", "answer: \"answer\" oracle: \"decompose\"");
   CompiledWorkflow w = CompileWorkflow(ParseWorkflowText(text, "qa.textproto"));
   CompiledWorkflow plain = CompileWorkflow(ParseWorkflowText(QaDecompose(8), "qa.textproto"));
-  auto run = [](const CompiledWorkflow& wf) {
-    WorkerHub hub(MakeHubSpec(wf));
-    Rollout rollout(wf, hub);
-    Rng rng(4);
-    RolloutOptions o;
-    o.episodes = 16;
-    o.group_size = 1;
-    return rollout.Run(o, rng);  // a training rollout: the untrained model answers, the oracle decomposes
-  };
-  const RolloutBatch ablated = run(w), model = run(plain);
+  // Training rollouts: the untrained model answers (and, without the ablation, decomposes).
+  const RolloutBatch ablated = HubRollout(w, 16, 4, false), model = HubRollout(plain, 16, 4, false);
   double recall[2] = {0, 0};
   for (const auto& e : ablated.episodes) {
     recall[0] += e.metrics.at("recall_at_k") / 16;
