@@ -49,6 +49,7 @@ JsonLine IterationLine(const CompiledWorkflow& w, int iteration, const RolloutBa
     line.Add("kl/" + name, ts[m].kl);
     line.Add("grad_norm/" + name, ts[m].grad_norm);
     line.Add("clip_fraction/" + name, ts[m].clip_fraction);
+    line.Add("learners/" + name, ts[m].learners);  // data-parallel learners that took the update
   }
   line.Add("credit/advantage_mean", cs.advantage_mean);
   line.Add("credit/advantage_std", cs.advantage_std);
