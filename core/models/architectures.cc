@@ -42,7 +42,9 @@ std::string TransformerFile(const ModelConfig& c, const std::string& dir) {
 
 std::vector<std::string> ArchitectureNames() { return {"llama", "transformer"}; }
 
-PolicyModel BuildPolicyModel(const ModelConfig& c) {
+namespace {
+
+PolicyModel BuildArchitecture(const ModelConfig& c) {
   if (c.architecture == "transformer") {
     if (!c.hf_dir.empty()) throw ModelError("model '" + c.name + "': hf_dir is for the llama architecture");
     return TransformerLM(TransformerLMOptions(c.vocab_size)
@@ -75,6 +77,14 @@ PolicyModel BuildPolicyModel(const ModelConfig& c) {
   }
   throw ModelError("model '" + c.name + "': unknown architecture '" + c.architecture +
                    "' (known: " + JoinNames(ArchitectureNames()) + ")");
+}
+
+}  // namespace
+
+PolicyModel BuildPolicyModel(const ModelConfig& c) {
+  PolicyModel model = BuildArchitecture(c);
+  model->set_bf16(c.bf16);
+  return model;
 }
 
 namespace {

@@ -204,7 +204,7 @@ LlamaLMImpl::LlamaLMImpl(const LlamaOptions& options) : options_(options) {
 
 std::shared_ptr<PolicyModelImpl> LlamaLMImpl::fresh_copy() const { return std::make_shared<LlamaLMImpl>(options_); }
 
-LMOutput LlamaLMImpl::forward_hidden(const torch::Tensor& embeds, const torch::Tensor& positions,
+LMOutput LlamaLMImpl::forward_blocks(const torch::Tensor& embeds, const torch::Tensor& positions,
                                      const torch::Tensor& key_valid, const torch::Tensor& role, KvCache* cache,
                                      bool all_layers) {
   const int64_t B = embeds.size(0), T = embeds.size(1), D = options_.resolved_head_dim();

@@ -115,8 +115,7 @@ class LlamaLMImpl : public PolicyModelImpl {
   explicit LlamaLMImpl(const LlamaOptions& options);
   torch::Tensor token_embeddings(const torch::Tensor& tokens) override { return model->embed_tokens(tokens); }
   // role [B] may be undefined when the model has one role.
-  LMOutput forward_hidden(const torch::Tensor& embeds, const torch::Tensor& positions, const torch::Tensor& key_valid,
-                          const torch::Tensor& role, KvCache* cache = nullptr, bool all_layers = false) override;
+
   torch::Tensor lm_logits(const torch::Tensor& hidden, const torch::Tensor& role) override;
   int64_t width() const override { return options_.hidden_size(); }
   int64_t vocab_size() const override { return options_.vocab_size(); }
@@ -127,6 +126,10 @@ class LlamaLMImpl : public PolicyModelImpl {
   torch::nn::Linear lm_head{nullptr};     // absent with tie_embeddings
   torch::nn::Linear value_head{nullptr};  // troupe's, not in the field's files
   torch::nn::Embedding role_emb{nullptr};  // troupe's, with several roles
+
+ protected:
+  LMOutput forward_blocks(const torch::Tensor& embeds, const torch::Tensor& positions, const torch::Tensor& key_valid,
+                          const torch::Tensor& role, KvCache* cache, bool all_layers) override;
 
  private:
   LlamaOptions options_;

@@ -44,6 +44,7 @@ struct ModelConfig {
   bool latent = false;      // latent projection for LATENT/HYBRID channels
   int latent_in_width = 0;  // > 0 and != d_model: an adapter for latent vectors of that width (another model's)
   std::string device;       // "cpu" or "cuda:N"
+  bool bf16 = false;        // forward passes in bfloat16 (autocast); parameters and optimiser in float32
   double lr = 0.0;
   double weight_decay = 0.0;
   double grad_clip = 0.0;  // global norm; 0: off

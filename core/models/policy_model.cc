@@ -3,6 +3,7 @@
 #include "core/models/policy_model.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/autocast_mode.h>
 
 #include <cmath>
 #include <mutex>
@@ -20,6 +21,68 @@ torch::Tensor AttentionMask(const torch::Tensor& key_valid, int64_t T) {
   const torch::Tensor qi = torch::arange(Tk - T, Tk, opts).view({T, 1});
   const torch::Tensor kj = torch::arange(Tk, opts).view({1, Tk});
   return ((kj.le(qi).unsqueeze(0) & key_valid.unsqueeze(1)) | kj.eq(qi).unsqueeze(0)).unsqueeze(1);
+}
+
+namespace {
+
+// Autocast to bfloat16 on `device` for the guard's life (as PyTorch's
+// `torch.autocast(device, dtype=torch.bfloat16)`): matrix products run in
+// bfloat16, the parameters stay float32. Restores what it found, and drops
+// autocast's cached casts of the weights when the outermost guard ends (they
+// would be stale after the next optimiser step).
+class Bf16Autocast {
+ public:
+  Bf16Autocast(bool on, const torch::Device& device) : on_(on), cuda_(device.is_cuda()) {
+    if (!on_) return;
+    was_enabled_ = cuda_ ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled();
+    was_dtype_ = cuda_ ? at::autocast::get_autocast_gpu_dtype() : at::autocast::get_autocast_cpu_dtype();
+    if (cuda_) {
+      at::autocast::set_enabled(true);
+      at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
+    } else {
+      at::autocast::set_cpu_enabled(true);
+      at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+    }
+    at::autocast::increment_nesting();
+  }
+  ~Bf16Autocast() {
+    if (!on_) return;
+    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+    if (cuda_) {
+      at::autocast::set_enabled(was_enabled_);
+      at::autocast::set_autocast_gpu_dtype(was_dtype_);
+    } else {
+      at::autocast::set_cpu_enabled(was_enabled_);
+      at::autocast::set_autocast_cpu_dtype(was_dtype_);
+    }
+  }
+  Bf16Autocast(const Bf16Autocast&) = delete;
+  Bf16Autocast& operator=(const Bf16Autocast&) = delete;
+
+ private:
+  bool on_, cuda_, was_enabled_ = false;
+  at::ScalarType was_dtype_ = at::kBFloat16;
+};
+
+torch::Tensor AsFloat(const torch::Tensor& t) {
+  return t.defined() && t.scalar_type() != torch::kFloat ? t.to(torch::kFloat) : t;
+}
+
+}  // namespace
+
+LMOutput PolicyModelImpl::forward_hidden(const torch::Tensor& embeds, const torch::Tensor& positions,
+                                         const torch::Tensor& key_valid, const torch::Tensor& role, KvCache* cache,
+                                         bool all_layers) {
+  if (!bf16_) return forward_blocks(embeds, positions, key_valid, role, cache, all_layers);
+  LMOutput out;
+  {
+    Bf16Autocast autocast(true, embeds.device());
+    out = forward_blocks(embeds, positions, key_valid, role, cache, all_layers);
+  }
+  out.hidden = AsFloat(out.hidden);
+  out.values = AsFloat(out.values);
+  for (auto& layer : out.layers) layer = AsFloat(layer);
+  return out;
 }
 
 torch::Tensor LoraDelta(const torch::Tensor& x, const torch::Tensor& a, const torch::Tensor& b,

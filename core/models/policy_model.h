@@ -90,9 +90,10 @@ class PolicyModelImpl : public torch::nn::Module {
   // positions [B,T]; key_valid [B,Tk] (Tk = cached + T); role [B] (the role slot
   // of each row on this model). With `all_layers`, every block's output too.
   // The blocks, final norm and value head: hidden, values (and layers), no logits.
-  virtual LMOutput forward_hidden(const torch::Tensor& embeds, const torch::Tensor& positions,
-                                  const torch::Tensor& key_valid, const torch::Tensor& role, KvCache* cache = nullptr,
-                                  bool all_layers = false) = 0;
+  // With bf16 on, the blocks run under autocast in bfloat16; what this returns
+  // is float32 (the cache keeps what the blocks made).
+  LMOutput forward_hidden(const torch::Tensor& embeds, const torch::Tensor& positions, const torch::Tensor& key_valid,
+                          const torch::Tensor& role, KvCache* cache = nullptr, bool all_layers = false);
   // The LM head over final hidden states [B,T,d] of rows whose role slots are
   // `role` [B]: logits [B,T,V]. Callers that read a few positions of a long
   // sequence (a prompt's last, a call's response) apply it to those alone.
@@ -115,6 +116,10 @@ class PolicyModelImpl : public torch::nn::Module {
   virtual int64_t max_len() const = 0;
   // A new model of the same architecture and options (its parameters freshly initialised).
   virtual std::shared_ptr<PolicyModelImpl> fresh_copy() const = 0;
+  // Mixed precision: forward passes in bfloat16 (autocast on the model's
+  // device); parameters, gradients, optimiser state and logits stay float32.
+  void set_bf16(bool on) { bf16_ = on; }
+  bool bf16() const { return bf16_; }
 
   // z = Prj(h) of hybrid messages; needs a latent projection.
   torch::Tensor project_latent(const torch::Tensor& h);
@@ -137,11 +142,16 @@ class PolicyModelImpl : public torch::nn::Module {
   bool has_latent_projection() const { return !latent_proj_.is_empty(); }
 
  protected:
+  // The architecture's blocks, final norm and value head (forward_hidden's work).
+  virtual LMOutput forward_blocks(const torch::Tensor& embeds, const torch::Tensor& positions,
+                                  const torch::Tensor& key_valid, const torch::Tensor& role, KvCache* cache,
+                                  bool all_layers) = 0;
   // Registers the latent projection (when `latent`) and an adapter for vectors
   // of `in_width` (when positive and not d), as "latent_proj" and "latent_in".
   void register_latent_parts(int64_t d, bool latent, int64_t in_width);
 
  private:
+  bool bf16_ = false;
   LatentProjection latent_proj_{nullptr};
   torch::nn::Linear latent_in_{nullptr};
 };

@@ -401,6 +401,7 @@ Trainer::Trainer(ModelPool& pool, TrainerConfig config, uint64_t seed) : impl_(s
       CopyParameters(*model, *ref);
       for (auto& p : ref->parameters()) p.set_requires_grad(false);
       ref->set_latent_dropout(false);
+      ref->set_bf16(model->bf16());
       impl_->references.push_back(ref);
     }
   }

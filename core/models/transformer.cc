@@ -81,7 +81,7 @@ std::shared_ptr<PolicyModelImpl> TransformerLMImpl::fresh_copy() const {
   return std::make_shared<TransformerLMImpl>(options_);
 }
 
-LMOutput TransformerLMImpl::forward_hidden(const torch::Tensor& embeds, const torch::Tensor& positions,
+LMOutput TransformerLMImpl::forward_blocks(const torch::Tensor& embeds, const torch::Tensor& positions,
                                            const torch::Tensor& key_valid, const torch::Tensor& role, KvCache* cache,
                                            bool all_layers) {
   const int64_t T = embeds.size(1);

@@ -55,14 +55,17 @@ class TransformerLMImpl : public PolicyModelImpl {
  public:
   explicit TransformerLMImpl(const TransformerLMOptions& options);
   torch::Tensor token_embeddings(const torch::Tensor& tokens) override { return tok_emb(tokens); }
-  LMOutput forward_hidden(const torch::Tensor& embeds, const torch::Tensor& positions, const torch::Tensor& key_valid,
-                          const torch::Tensor& role, KvCache* cache = nullptr, bool all_layers = false) override;
+
   torch::Tensor lm_logits(const torch::Tensor& hidden, const torch::Tensor& role) override;
   int64_t width() const override { return options_.d_model(); }
   int64_t vocab_size() const override { return options_.vocab_size(); }
   int64_t max_len() const override { return options_.max_len(); }
   std::shared_ptr<PolicyModelImpl> fresh_copy() const override;
   const TransformerLMOptions& options() const { return options_; }
+
+ protected:
+  LMOutput forward_blocks(const torch::Tensor& embeds, const torch::Tensor& positions, const torch::Tensor& key_valid,
+                          const torch::Tensor& role, KvCache* cache, bool all_layers) override;
 
  private:
   TransformerLMOptions options_;

@@ -3,6 +3,8 @@
 // teacher-forced scoring.
 #include <catch2/catch.hpp>
 
+#include <ATen/autocast_mode.h>
+
 #include <set>
 
 #include "core/models/gae.h"
@@ -421,4 +423,60 @@ TEST_CASE("PPO's token-level GAE gives its exact advantages with gamma and lambd
     CHECK(got.view({-1})[i].item<double>() == Approx(expected[i]).margin(1e-12));
   }
   CHECK(a1 == Approx(0.04144).margin(1e-12));
+}
+
+TEST_CASE("bf16 models compute in bfloat16 under autocast and keep float32 parameters, outputs and gradients",
+          "[models][bf16]") {
+  const Architecture a = GENERATE(kTransformer, kLlama);
+  INFO(a.name);
+  const std::string roles = "role { name: \"a0\" seats: \"a*\" model: \"m\" }\n";
+  auto w32 = Compile(std::string("model { name: \"m\" ") + a.sizes + " }\n", roles);
+  auto w16 = Compile(std::string("model { name: \"m\" ") + a.sizes + " precision: BF16 }\n", roles);
+  REQUIRE(w16.models[0].bf16);
+  ModelPool fp32(w32.models, 3), bf16(w16.models, 3);  // same seed: the same parameters
+  auto tokens = torch::randint(4, fp32.config(0).vocab_size, {3, 7}, torch::kLong);
+  auto positions = torch::arange(7, torch::kLong).repeat({3, 1});
+  auto valid = torch::ones({3, 7}, torch::kBool);
+  auto role = torch::zeros({3}, torch::kLong);
+  std::vector<LMOutput> out;
+  for (ModelPool* pool : {&fp32, &bf16}) {
+    auto& model = pool->impl().models[0];
+    model->zero_grad();
+    out.push_back(model->forward(tokens, positions, valid, role));
+    (out.back().logits.pow(2).mean() + out.back().values.mean()).backward();
+    CHECK_FALSE(at::autocast::is_cpu_enabled());  // the guard put autocast back as it was
+  }
+  for (const LMOutput& o : out) {
+    CHECK(o.logits.scalar_type() == torch::kFloat);
+    CHECK(o.hidden.scalar_type() == torch::kFloat);
+    CHECK(o.values.scalar_type() == torch::kFloat);
+  }
+  // Close to float32, and not the same: the products did run in bfloat16 (8 bits of mantissa).
+  const double gap = (out[1].logits - out[0].logits).abs().max().item<double>();
+  const double scale = out[0].logits.abs().max().item<double>();
+  INFO("largest logit gap " << gap << " of " << scale);
+  CHECK(gap > 0.0);
+  CHECK(gap < 0.05 * scale + 1e-3);
+  // Gradients reach every float32 parameter, near the float32 model's.
+  auto p32 = fp32.impl().models[0]->named_parameters(), p16 = bf16.impl().models[0]->named_parameters();
+  for (const auto& item : p16) {
+    INFO(item.key());
+    CHECK(item.value().scalar_type() == torch::kFloat);
+    const torch::Tensor& g16 = item.value().grad();
+    const torch::Tensor& g32 = p32[item.key()].grad();
+    if (!g32.defined()) continue;
+    REQUIRE(g16.defined());
+    CHECK(g16.scalar_type() == torch::kFloat);
+    const double norm = g32.norm().item<double>();
+    CHECK((g16 - g32).norm().item<double>() <= 0.1 * norm + 1e-4);
+  }
+  // Generation (with the prefix cache's keys and values in bfloat16) answers as float32 does, nearly.
+  const std::vector<int> prompt = {1, 4, 9, 10, 11, 12, 13};
+  std::vector<GenerateQuery> q{GenerateQuery{0, &prompt, 3}};
+  q[0].cache_key = 1;
+  const auto g32 = Greedy(fp32, q), g16 = Greedy(bf16, q), again = Greedy(bf16, q);
+  REQUIRE(g16.size() == 1);
+  CHECK(g16[0].tokens.size() == g32[0].tokens.size());
+  CHECK(g16[0].logprobs[0] == Approx(g32[0].logprobs[0]).margin(0.05));
+  CHECK(again[0].tokens == g16[0].tokens);
 }

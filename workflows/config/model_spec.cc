@@ -89,6 +89,7 @@ ModelConfig ArchitectureOf(const config::ModelSpec& spec) {
     m.tokenizer_json = spec.hf_dir() + "/tokenizer.json";
   }
   m.device = spec.device();
+  m.bf16 = spec.precision() == config::BF16;
   m.lr = spec.optimizer().lr();
   m.weight_decay = spec.optimizer().weight_decay();
   m.grad_clip = spec.optimizer().grad_clip();
