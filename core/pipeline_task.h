@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/base/registry.h"
@@ -21,6 +22,9 @@ struct PipelineQuery {
   std::string type;                  // for metrics per question type; may be empty
   std::vector<std::string> supporting;     // passage ids that answer it (retrieval recall)
   std::vector<std::string> decomposition;  // oracle sub-questions (demonstrations)
+  // Counterfactual training queries: the text tools return says `to` wherever
+  // the source says `from` (in order), so the gold answer is only in what was retrieved.
+  std::vector<std::pair<std::string, std::string>> rewrites;
 };
 
 // What an episode produced, for scoring.

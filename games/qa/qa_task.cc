@@ -4,6 +4,7 @@
 //   tool "retriever"     BM25 top-k passages for each input query (Xapian)
 //   tool "answer_scorer" EM and F1 of its input against the gold answers
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <mutex>
 #include <set>
@@ -36,6 +37,11 @@ std::vector<ParamSpec> TaskSpecs() {
           {"eval_file", ParamType::kText, std::string(""),
            "evaluation questions, JSON lines (default: the Factbook set's test.jsonl)"},
           {"metric", ParamType::kText, std::string("f1"), "the outcome score: f1 or em"},
+          {"counterfactual", ParamType::kReal, 0.0,
+           "share of training questions (single-hop and bridge) whose retrieved passages are rewritten to state "
+           "another question's answer of the same relation, which becomes the gold answer: only a reader that "
+           "copies from the passages gets them right",
+           0.0, 1.0},
           {"vocabulary", ParamType::kInt, int64_t{3000},
            "word-vocabulary models: the most frequent words of training questions and answers they know", 16, 200000}};
 }
@@ -46,8 +52,10 @@ class FactbookQaTask : public PipelineTask {
       : train_(ReadQuestions(DataFile(p.Text("train_file"), "train.jsonl"))),
         eval_(ReadQuestions(DataFile(p.Text("eval_file"), "test.jsonl"))),
         metric_(p.Text("metric")),
+        counterfactual_(p.Real("counterfactual")),
         vocabulary_size_(static_cast<int>(p.Int("vocabulary"))) {
     if (metric_ != "f1" && metric_ != "em") throw GameError("metric must be f1 or em, got '" + metric_ + "'", "metric");
+    for (size_t i = 0; i < train_.size(); ++i) by_relation_[train_[i].relation].push_back(i);
   }
 
   std::vector<std::string> Vocabulary() const override {
@@ -68,7 +76,13 @@ class FactbookQaTask : public PipelineTask {
   }
 
   PipelineQuery MakeQuery(uint64_t seed) const override {
-    return QueryOf(train_[Rng(seed).Next() % train_.size()]);
+    Rng rng(seed);
+    const QaRecord& r = train_[rng.Next() % train_.size()];
+    PipelineQuery q = QueryOf(r);
+    if (counterfactual_ > 0 && Rewritable(r) && rng.Uniform() < counterfactual_) {
+      Counterfactual(r, rng, &q);
+    }
+    return q;
   }
   int EvalQueryCount() const override { return static_cast<int>(eval_.size()); }
   PipelineQuery EvalQuery(int i) const override { return QueryOf(eval_.at(static_cast<size_t>(i) % eval_.size())); }
@@ -104,10 +118,57 @@ class FactbookQaTask : public PipelineTask {
   }
 
  private:
+  // Answers a passage states as words: not comparisons (a country named in
+  // titles) and not yes/no questions (no passage says "yes").
+  static bool Rewritable(const QaRecord& r) {
+    if (r.type == "comparison" || r.answers.empty()) return false;
+    const std::string a = NormaliseAnswer(r.answers.front());
+    return a != "yes" && a != "no";
+  }
+
+  // Another training question's answer of the same relation becomes `q`'s,
+  // and what tools return says it wherever the passages name r's answer.
+  void Counterfactual(const QaRecord& r, Rng& rng, PipelineQuery* q) const {
+    const std::vector<size_t>& same = by_relation_.at(r.relation);
+    const size_t start = rng.Next() % same.size();
+    for (size_t k = 0; k < same.size(); ++k) {
+      const QaRecord& other = train_[same[(start + k) % same.size()]];
+      if (other.answers.empty() || ExactMatch(other.answers.front(), r.answers) > 0) continue;
+      std::vector<std::string> from = r.answers;  // longest first: "Mexico City" before "Mexico"
+      std::sort(from.begin(), from.end(), [](const auto& a, const auto& b) { return a.size() > b.size(); });
+      for (const auto& alias : from) {
+        if (!alias.empty()) q->rewrites.emplace_back(alias, other.answers.front());
+      }
+      q->answers = {other.answers.front()};
+      q->id += "+counterfactual:" + other.id;
+      return;
+    }
+  }
+
   std::vector<QaRecord> train_, eval_;
   std::string metric_;
+  double counterfactual_;
   int vocabulary_size_;
+  std::map<std::string, std::vector<size_t>> by_relation_;  // training questions per relation
 };
+
+// `text` with each rewrite's `from` replaced by its `to` wherever it stands as
+// whole words (not inside a longer word), in order.
+std::string Rewritten(std::string text, const std::vector<std::pair<std::string, std::string>>& rewrites) {
+  auto word_byte = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || (c & 0x80); };
+  for (const auto& [from, to] : rewrites) {
+    for (size_t at = text.find(from); at != std::string::npos;) {
+      const size_t end = at + from.size();
+      if ((at > 0 && word_byte(text[at - 1])) || (end < text.size() && word_byte(text[end]))) {
+        at = text.find(from, at + 1);
+        continue;
+      }
+      text.replace(at, from.size(), to);
+      at = text.find(from, at + to.size());
+    }
+  }
+  return text;
+}
 
 // At most `bytes` of `text`, not cutting a UTF-8 character.
 std::string Prefix(const std::string& text, size_t bytes) {
@@ -162,7 +223,10 @@ class Retriever : public PipelineTool {
           const auto& h = hits[at + q];
           if (rank >= static_cast<int>(h.size()) || v["ids"].size() >= max_docs_ || !seen.insert(h[rank].passage).second) continue;
           const Passage& p = index_->passages()[h[rank].passage];
-          v["docs"].push_back(p.title + ": " + Prefix(p.text, doc_chars_));
+          const auto* rewrites = calls[i].query != nullptr ? &calls[i].query->rewrites : nullptr;
+          v["docs"].push_back(p.title + ": " +
+                              Prefix(rewrites != nullptr && !rewrites->empty() ? Rewritten(p.text, *rewrites) : p.text,
+                                     doc_chars_));
           v["titles"].push_back(p.title);
           v["ids"].push_back(p.id);
         }

@@ -16,6 +16,7 @@
 #include "core/text/bpe_trainer.h"
 #include "core/text/tokenizer.h"
 #include "core/text/tokenizer_folder.h"
+#include "games/qa/answer_scoring.h"
 #include "games/qa/factbook_qa.h"
 #include "games/qa/qa_dataset.h"
 #include "tests/test_support.h"
@@ -512,6 +513,59 @@ TEST_CASE("an oracle node writes the oracle's text in rollouts, finds the suppor
   CHECK(recall[1] < 0.2);  // ...which an untrained decomposer's text does not
   REQUIRE(ablated.records.size() == 16);  // nothing of the oracle node is trained
   for (const auto& r : ablated.records) CHECK(r.phase == "answer");
+}
+
+TEST_CASE("counterfactual training questions get another answer, which only the retrieved passages state",
+          "[pipeline][qa][counterfactual]") {
+  const std::string text = Replace(QaDecompose(8), "task: \"factbook_qa\"",
+                                   "task: \"factbook_qa\" param { name: \"counterfactual\" real: 1 }");
+  const CompiledWorkflow w = CompileWorkflow(ParseWorkflowText(text, "qa.textproto"));
+  const CompiledPipeline& p = *w.pipeline;
+  int retrieve = -1;
+  for (size_t n = 0; n < p.nodes.size(); ++n) {
+    if (p.nodes[n].name == "retrieve") retrieve = static_cast<int>(n);
+  }
+  REQUIRE(retrieve >= 0);
+  auto joined = [](const ToolResult& r) {
+    std::string all;
+    for (const auto& d : r.values.at("docs")) all += d + "\n";
+    return all;
+  };
+  auto whole_word = [](const std::string& text, const std::string& word) {
+    auto inside = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || (c & 0x80); };
+    for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) {
+      const size_t end = at + word.size();
+      if ((at == 0 || !inside(text[at - 1])) && (end >= text.size() || !inside(text[end]))) return true;
+    }
+    return false;
+  };
+  int rewritten = 0, stated = 0;
+  for (uint64_t seed = 1; seed <= 60; ++seed) {
+    const PipelineQuery q = p.task->MakeQuery(seed);
+    INFO(q.id << ": " << q.question);
+    const std::string original_answer = qa::NormaliseAnswer(q.rewrites.empty() ? q.answers.front() : q.rewrites.front().first);
+    if (q.type == "comparison" || original_answer == "yes" || original_answer == "no") {
+      CHECK(q.rewrites.empty());  // no passage states these as words
+      continue;
+    }
+    REQUIRE_FALSE(q.rewrites.empty());
+    REQUIRE(q.answers.size() == 1);
+    const std::string& from = q.rewrites.front().first;
+    CHECK(qa::AnswerF1(q.answers.front(), {from}) < 1.0);  // a different answer
+    PipelineQuery original = q;
+    original.rewrites.clear();
+    const auto got = p.tools[retrieve]->Run({ToolCall{&q, q.decomposition}, ToolCall{&original, q.decomposition}});
+    const std::string docs = joined(got[0]), source = joined(got[1]);
+    if (!whole_word(source, from)) continue;  // the source names it as a word: rewritten
+    ++rewritten;
+    // No whole-word `from` is left (it may stand inside a longer word, or inside the new answer).
+    if (q.answers.front().find(from) == std::string::npos) CHECK_FALSE(whole_word(docs, from));
+    stated += docs.find(q.answers.front()) != std::string::npos;
+  }
+  CHECK(rewritten >= 10);
+  CHECK(stated >= rewritten / 2);  // the rest lost it to the cut at doc_chars
+  // Evaluation questions are never rewritten.
+  for (int i = 0; i < 10; ++i) CHECK(p.task->EvalQuery(i).rewrites.empty());
 }
 
 TEST_CASE("QA evaluation plays the test split and reports EM and F1 per question type", "[pipeline][qa]") {
