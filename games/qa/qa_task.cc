@@ -152,22 +152,29 @@ class FactbookQaTask : public PipelineTask {
   std::map<std::string, std::vector<size_t>> by_relation_;  // training questions per relation
 };
 
-// `text` with each rewrite's `from` replaced by its `to` wherever it stands as
-// whole words (not inside a longer word), in order.
-std::string Rewritten(std::string text, const std::vector<std::pair<std::string, std::string>>& rewrites) {
+// `text` with every whole-word occurrence of a rewrite's `from` (the first of
+// them that matches there, in order) replaced by its `to`, in one pass: what
+// was written in is never rewritten again.
+std::string Rewritten(const std::string& text, const std::vector<std::pair<std::string, std::string>>& rewrites) {
   auto word_byte = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || (c & 0x80); };
-  for (const auto& [from, to] : rewrites) {
-    for (size_t at = text.find(from); at != std::string::npos;) {
-      const size_t end = at + from.size();
-      if ((at > 0 && word_byte(text[at - 1])) || (end < text.size() && word_byte(text[end]))) {
-        at = text.find(from, at + 1);
-        continue;
+  std::string out;
+  out.reserve(text.size());
+  for (size_t at = 0; at < text.size();) {
+    bool replaced = false;
+    if (at == 0 || !word_byte(text[at - 1])) {
+      for (const auto& [from, to] : rewrites) {
+        const size_t end = at + from.size();
+        if (from.empty() || text.compare(at, from.size(), from) != 0) continue;
+        if (end < text.size() && word_byte(text[end])) continue;
+        out += to;
+        at = end;
+        replaced = true;
+        break;
       }
-      text.replace(at, from.size(), to);
-      at = text.find(from, at + to.size());
     }
+    if (!replaced) out += text[at++];
   }
-  return text;
+  return out;
 }
 
 // At most `bytes` of `text`, not cutting a UTF-8 character.

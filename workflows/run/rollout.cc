@@ -286,7 +286,10 @@ class Rollout::GameRun {
       BuildQueries(w);
       w.batches = r_.TickBatches(w.queries, options_, rng_);
       flying = i;
-      background_->Start([this, &w] { w.results = r_.policy_.Generate(w.batches); });
+      // A tick whose decisions all went to scripted seats has nothing to generate.
+      background_->Start([this, &w] {
+        w.results = w.batches.empty() ? std::vector<std::vector<Generation>>{} : r_.policy_.Generate(w.batches);
+      });
     };
     for (int i = 0; i < 2 && flying < 0; ++i) {
       if (waves_[i].active) launch(i);
