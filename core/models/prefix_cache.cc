@@ -7,6 +7,15 @@
 
 namespace troupe {
 
+namespace {
+
+// Whether `tokens` begins with all of `prefix`.
+bool StartsWith(const std::vector<int>& tokens, const std::vector<int>& prefix) {
+  return tokens.size() >= prefix.size() && std::equal(prefix.begin(), prefix.end(), tokens.begin());
+}
+
+}  // namespace
+
 uint64_t ParametersVersion(const torch::nn::Module& module) {
   uint64_t v = kFnv1aOffset;
   for (const auto& p : module.parameters()) {
@@ -53,9 +62,7 @@ bool PrefixCache::Covers(int64_t key, int role, const std::vector<int>& tokens) 
   auto it = by_key_.find(key);
   if (it == by_key_.end()) return false;
   for (const Entry& e : it->second.entries) {
-    if (e.role == role && e.tokens.size() >= tokens.size() &&
-        std::equal(tokens.begin(), tokens.end(), e.tokens.begin()))
-      return true;
+    if (e.role == role && StartsWith(e.tokens, tokens)) return true;
   }
   return false;
 }
@@ -75,12 +82,8 @@ void PrefixCache::Store(int64_t key, Entry entry) {
   }
   for (auto e = c.entries.begin(); e != c.entries.end(); ++e) {
     if (e->role != entry.role) continue;
-    const bool covered = e->tokens.size() >= entry.tokens.size() &&
-                         std::equal(entry.tokens.begin(), entry.tokens.end(), e->tokens.begin());
-    if (covered) return;
-    const bool extends =
-        e->tokens.size() < entry.tokens.size() && std::equal(e->tokens.begin(), e->tokens.end(), entry.tokens.begin());
-    if (extends) {
+    if (StartsWith(e->tokens, entry.tokens)) return;  // covered already
+    if (StartsWith(entry.tokens, e->tokens)) {        // the new entry extends it
       bytes_ -= e->bytes;
       c.entries.erase(e);
       break;

@@ -322,14 +322,14 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
         ep.outputs[q.node].runs = runs;
         // Its turn: how many times this node ran before in the episode (GRPO groups by query, role and turn).
         CallRecord rec = NewRecord(q.episode, options.group_size, node.role, 0, ep.visits[q.node]++, node.name);
+        if (q.latent_steps > 0) {  // a sender: readers get its vectors
+          NodeOutput& out = ep.outputs[q.node];
+          out.latents = gens[i].latents;
+          out.latent_width = workflow_.roles[node.role].latent_width;
+          out.values[kLatentsKey] = {std::string(1, kLatentMarker)};
+        }
         if (node.oracle && !options.scripted_for_trained) {
           // An ablated node (pipeline.oracle): its output stands, but it is no model's call.
-          if (q.latent_steps > 0) {
-            NodeOutput& out = ep.outputs[q.node];
-            out.latents = std::move(gens[i].latents);
-            out.latent_width = workflow_.roles[node.role].latent_width;
-            out.values[kLatentsKey] = {std::string(1, kLatentMarker)};
-          }
           if (observer && observer->Detailed(q.episode)) {
             rec.prompt = std::move(q.prompt.tokens);
             rec.response = std::move(gens[i].tokens);
@@ -339,12 +339,8 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
           continue;
         }
         if (q.latent_steps > 0) {
-          // A sender: readers get its vectors; the record keeps its own slots
-          // (between <bot> and <eot> at the prompt's end) for the trainer to recompute.
-          NodeOutput& out = ep.outputs[q.node];
-          out.latents = gens[i].latents;
-          out.latent_width = workflow_.roles[node.role].latent_width;
-          out.values[kLatentsKey] = {std::string(1, kLatentMarker)};
+          // The record keeps the sender's own slots (between <bot> and <eot> at
+          // the prompt's end) for the trainer to recompute.
           q.prompt.tokens.insert(q.prompt.tokens.end(), q.latent_steps, Vocab::kSoft);
           q.prompt.tokens.push_back(workflow_.Codec(node.role).MessageMarkers().second);
           rec.latent_steps = q.latent_steps;
