@@ -1,4 +1,4 @@
-// Speed of troupe's Llama-family decoder (core/models/llama.h): training
+// Speed of troupe's Llama-family decoder (core/models/llama/llama.h): training
 // tokens/s (forward, cross-entropy, backward, AdamW step) and KV-cached greedy
 // generation tokens/s at two batch sizes. bench/llama_speed.sh runs it beside
 // the same model in PyTorch (bench/llama_reference_bench.py) and prints the ratios.
@@ -10,7 +10,7 @@
 #include <string>
 
 #include "core/base/heap_tuning.h"
-#include "core/models/llama.h"
+#include "core/models/llama/llama.h"
 
 using namespace troupe;
 
@@ -20,16 +20,17 @@ double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::n
 
 // The benchmark's model: 4 layers of 256, 8 heads sharing 4 key/value heads.
 LlamaOptions BenchConfig() {
-  return LlamaOptions(8000)
-      .hidden_size(256)
-      .intermediate_size(688)
-      .layers(4)
-      .heads(8)
-      .kv_heads(4)
-      .max_len(512)
-      .rms_eps(1e-6)
-      .rope_theta(10000.0)
-      .tie_embeddings(true);
+  config::LlamaSpec sizes;
+  sizes.set_hidden_size(256);
+  sizes.set_intermediate_size(688);
+  sizes.set_layers(4);
+  sizes.set_heads(8);
+  sizes.set_kv_heads(4);
+  sizes.set_max_len(512);
+  sizes.set_rms_eps(1e-6);
+  sizes.set_rope_theta(10000.0);
+  sizes.set_tie_embeddings(true);
+  return LlamaOptions(8000, sizes);
 }
 
 double TrainTokensPerSecond(LlamaLM& model, int64_t batch, int64_t length, int steps) {

@@ -21,6 +21,9 @@ namespace {
 std::string LayerOf(const std::string& path) {
   auto starts = [&](const char* prefix) { return path.rfind(prefix, 0) == 0; };
   if (starts("core/base/")) return "base";
+  // Each architecture's torch-free half: its options, defaults and config.json.
+  static const std::regex spec_file(R"(core/models/(architecture_spec|[a-z0-9_]+/[a-z0-9_]+_spec)\.(h|cc))");
+  if (std::regex_match(path, spec_file)) return "arch_specs";
   if (starts("core/models/")) return "models";
   if (starts("core/")) return "core";
   if (starts("comms/proto/")) return "proto";
@@ -50,14 +53,16 @@ const std::map<std::string, Rule>& Rules() {
       {"proto", {{"proto"}, false, false, true}},
       {"comms", {{"base", "proto", "comms"}, false, true, true}},
       {"core", {{"base", "core"}, false, false, false}},
-      {"models", {{"base", "core", "models"}, true, false, false}},
+      {"arch_specs", {{"base", "proto", "core", "arch_specs"}, false, false, true}},
+      {"models", {{"base", "proto", "core", "arch_specs", "models"}, true, false, true}},
       {"games", {{"base", "core", "games"}, false, false, false}},
-      {"specs", {{"base", "proto", "core", "models", "specs"}, false, false, true}},
-      {"config", {{"base", "proto", "comms", "core", "models", "specs", "config"}, false, false, true}},
-      {"runtime", {{"base", "proto", "comms", "core", "models", "specs", "runtime"}, false, true, true}},
-      {"run", {{"base", "proto", "comms", "core", "models", "specs", "config", "runtime", "run"}, false, true, true}},
+      {"specs", {{"base", "proto", "core", "arch_specs", "models", "specs"}, false, false, true}},
+      {"config", {{"base", "proto", "comms", "core", "arch_specs", "models", "specs", "config"}, false, false, true}},
+      {"runtime", {{"base", "proto", "comms", "core", "arch_specs", "models", "specs", "runtime"}, false, true, true}},
+      {"run", {{"base", "proto", "comms", "core", "arch_specs", "models", "specs", "config", "runtime", "run"}, false, true, true}},
       {"workflows",
-       {{"base", "proto", "comms", "core", "models", "games", "specs", "config", "runtime", "run", "workflows"},
+       {{"base", "proto", "comms", "core", "arch_specs", "models", "games", "specs", "config", "runtime", "run",
+         "workflows"},
         false,
         true,
         true}},

@@ -1,4 +1,4 @@
-// LanguageModel over LlamaLM.
+// LanguageModel over any architecture a Hugging Face folder holds.
 #include "core/models/language_model.h"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -6,15 +6,18 @@
 #include <algorithm>
 
 #include "core/base/errors.h"
-#include "core/models/llama.h"
+#include "core/models/architecture.h"
 
 namespace troupe {
 
 namespace {
 
-class LlamaLanguageModel : public LanguageModel {
+class FolderLanguageModel : public LanguageModel {
  public:
-  explicit LlamaLanguageModel(LlamaLM model) : model_(std::move(model)) { model_->eval(); }
+  FolderLanguageModel(ModelConfig config, PolicyModel model)
+      : config_(std::move(config)), model_(std::move(model)) {
+    model_->eval();
+  }
 
   std::vector<float> Score(const std::vector<int>& ids) const override {
     torch::NoGradGuard no_grad;
@@ -80,19 +83,22 @@ class LlamaLanguageModel : public LanguageModel {
   int64_t parameter_count() const override {
     int64_t n = 0;
     for (const auto& p : model_->named_parameters()) {
-      if (IsFieldParameter(p.key())) n += p.value().numel();
+      if (ArchitectureOf(config_).IsFieldParameter(p.key())) n += p.value().numel();
     }
     return n;
   }
 
  private:
-  mutable LlamaLM model_;  // forward is not const in the frontend
+  ModelConfig config_;
+  mutable PolicyModel model_;  // forward is not const in the frontend
 };
 
 }  // namespace
 
 std::unique_ptr<LanguageModel> LanguageModel::Load(const std::string& dir) {
-  return std::make_unique<LlamaLanguageModel>(LoadLlamaFolder(dir));
+  ModelConfig config = HfFolderConfig(dir);
+  PolicyModel model = BuildPolicyModel(config);
+  return std::make_unique<FolderLanguageModel>(std::move(config), std::move(model));
 }
 
 }  // namespace troupe

@@ -1,4 +1,4 @@
-// A Llama-family language model from a Hugging Face folder, behind a torch-free
+// A language model from a Hugging Face folder (any architecture that reads one), behind a torch-free
 // header: the log-probabilities of a text's tokens and continuations of a
 // prompt (KV-cached). For `troupe lm` and the pretraining's evaluations.
 #pragma once

@@ -14,7 +14,8 @@
 
 #include "core/base/fnv1a.h"
 #include "core/base/errors.h"
-#include "core/models/architectures.h"
+#include "core/device_support.h"
+#include "core/models/architecture.h"
 #include "core/models/model_pool_impl.h"
 #include "core/vocab.h"
 
@@ -42,6 +43,10 @@ torch::Device ParseDevice(const std::string& text) {
   }
   throw ModelError("device '" + text + "': expected cpu or cuda:N");
 }
+
+// Workflow validation asks how many CUDA devices this LibTorch build has.
+const bool kCudaCounterSet =
+    SetCudaDeviceCounter([] { return torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count()) : 0; });
 
 ModelPool::ModelPool(std::vector<ModelConfig> configs, uint64_t seed) : impl_(std::make_unique<Impl>()) {
   impl_->configs = std::move(configs);

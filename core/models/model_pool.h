@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/models/architecture_spec.h"
 #include "core/rng.h"
 #include "core/vocab.h"
 
@@ -19,22 +20,12 @@ namespace troupe {
 struct ModelConfig {
   std::string name;
   int index = -1;  // position among the workflow's models (seeds its initialisation); -1: its place here
-  std::string architecture = "transformer";  // "transformer" (micro transformer) or "llama" (Llama family)
+  // The model's resolved workflow entry: its architecture oneof names the
+  // architecture and holds every one of its options (architecture_spec.h).
+  config::ModelSpec spec;
   int vocab_size = 0;
-  int d_model = 0;  // the Llama family's hidden_size
-  int layers = 0;
-  int heads = 0;
-  int max_len = 0;
-  int ff_mult = 0;  // transformer only
-  // Llama family only (../shared/specs/language_models.md):
-  int intermediate_size = 0;
-  int kv_heads = 0;
-  int head_dim = 0;  // 0: d_model / heads
-  double rms_eps = 0.0;
-  double rope_theta = 0.0;
-  bool qkv_bias = false;  // Qwen2
-  bool qk_norm = false;   // Qwen3
-  bool tie_embeddings = false;
+  // The sizes every architecture has (width, layers, heads, max_len).
+  ModelSizes sizes() const { return ArchitectureSpecOf(spec).Sizes(spec); }
   std::string hf_dir;  // a Hugging Face folder whose weights the model starts from; empty: fresh
   std::string tokenizer_json;  // text prompts: the tokenizer, which checkpoints carry; empty: word prompts
   int eos_token = Vocab::kEos;  // the token that ends an answer (the tokenizer's <|im_end|> for text prompts)
@@ -42,7 +33,7 @@ struct ModelConfig {
   int lora_rank = 0;        // > 0: per-role LoRA adapters (partial sharing)
   bool role_heads = false;  // per-role heads (partial sharing)
   bool latent = false;      // latent projection for LATENT/HYBRID channels
-  int latent_in_width = 0;  // > 0 and != d_model: an adapter for latent vectors of that width (another model's)
+  int latent_in_width = 0;  // > 0 and != width: an adapter for latent vectors of that width (another model's)
   std::string device;       // "cpu" or "cuda:N"
   bool bf16 = false;        // forward passes in bfloat16 (autocast); parameters and optimiser in float32
   double lr = 0.0;

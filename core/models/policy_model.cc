@@ -95,6 +95,12 @@ RoleLoraImpl::RoleLoraImpl(int64_t in, int64_t out, int64_t num_roles, int64_t r
   b = register_parameter("b", torch::zeros({num_roles, rank, out}));
 }
 
+RoleLora MaybeRoleLora(torch::nn::Module& owner, const char* name, int64_t in, int64_t out, int64_t num_roles,
+                       int64_t rank) {
+  if (rank <= 0) return RoleLora(nullptr);
+  return owner.register_module(name, RoleLora(in, out, num_roles, rank));
+}
+
 LatentProjectionImpl::LatentProjectionImpl(int64_t d, int64_t hidden)
     : generator_(at::make_generator<at::CPUGeneratorImpl>()) {
   fc1 = register_module("fc1", torch::nn::Linear(d, hidden));

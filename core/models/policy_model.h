@@ -1,6 +1,6 @@
 // PolicyModel: what the pool, the trainer, generation and hybrid messages need
-// of an agent's language model, whatever its architecture (the micro
-// transformer of transformer.h, the Llama family of llama.h). The parts every
+// of an agent's language model, whatever its architecture (each
+// registered by core/models/architecture.h). The parts every
 // architecture shares live here: the KV cache, the output, per-role LoRA
 // adapters and the latent projection of hybrid messages. Only translation
 // units that need LibTorch include this header.
@@ -61,6 +61,15 @@ class RoleLoraImpl : public torch::nn::Module {
   torch::Tensor a, b;
 };
 TORCH_MODULE(RoleLora);
+
+// Adapters named `name` registered on `owner` when rank > 0; an empty holder otherwise.
+RoleLora MaybeRoleLora(torch::nn::Module& owner, const char* name, int64_t in, int64_t out, int64_t num_roles,
+                       int64_t rank);
+// y, plus the role's adapter term for input x when there is an adapter.
+inline torch::Tensor WithRoleLora(const torch::Tensor& y, RoleLora& lora, const torch::Tensor& x,
+                                  const torch::Tensor& role) {
+  return lora.is_empty() ? y : y + lora(x, role);
+}
 
 // Prj of hybrid messages: Dropout -> Linear(d, h') -> GELU -> Linear(h', d) -> LayerNorm(d).
 // The dropout masks come from the projection's own generator (not LibTorch's

@@ -1,18 +1,16 @@
-// Pretrainer over LlamaLM and AdamW.
+// Pretrainer over any architecture with a Hugging Face folder, and AdamW.
 #include "core/models/pretrainer.h"
 
 #include <filesystem>
 
 #include "core/base/errors.h"
-#include "core/models/architectures.h"
-#include "core/models/llama.h"
-#include "core/safetensors.h"
+#include "core/models/architecture.h"
 
 namespace troupe {
 
 struct Pretrainer::Impl {
   ModelConfig config;
-  LlamaLM model{nullptr};
+  PolicyModel model;
   std::unique_ptr<torch::optim::AdamW> optimizer;
   std::vector<torch::Tensor> decayed, plain;  // weight decay on matrices only
 
@@ -35,14 +33,17 @@ struct Pretrainer::Impl {
 };
 
 Pretrainer::Pretrainer(const ModelConfig& config, uint64_t seed, int threads) : impl_(std::make_unique<Impl>()) {
-  if (config.architecture != "llama") throw ModelError("pretraining needs a llama model, not " + config.architecture);
+  if (!ArchitectureSpecOf(config.spec).hugging_face()) {
+    throw ModelError("pretraining needs an architecture with a Hugging Face folder (" + ArchitectureSpecOf(config.spec).name() +
+                     " has none)");
+  }
   SetTorchThreads(threads);
   impl_->config = config;
   torch::manual_seed(seed);
-  PolicyModel built = BuildPolicyModel(config);
-  impl_->model = LlamaLM(std::dynamic_pointer_cast<LlamaLMImpl>(built));
+  impl_->model = BuildPolicyModel(config);
+  const Architecture& architecture = ArchitectureOf(config);
   for (const auto& p : impl_->model->named_parameters()) {
-    if (!IsFieldParameter(p.key())) {
+    if (!architecture.IsFieldParameter(p.key())) {
       p.value().set_requires_grad(false);  // the value head is not trained on text
       continue;
     }
@@ -85,12 +86,14 @@ double Pretrainer::Loss(const std::vector<int>& tokens, int batch, int length) {
 int64_t Pretrainer::parameter_count() const {
   int64_t n = 0;
   for (const auto& p : impl_->model->named_parameters()) {
-    if (IsFieldParameter(p.key())) n += p.value().numel();
+    if (ArchitectureOf(impl_->config).IsFieldParameter(p.key())) n += p.value().numel();
   }
   return n;
 }
 
-void Pretrainer::WriteModel(const std::string& dir) const { WriteLlamaFolder(impl_->model, dir); }
+void Pretrainer::WriteModel(const std::string& dir) const {
+  ArchitectureOf(impl_->config).WriteHfFolder(*impl_->model, impl_->config, dir);
+}
 
 void Pretrainer::Save(const std::string& dir) const {
   WriteModel(dir + "/model");
@@ -101,7 +104,7 @@ void Pretrainer::Load(const std::string& dir) {
   if (!std::filesystem::exists(dir + "/model/config.json") || !std::filesystem::exists(dir + "/optimizer.pt")) {
     throw CheckpointError(dir + " is not a pretraining checkpoint (model/ and optimizer.pt)");
   }
-  LoadLlamaWeights(impl_->model, SafetensorsModel(dir + "/model"));
+  ArchitectureOf(impl_->config).ReadHfWeights(*impl_->model, dir + "/model");
   try {
     torch::load(*impl_->optimizer, dir + "/optimizer.pt");
   } catch (const c10::Error& e) {

@@ -1,4 +1,5 @@
-// Next-token training of one Llama-family model on token sequences, behind a
+// Next-token training of one language model (any architecture with a Hugging
+// Face folder: llama, gpt2) on token sequences, behind a
 // torch-free header: AdamW with gradient clipping, a learning rate per step,
 // held-out loss, and checkpoints whose model part is a Hugging Face folder.
 #pragma once
@@ -19,7 +20,7 @@ struct PretrainStep {
 
 class Pretrainer {
  public:
-  // A fresh model of `config` (architecture "llama"; vocab_size set), seeded.
+  // A fresh model of `config` (an architecture with a Hugging Face folder; vocab_size set), seeded.
   Pretrainer(const ModelConfig& config, uint64_t seed, int threads);
   ~Pretrainer();
 

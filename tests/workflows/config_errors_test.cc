@@ -308,9 +308,14 @@ TEST_CASE("defaults come from one table and the resolved workflow states every v
   CHECK(c.proto.trainer().iterations() == table.trainer().iterations());
   CHECK(c.run.iterations == table.trainer().iterations());
   CHECK(c.trainer.clip == table.trainer().clip());
-  CHECK(c.proto.model(0).transformer().max_len() == table.model(0).transformer().max_len());
-  CHECK(c.models[0].max_len == table.model(0).transformer().max_len());
-  CHECK(c.models[0].d_model == 16);  // written in the file: kept
+  // Architecture options default in their architecture's own table.
+  config::ModelSpec transformer_defaults;
+  transformer_defaults.mutable_transformer();
+  ApplyArchitectureDefaults(&transformer_defaults);
+  CHECK(transformer_defaults.transformer().max_len() == 160);
+  CHECK(c.proto.model(0).transformer().max_len() == transformer_defaults.transformer().max_len());
+  CHECK(c.models[0].sizes().max_len == transformer_defaults.transformer().max_len());
+  CHECK(c.models[0].sizes().width == 16);  // written in the file: kept
   CHECK(c.proto.model(0).optimizer().grad_clip() == table.model(0).optimizer().grad_clip());
   CHECK(c.proto.runtime().heartbeat_ms() == table.runtime().heartbeat_ms());
   CHECK(c.proto.credit().group_by_size() == 3);
@@ -325,7 +330,7 @@ TEST_CASE("defaults come from one table and the resolved workflow states every v
              Catch::StartsWith(At(zero, 11, "minibatch")) && Catch::Contains("minibatch must be positive"));
 }
 
-TEST_CASE("the schema's comments state the same defaults as the defaults table", "[config][defaults]") {
+TEST_CASE("the schema's comments state the same defaults as the defaults tables", "[config][defaults]") {
   // Every default the table holds, by (message, field), as text.
   std::map<std::pair<std::string, std::string>, std::string> table;
   std::function<void(const google::protobuf::Message&)> collect = [&](const google::protobuf::Message& m) {
@@ -343,6 +348,13 @@ TEST_CASE("the schema's comments state the same defaults as the defaults table",
     }
   };
   collect(WorkflowDefaults());
+  // Each architecture's options default in its own folder.
+  for (const std::string& name : ArchitectureNames()) {
+    config::ModelSpec model;
+    model.GetReflection()->MutableMessage(&model, config::ModelSpec::descriptor()->FindFieldByName(name));
+    ApplyArchitectureDefaults(&model);
+    collect(ArchitectureOptions(model));
+  }
   // Fields of workflow.proto whose comment says "default VALUE".
   std::ifstream in(troupe::testing::SourceDir() + "/comms/proto/workflow.proto");
   const std::regex message_line(R"(^message (\w+) \{)");

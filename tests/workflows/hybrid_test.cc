@@ -32,11 +32,12 @@ ModelConfig Config(const std::string& name, int d) {
   ModelConfig c;
   c.name = name;
   c.vocab_size = 20;
-  c.d_model = d;
-  c.heads = 2;
-  c.layers = 1;
-  c.max_len = 32;
-  c.ff_mult = 2;
+  config::TransformerSpec* t = c.spec.mutable_transformer();
+  t->set_d_model(d);
+  t->set_heads(2);
+  t->set_layers(1);
+  t->set_max_len(32);
+  t->set_ff_mult(2);
   c.latent = true;
   c.device = "cpu";
   c.lr = 0.01;

@@ -42,6 +42,8 @@ const Architecture kTransformer{"transformer", "transformer { d_model: 16 heads:
 const Architecture kLlama{"llama", "llama { hidden_size: 16 heads: 2 kv_heads: 1 layers: 1 intermediate_size: 32 }",
                           "model.layers.0.self_attn.q_proj.weight", "model.embed_tokens.weight",
                           "model.layers.0.mlp.lora_up.b"};
+const Architecture kGpt2{"gpt2", "gpt2 { hidden_size: 16 heads: 2 layers: 1 }", "transformer.h.0.attn.c_attn.weight",
+                         "transformer.wte.weight", "transformer.h.0.mlp.lora_fc.b"};
 
 std::string OneModel(const Architecture& a) {
   return std::string("model { name: \"m\" ") + a.sizes + " lora_rank: 2 }\n";
@@ -75,7 +77,7 @@ torch::Tensor Param(ModelPool& pool, int m, const std::string& name) {
 }  // namespace
 
 TEST_CASE("full sharing puts every role on one model, told apart by role embeddings", "[models][sharing]") {
-  const Architecture a = GENERATE(kTransformer, kLlama);
+  const Architecture a = GENERATE(kTransformer, kLlama, kGpt2);
   INFO(a.name);
   auto w =
       Compile(OneModel(a),
@@ -93,7 +95,7 @@ TEST_CASE("full sharing puts every role on one model, told apart by role embeddi
 }
 
 TEST_CASE("full separation gives each role its own model and gradients", "[models][sharing]") {
-  const Architecture a = GENERATE(kTransformer, kLlama);
+  const Architecture a = GENERATE(kTransformer, kLlama, kGpt2);
   INFO(a.name);
   auto w =
       Compile(TwoModels(a),
@@ -109,7 +111,7 @@ TEST_CASE("full separation gives each role its own model and gradients", "[model
 }
 
 TEST_CASE("partial sharing trains the shared trunk and only the acting role's LoRA adapter", "[models][sharing]") {
-  const Architecture a = GENERATE(kTransformer, kLlama);
+  const Architecture a = GENERATE(kTransformer, kLlama, kGpt2);
   INFO(a.name);
   auto w = Compile(OneModel(a),
                    "role { name: \"a0\" seats: \"a0\" model: \"m\" adapter: LORA }\n"
@@ -137,7 +139,7 @@ TEST_CASE("partial sharing with per-role heads keeps one head per role", "[model
 }
 
 TEST_CASE("batched KV-cached generation agrees with teacher-forced scoring", "[models][generate]") {
-  const Architecture a = GENERATE(kTransformer, kLlama);
+  const Architecture a = GENERATE(kTransformer, kLlama, kGpt2);
   INFO(a.name);
   auto w = Compile(OneModel(a), "role { name: \"a\" seats: \"a*\" model: \"m\" }\n");
   ModelPool pool(w.models, 3);
@@ -177,7 +179,7 @@ std::vector<Generation> Greedy(ModelPool& pool, const std::vector<GenerateQuery>
 
 TEST_CASE("prefix reuse encodes only what an earlier prompt of the conversation did not, with the same answers",
           "[models][generate][prefix]") {
-  const Architecture a = GENERATE(kTransformer, kLlama);
+  const Architecture a = GENERATE(kTransformer, kLlama, kGpt2);
   INFO(a.name);
   auto w = Compile(OneModel(a), "role { name: \"a0\" seats: \"a0\" model: \"m\" adapter: LORA }\n"
                                 "role { name: \"a1\" seats: \"a1\" model: \"m\" adapter: LORA }\n");
@@ -238,7 +240,7 @@ TEST_CASE("prefix reuse encodes only what an earlier prompt of the conversation 
 }
 
 TEST_CASE("calls that share a prompt are scored as one pass over each call would score them", "[models][score]") {
-  const Architecture a = GENERATE(kTransformer, kLlama);
+  const Architecture a = GENERATE(kTransformer, kLlama, kGpt2);
   INFO(a.name);
   auto w = Compile(OneModel(a), "role { name: \"a\" seats: \"a*\" model: \"m\" }\n");
   ModelPool pool(w.models, 3);
@@ -287,7 +289,7 @@ TEST_CASE("a prompt longer than max_len is a clear model error", "[models][gener
   // time.
   auto w = Compile(kOneModel, "role { name: \"a\" seats: \"a*\" model: \"m\" }\n");
   std::vector<ModelConfig> models = w.models;
-  models[0].max_len = 8;
+  models[0].spec.mutable_transformer()->set_max_len(8);
   ModelPool pool(models, 3);
   const std::vector<int> p(8, 5);
   Rng rng(1);
@@ -317,14 +319,17 @@ TEST_CASE("supervised training teaches the model to answer with a token from its
   // Prompt: <bos> <role> k filler... q ; answer: k. Solving it needs attention back to position 2.
   // A workflow's defaults, then this task's sizes.
   const char* sizes = GENERATE("transformer { d_model: 32 heads: 4 layers: 2 ff_mult: 2 }",
-                               "llama { hidden_size: 32 heads: 4 kv_heads: 2 layers: 2 intermediate_size: 64 }");
+                               "llama { hidden_size: 32 heads: 4 kv_heads: 2 layers: 2 intermediate_size: 64 }",
+                               "gpt2 { hidden_size: 32 heads: 4 layers: 2 }");
   INFO(sizes);
   const CompiledWorkflow w = Compile(
       std::string("model { name: \"m\" ") + sizes + " optimizer { lr: 0.003 } }\n",
       "role { name: \"a\" seats: \"a*\" model: \"m\" }\n");
   ModelConfig c = w.models[0];
   c.vocab_size = 30;
-  c.max_len = 32;
+  if (c.spec.has_llama()) c.spec.mutable_llama()->set_max_len(32);
+  else if (c.spec.has_gpt2()) c.spec.mutable_gpt2()->set_max_len(32);
+  else c.spec.mutable_transformer()->set_max_len(32);
   ModelPool pool({c}, 1);
   TrainerConfig tc = w.trainer;
   tc.minibatch = 256;
@@ -427,7 +432,7 @@ TEST_CASE("PPO's token-level GAE gives its exact advantages with gamma and lambd
 
 TEST_CASE("bf16 models compute in bfloat16 under autocast and keep float32 parameters, outputs and gradients",
           "[models][bf16]") {
-  const Architecture a = GENERATE(kTransformer, kLlama);
+  const Architecture a = GENERATE(kTransformer, kLlama, kGpt2);
   INFO(a.name);
   const std::string roles = "role { name: \"a0\" seats: \"a*\" model: \"m\" }\n";
   auto w32 = Compile(std::string("model { name: \"m\" ") + a.sizes + " }\n", roles);

@@ -60,7 +60,7 @@ Exit status: 0 done, 1 config error, 2 usage, 3 troupe error, 4 internal error,
 
 const char* kPretrainUsage = R"(usage: troupe pretrain FILE [--out DIR] [--resume] [--set FIELD=VALUE]... [--seed N]
 
-Pretrains the workflow's one Llama-family model on real text (its pretrain { }
+Pretrains the workflow's one model (llama or gpt2) on real text (its pretrain { }
 section: corpora, tokenizer, sequence length, batch, passes). The run folder
 holds the resolved workflow, the learnt tokenizer, metrics.jsonl, TensorBoard
 events and checkpoints; at the end, model/ is a Hugging Face folder
@@ -376,8 +376,10 @@ int Validate(const Args& a) {
     const troupe::CompiledPretrain p = troupe::CompilePretrain(loaded);
     std::cout << (p.proto.name().empty() ? p.file : p.proto.name()) << ": pretraining on";
     for (const auto& c : p.corpora) std::cout << " " << c;
-    std::cout << "\n  model " << p.model.name << ": llama d=" << p.model.d_model << " layers=" << p.model.layers
-              << " heads=" << p.model.heads << " kv_heads=" << p.model.kv_heads << "\n  " << p.seq_len << " x "
+    const troupe::ArchitectureSpec& arch = troupe::ArchitectureSpecOf(p.model.spec);
+    const troupe::ModelSizes sizes = arch.Sizes(p.model.spec);
+    std::cout << "\n  model " << p.model.name << ": " << arch.name() << " d=" << sizes.width << " layers=" << sizes.layers
+              << " heads=" << sizes.heads << " " << arch.Details(p.model.spec) << "\n  " << p.seq_len << " x "
               << p.batch << " tokens a step, " << p.epochs << " pass(es)"
               << (p.max_tokens > 0 ? " over at most " + std::to_string(p.max_tokens) + " tokens" : "") << "\n\nvalid\n";
     return 0;

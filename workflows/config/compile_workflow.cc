@@ -2,10 +2,14 @@
 // trainer settings; defaults filled in. Graph properties are checked in
 // validate_graph.cc. Every error names its position or the offending name.
 #include <algorithm>
+#include <filesystem>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include "core/base/errors.h"
+#include "core/device_support.h"
+#include "core/models/architecture_spec.h"
 #include "workflows/config/compiled_workflow.h"
 #include "workflows/config/config_loader.h"
 #include "workflows/config/defaults.h"
@@ -108,48 +112,38 @@ constexpr char kMakeBaseModel[] =
     " (troupe's base model is made by `troupe pretrain workflows/shipped/base_model.textproto --out "
     "runs/base_model`, into runs/base_model/model)";
 
-// The field holding model i's sizes, for error positions.
-std::vector<PathStep> SizesPath(const LoadedWorkflow& w, int i, const char* field = nullptr) {
-  const config::ModelSpec& m = w.proto.model(i);
+// The field holding model i's architecture options (or its hf_dir), for error positions.
+std::vector<PathStep> OptionsPath(const LoadedWorkflow& w, int i, const std::string& architecture,
+                                  const std::string& field = "") {
   std::vector<PathStep> path{{"model", i}};
-  if (m.has_hf_dir()) return path.push_back({"hf_dir"}), path;
-  path.push_back({m.has_llama() ? "llama" : "transformer"});
-  if (field != nullptr) path.push_back({field});
+  if (w.proto.model(i).has_hf_dir()) return path.push_back({"hf_dir"}), path;
+  // A model that names no architecture gets the default one: point at the model.
+  if (w.proto.model(i).architecture_case() == config::ModelSpec::ARCHITECTURE_NOT_SET) return path;
+  path.push_back({architecture.c_str()});  // the caller's strings outlive the path
+  if (!field.empty()) path.push_back({field.c_str()});
   return path;
 }
 
-void CheckArchitecture(const LoadedWorkflow& w, int i, const ModelConfig& mc) {
-  const std::string& name = mc.name;
-  if (mc.architecture == "llama") {
-    if (mc.d_model <= 0 || mc.intermediate_size <= 0 || mc.layers <= 0 || mc.heads <= 0 || mc.kv_heads <= 0 ||
-        mc.max_len <= 0 || mc.head_dim < 0) {
-      w.Fail(SizesPath(w, i), "model '" + name + "': sizes must be positive");
-    }
-    if (mc.heads % mc.kv_heads != 0) {
-      w.Fail(SizesPath(w, i, "kv_heads"), "model '" + name + "': heads " + std::to_string(mc.heads) +
-                                              " is not a multiple of kv_heads " + std::to_string(mc.kv_heads));
-    }
-    if (mc.head_dim == 0 && mc.d_model % mc.heads != 0) {
-      w.Fail(SizesPath(w, i, "heads"), "model '" + name + "': hidden_size " + std::to_string(mc.d_model) +
-                                           " is not divisible by heads " + std::to_string(mc.heads) +
-                                           "; set head_dim");
-    }
-    if ((mc.head_dim > 0 ? mc.head_dim : mc.d_model / mc.heads) % 2 != 0) {
-      w.Fail(SizesPath(w, i, "head_dim"), "model '" + name + "': rotary embeddings need an even head dimension");
-    }
-    if (mc.rms_eps <= 0) w.Fail(SizesPath(w, i, "rms_eps"), "model '" + name + "': rms_eps must be positive");
-    if (mc.rope_theta <= 0) w.Fail(SizesPath(w, i, "rope_theta"), "model '" + name + "': rope_theta must be positive");
-    if (mc.qkv_bias && mc.qk_norm) {
-      w.Fail(SizesPath(w, i, "qk_norm"), "model '" + name + "': qkv_bias (Qwen2) and qk_norm (Qwen3) do not go together");
-    }
-    return;
+// Whether the workflow file sets `field` of the model's architecture options.
+bool WritesOption(const config::ModelSpec& model, const char* field) {
+  if (model.architecture_case() == config::ModelSpec::ARCHITECTURE_NOT_SET) return false;
+  const google::protobuf::Message& options = ArchitectureOptions(model);
+  const google::protobuf::FieldDescriptor* f = options.GetDescriptor()->FindFieldByName(field);
+  return f != nullptr && options.GetReflection()->HasField(options, f);
+}
+
+void CheckDevice(const LoadedWorkflow& w, int i) {
+  const std::string& d = w.proto.model(i).device();
+  if (!ValidDeviceSyntax(d)) {
+    w.Fail({{"model", i}, {"device"}}, "model '" + w.proto.model(i).name() + "': device '" + d + "' is not cpu or cuda:N");
   }
-  if (mc.d_model <= 0 || mc.layers <= 0 || mc.heads <= 0 || mc.max_len <= 0 || mc.ff_mult <= 0) {
-    w.Fail(SizesPath(w, i), "model '" + name + "': sizes must be positive");
-  }
-  if (mc.d_model % mc.heads != 0) {
-    w.Fail(SizesPath(w, i, "heads"), "model '" + name + "': d_model " + std::to_string(mc.d_model) +
-                                         " is not divisible by heads " + std::to_string(mc.heads));
+  const std::optional<int> cuda = CudaDeviceCount();
+  if (d.rfind("cuda:", 0) != 0 || !cuda) return;
+  if (std::stoll(d.substr(5)) >= *cuda) {
+    w.Fail({{"model", i}, {"device"}},
+           "model '" + w.proto.model(i).name() + "': device '" + d + "', but this build of LibTorch " +
+               (*cuda == 0 ? std::string("has no CUDA devices (a CPU build, or no GPU here)")
+                           : "sees " + std::to_string(*cuda) + " CUDA device(s)"));
   }
 }
 
@@ -159,22 +153,24 @@ void CompileModels(const LoadedWorkflow& w, CompiledWorkflow& c) {
     const config::ModelSpec& m = w.proto.model(i);
     if (m.name().empty()) w.Fail({{"model", i}}, "model needs a name");
     if (!names.insert(m.name()).second) w.Fail({{"model", i}, {"name"}}, "model '" + m.name() + "' is defined twice");
-    if (!ValidDeviceSyntax(m.device())) {
-      w.Fail({{"model", i}, {"device"}}, "model '" + m.name() + "': device '" + m.device() + "' is not cpu or cuda:N");
-    }
-    const int kinds = m.has_transformer() + m.has_llama() + m.has_hf_dir();
-    if (kinds > 1) {
-      w.Fail({{"model", i}, {m.has_hf_dir() ? "hf_dir" : "llama"}},
-             "model '" + m.name() + "' names more than one architecture; give one of transformer, llama, hf_dir");
+    CheckDevice(w, i);
+    if (m.has_hf_dir() && m.architecture_case() != config::ModelSpec::ARCHITECTURE_NOT_SET) {
+      w.Fail({{"model", i}, {"hf_dir"}}, "model '" + m.name() +
+                                             "' names an architecture and an hf_dir; the folder's config.json "
+                                             "names its architecture, so give one of them");
     }
     ModelConfig mc;
     try {
-      mc = ArchitectureOf(c.proto.model(i));  // with its defaults
+      mc = ModelConfigOf(c.proto.model(i));  // with its defaults
     } catch (const CheckpointError& e) {
-      w.Fail({{"model", i}, {"hf_dir"}}, "model '" + m.name() + "': " + e.what() + kMakeBaseModel);
+      const bool missing = !std::filesystem::exists(m.hf_dir() + "/config.json");
+      w.Fail({{"model", i}, {"hf_dir"}}, "model '" + m.name() + "': " + e.what() + (missing ? kMakeBaseModel : ""));
     }
     mc.index = static_cast<int>(c.models.size());
-    CheckArchitecture(w, i, mc);
+    const ArchitectureSpec& arch = ArchitectureSpecOf(mc.spec);
+    for (const OptionProblem& p : arch.Validate(mc.spec)) {
+      w.Fail(OptionsPath(w, i, arch.name(), p.field), "model '" + m.name() + "': " + p.message);
+    }
     if (mc.lr <= 0) w.Fail({{"model", i}, {"optimizer"}, {"lr"}}, "learning rate must be positive");
     if (mc.grad_clip < 0) w.Fail({{"model", i}, {"optimizer"}, {"grad_clip"}}, "grad_clip must be 0 (off) or positive");
     c.models.push_back(mc);
@@ -278,9 +274,10 @@ void CompileRoles(const LoadedWorkflow& w, CompiledWorkflow& c) {
     if (rank <= 0) w.Fail({{"model", mi}, {"lora_rank"}}, "lora_rank must be positive");
     if (adapter == config::LORA) mc.lora_rank = rank;
     if (adapter == config::HEAD) mc.role_heads = true;
-    if (adapter == config::HEAD && mc.architecture == "llama") {
-      w.Fail({{"role", members.front()}, {"adapter"}},
-             "model '" + mc.name + "' is a Llama-family decoder: its roles share it with LORA adapters, not HEAD");
+    if (adapter == config::HEAD && !ArchitectureSpecOf(mc.spec).per_role_heads()) {
+      w.Fail({{"role", members.front()}, {"adapter"}}, "model '" + mc.name + "' is a " +
+                                                           ArchitectureSpecOf(mc.spec).name() +
+                                                           " model: its roles share it with LORA adapters, not HEAD");
     }
     std::string mode;
     if (members.size() == 1) {
@@ -509,12 +506,14 @@ void ValidatePromptLengths(const LoadedWorkflow& w, const CompiledWorkflow& c) {
       }
     }
     const ModelConfig& m = c.models[mi];
-    if (worst == nullptr || prompt + answer <= m.max_len) continue;
+    const int64_t max_len = m.sizes().max_len;
+    if (worst == nullptr || prompt + answer <= max_len) continue;
     const int i = static_cast<int>(mi);
     const config::ModelSpec& spec = w.proto.model(i);
-    const bool written = spec.transformer().has_max_len() || spec.llama().has_max_len() || spec.has_hf_dir();
-    w.Fail(written ? SizesPath(w, i, "max_len") : std::vector<PathStep>{{"model", i}},
-           "model '" + m.name + "': max_len " + std::to_string(m.max_len) + (written ? "" : " (the default)") +
+    const bool written = spec.has_hf_dir() || WritesOption(spec, "max_len");
+    w.Fail(written ? OptionsPath(w, i, ArchitectureSpecOf(m.spec).name(), "max_len")
+                   : std::vector<PathStep>{{"model", i}},
+           "model '" + m.name + "': max_len " + std::to_string(max_len) + (written ? "" : " (the default)") +
                " is too short for role '" + role->name + "': the longest '" + worst->phase + "' prompt " +
                c.game->Name() + " can give it is " + std::to_string(prompt) + " tokens, and its answer " +
                std::to_string(answer) + "; set max_len to at least " + std::to_string(prompt + answer));
@@ -558,7 +557,7 @@ CompiledWorkflow CompileWorkflow(const LoadedWorkflow& w) {
   CompileModels(w, c);
   CompileRoles(w, c);
   for (auto& r : c.roles) {
-    if (r.trained()) r.latent_width = c.models[r.model].d_model;
+    if (r.trained()) r.latent_width = static_cast<int>(c.models[r.model].sizes().width);
   }
   if (has_pipeline) ValidatePipelineGraph(w, c);
   ValidateChannels(w, c);
@@ -568,17 +567,17 @@ CompiledWorkflow CompileWorkflow(const LoadedWorkflow& w) {
   CompileRuntime(w, c);
   CompilePrompts(w, c);
   ValidatePromptLengths(w, c);
-  for (const auto& m : c.models) c.max_len.push_back(m.max_len);
+  for (const auto& m : c.models) c.max_len.push_back(static_cast<int>(m.sizes().max_len));
   if (c.pipeline) {
     // A pipeline's prompts are cut to fit (their length depends on the outputs); its answers are not.
     for (size_t i = 0; i < c.pipeline->nodes.size(); ++i) {
       const PipelineNode& n = c.pipeline->nodes[i];
       if (n.kind != config::ROLE_NODE) continue;
       const ModelConfig& m = c.models[c.roles[n.role].model];
-      if (n.max_tokens + 16 > m.max_len) {
+      if (n.max_tokens + 16 > m.sizes().max_len) {
         w.Fail({{"pipeline"}, {"node", static_cast<int>(i)}, {"max_tokens"}},
                "node '" + n.name + "': max_tokens " + std::to_string(n.max_tokens) + " leaves model '" + m.name +
-                   "' (max_len " + std::to_string(m.max_len) + ") too little room for a prompt");
+                   "' (max_len " + std::to_string(m.sizes().max_len) + ") too little room for a prompt");
       }
     }
     c.headline_metrics = c.pipeline->task->HeadlineMetrics();
@@ -615,9 +614,11 @@ std::string DescribeWorkflow(const CompiledWorkflow& c) {
   }
   for (size_t m = 0; m < c.models.size(); ++m) {
     const auto& mc = c.models[m];
-    out << "  model " << mc.name << ": " << mc.architecture << " d=" << mc.d_model << " layers=" << mc.layers
-        << " heads=" << mc.heads;
-    if (mc.architecture == "llama") out << " kv_heads=" << mc.kv_heads;
+    const ArchitectureSpec& arch = ArchitectureSpecOf(mc.spec);
+    const ModelSizes sizes = arch.Sizes(mc.spec);
+    out << "  model " << mc.name << ": " << arch.name() << " d=" << sizes.width << " layers=" << sizes.layers
+        << " heads=" << sizes.heads;
+    if (!arch.Details(mc.spec).empty()) out << " " << arch.Details(mc.spec);
     if (!mc.hf_dir.empty()) out << " from " << mc.hf_dir;
     out << " on " << mc.device << ", " << c.sharing[m];
     if (c.codecs[m]->reads_text()) out << ", text prompts (" << mc.tokenizer_json << ", " << mc.vocab_size << " tokens)";

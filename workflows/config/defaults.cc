@@ -3,7 +3,9 @@
 
 #include <google/protobuf/text_format.h>
 
+#include "comms/proto/fill_unset.h"
 #include "core/base/errors.h"
+#include "core/models/architecture_spec.h"
 
 namespace troupe {
 
@@ -14,21 +16,6 @@ namespace {
 // One element stands for each element of a repeated message field.
 constexpr char kDefaults[] = R"pb(
   model {
-    transformer { d_model: 64 layers: 2 heads: 4 max_len: 160 ff_mult: 4 }
-    llama {
-      hidden_size: 64
-      intermediate_size: 176
-      layers: 2
-      heads: 4
-      kv_heads: 2
-      head_dim: 0
-      max_len: 160
-      rms_eps: 1e-6
-      rope_theta: 10000
-      qkv_bias: false
-      qk_norm: false
-      tie_embeddings: true
-    }
     device: "cpu"
     optimizer { lr: 0.001 weight_decay: 0 grad_clip: 1 }
     lora_rank: 4
@@ -96,38 +83,6 @@ constexpr char kDefaults[] = R"pb(
   }
 )pb";
 
-// Copies into `target` every field `defaults` sets that `target` does not;
-// recurses into sub-messages `target` has (each element of a repeated one).
-void FillUnset(const pb::Message& defaults, pb::Message* target) {
-  const pb::Reflection* from = defaults.GetReflection();
-  const pb::Reflection* to = target->GetReflection();
-  std::vector<const pb::FieldDescriptor*> fields;
-  from->ListFields(defaults, &fields);
-  for (const pb::FieldDescriptor* f : fields) {
-    if (f->type() == pb::FieldDescriptor::TYPE_MESSAGE) {
-      if (f->is_repeated()) {
-        for (int i = 0; i < to->FieldSize(*target, f); ++i) {
-          FillUnset(from->GetRepeatedMessage(defaults, f, 0), to->MutableRepeatedMessage(target, f, i));
-        }
-      } else if (to->HasField(*target, f)) {
-        FillUnset(from->GetMessage(defaults, f), to->MutableMessage(target, f));
-      }
-      continue;
-    }
-    if (f->is_repeated() || to->HasField(*target, f)) continue;
-    switch (f->cpp_type()) {
-      case pb::FieldDescriptor::CPPTYPE_INT32: to->SetInt32(target, f, from->GetInt32(defaults, f)); break;
-      case pb::FieldDescriptor::CPPTYPE_INT64: to->SetInt64(target, f, from->GetInt64(defaults, f)); break;
-      case pb::FieldDescriptor::CPPTYPE_UINT64: to->SetUInt64(target, f, from->GetUInt64(defaults, f)); break;
-      case pb::FieldDescriptor::CPPTYPE_DOUBLE: to->SetDouble(target, f, from->GetDouble(defaults, f)); break;
-      case pb::FieldDescriptor::CPPTYPE_BOOL: to->SetBool(target, f, from->GetBool(defaults, f)); break;
-      case pb::FieldDescriptor::CPPTYPE_STRING: to->SetString(target, f, from->GetString(defaults, f)); break;
-      case pb::FieldDescriptor::CPPTYPE_ENUM: to->SetEnumValue(target, f, from->GetEnumValue(defaults, f)); break;
-      default: throw Error("workflow defaults: field " + f->full_name() + " has a type the filler does not know");
-    }
-  }
-}
-
 }  // namespace
 
 const config::Workflow& WorkflowDefaults() {
@@ -145,7 +100,11 @@ void ApplyDefaults(config::Workflow* w) {
   w->mutable_trainer();
   w->mutable_runtime();
   for (auto& m : *w->mutable_model()) {
-    if (!m.has_llama() && !m.has_hf_dir()) m.mutable_transformer();  // the default architecture
+    // Each architecture's options default in its own folder; a model that
+    // starts from a Hugging Face folder gets its architecture from it (ModelConfigOf).
+    if (!m.has_hf_dir() || m.architecture_case() != config::ModelSpec::ARCHITECTURE_NOT_SET) {
+      ApplyArchitectureDefaults(&m);
+    }
     m.mutable_optimizer();
   }
   FillUnset(WorkflowDefaults(), w);

@@ -2,6 +2,8 @@
 // schema's own text format (defaults.cc). Compilation fills every field a
 // workflow leaves unset from it, so the resolved workflow written to a run
 // folder states every value that ran, and no default is written twice.
+// Architecture options are the exception: each architecture's defaults live in
+// its own folder (core/models/NAME/NAME_spec.cc), where its options are.
 #pragma once
 
 #include "comms/proto/workflow.pb.h"

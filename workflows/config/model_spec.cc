@@ -4,7 +4,6 @@
 #include <filesystem>
 
 #include "core/base/errors.h"
-#include "core/hf_config.h"
 #include "workflows/config/compiled_workflow.h"
 #include "workflows/config/enums.h"
 
@@ -16,7 +15,7 @@ wire::ModelServeSpec MakeServeSpec(const CompiledWorkflow& c, int model) {
   s.set_model_index(model);
   s.set_seed(c.seed);
   s.set_threads(c.run.threads);
-  *s.mutable_model() = c.proto.model(model);
+  *s.mutable_model() = m.spec;  // resolved: the worker reads no model folder's config again
   s.set_vocab_size(m.vocab_size);
   s.set_num_roles(m.num_roles);
   s.set_lora(m.lora_rank > 0);
@@ -39,48 +38,18 @@ HubSpec MakeHubSpec(const CompiledWorkflow& c) {
   return h;
 }
 
-ModelConfig ArchitectureOf(const config::ModelSpec& spec) {
+ModelConfig ModelConfigOf(const config::ModelSpec& spec) {
   ModelConfig m;
   m.name = spec.name();
-  if (spec.has_hf_dir()) {
-    const HfDecoderConfig h = ReadHfDecoderConfig(spec.hf_dir() + "/config.json");
-    m.architecture = "llama";
-    m.hf_dir = spec.hf_dir();
-    m.vocab_size = static_cast<int>(h.vocab_size);  // compilation checks it against the prompts' vocabulary
-    m.d_model = static_cast<int>(h.hidden_size);
-    m.intermediate_size = static_cast<int>(h.intermediate_size);
-    m.layers = static_cast<int>(h.layers);
-    m.heads = static_cast<int>(h.heads);
-    m.kv_heads = static_cast<int>(h.kv_heads);
-    m.head_dim = static_cast<int>(h.head_dim);
-    m.max_len = static_cast<int>(h.max_len);
-    m.rms_eps = h.rms_eps;
-    m.rope_theta = h.rope_theta;
-    m.qkv_bias = h.qkv_bias();
-    m.qk_norm = h.qk_norm();
-    m.tie_embeddings = h.tie_embeddings;
-  } else if (spec.has_llama()) {
-    const config::LlamaSpec& l = spec.llama();
-    m.architecture = "llama";
-    m.d_model = l.hidden_size();
-    m.intermediate_size = l.intermediate_size();
-    m.layers = l.layers();
-    m.heads = l.heads();
-    m.kv_heads = l.kv_heads();
-    m.head_dim = l.head_dim();
-    m.max_len = l.max_len();
-    m.rms_eps = l.rms_eps();
-    m.rope_theta = l.rope_theta();
-    m.qkv_bias = l.qkv_bias();
-    m.qk_norm = l.qk_norm();
-    m.tie_embeddings = l.tie_embeddings();
-  } else {
-    m.d_model = spec.transformer().d_model();
-    m.layers = spec.transformer().layers();
-    m.heads = spec.transformer().heads();
-    m.max_len = spec.transformer().max_len();
-    m.ff_mult = spec.transformer().ff_mult();
+  m.spec = spec;
+  // A model that starts from a Hugging Face folder takes its architecture and
+  // sizes from the folder's config.json, once: the resolved spec carries them
+  // to the workers.
+  if (spec.has_hf_dir() && spec.architecture_case() == config::ModelSpec::ARCHITECTURE_NOT_SET) {
+    m.vocab_size = static_cast<int>(ReadHfFolderConfig(spec.hf_dir(), &m.spec));  // compilation checks it
   }
+  ApplyArchitectureDefaults(&m.spec);
+  m.hf_dir = spec.hf_dir();
   // Text prompts: the named tokenizer, or the one an hf_dir holds.
   namespace fs = std::filesystem;
   if (spec.has_tokenizer()) {
@@ -97,7 +66,7 @@ ModelConfig ArchitectureOf(const config::ModelSpec& spec) {
 }
 
 ModelConfig ModelConfigOf(const wire::ModelServeSpec& s) {
-  ModelConfig m = ArchitectureOf(s.model());
+  ModelConfig m = ModelConfigOf(s.model());
   m.index = s.model_index();
   m.vocab_size = s.vocab_size();
   m.num_roles = s.num_roles();

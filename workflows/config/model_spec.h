@@ -20,10 +20,11 @@ HubSpec MakeHubSpec(const CompiledWorkflow& workflow);
 ModelConfig ModelConfigOf(const wire::ModelServeSpec& spec);
 TrainerConfig TrainerConfigOf(const wire::ModelServeSpec& spec);
 
-// The pieces compilation shares with the above: a resolved model's
-// architecture and optimiser (no roles, vocabulary or index yet), and a
-// resolved trainer and credit section's update settings.
-ModelConfig ArchitectureOf(const config::ModelSpec& resolved);
+// The pieces compilation shares with the above: a model's architecture
+// (defaulted; from its hf_dir's config.json when it names none, with that
+// folder's vocabulary) and optimiser (no roles or index yet), and a resolved
+// trainer and credit section's update settings. CheckpointError for a bad folder.
+ModelConfig ModelConfigOf(const config::ModelSpec& model);
 TrainerConfig TrainerConfigOf(const config::TrainerSpec& trainer, const config::CreditSpec& credit);
 
 }  // namespace troupe

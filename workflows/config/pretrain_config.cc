@@ -5,6 +5,7 @@
 
 #include "core/base/errors.h"
 #include "core/base/registry.h"
+#include "core/models/architecture_spec.h"
 #include "core/text/corpora.h"
 #include "workflows/config/config_loader.h"
 #include "workflows/config/defaults.h"
@@ -23,13 +24,21 @@ CompiledPretrain CompilePretrain(const LoadedWorkflow& w) {
   ApplyDefaults(&c.proto);
   c.seed = c.proto.seed();
   const config::ModelSpec& m = w.proto.model(0);
-  if (!m.has_llama() && !m.has_hf_dir()) {
-    w.Fail({{"model", 0}}, "pretraining trains a Llama-family model: give it llama { } (or hf_dir)");
-  }
   try {
-    c.model = ArchitectureOf(c.proto.model(0));
+    c.model = ModelConfigOf(c.proto.model(0));
   } catch (const CheckpointError& e) {
     w.Fail({{"model", 0}, {"hf_dir"}}, e.what());
+  }
+  const ArchitectureSpec& arch = ArchitectureSpecOf(c.model.spec);
+  if (!arch.hugging_face()) {
+    w.Fail({{"model", 0}}, "pretraining writes a Hugging Face folder, which " + arch.name() +
+                               " has none: give the model llama { } or gpt2 { } (or hf_dir)");
+  }
+  for (const OptionProblem& p : arch.Validate(c.model.spec)) {
+    const std::string name = arch.name();
+    std::vector<PathStep> where{{"model", 0}, {m.has_hf_dir() ? "hf_dir" : name.c_str()}};
+    if (!m.has_hf_dir() && !p.field.empty()) where.push_back({p.field.c_str()});
+    w.Fail(where, "model '" + m.name() + "': " + p.message);
   }
   c.model.index = 0;
   if (c.model.lr <= 0) w.Fail({{"model", 0}, {"optimizer"}, {"lr"}}, "learning rate must be positive");
@@ -53,9 +62,9 @@ CompiledPretrain CompilePretrain(const LoadedWorkflow& w) {
   positive("eval_every", p.eval_every());
   positive("checkpoint_every", p.checkpoint_every());
   positive("threads", p.threads());
-  if (p.seq_len() > c.model.max_len) {
+  if (p.seq_len() > c.model.sizes().max_len) {
     w.Fail({{"pretrain"}, {"seq_len"}}, "seq_len " + std::to_string(p.seq_len()) + " exceeds the model's max_len " +
-                                           std::to_string(c.model.max_len));
+                                           std::to_string(c.model.sizes().max_len));
   }
   if (p.heldout_every() < 2) w.Fail({{"pretrain"}, {"heldout_every"}}, "heldout_every must be at least 2");
   if (p.tokenizer().empty() && p.vocab_size() < 512) {

@@ -95,7 +95,7 @@ void ValidateChannels(const LoadedWorkflow& w, const CompiledWorkflow& c) {
     // A reader's prompts carry vectors of one width (its own, or its latent_in adapter's).
     const int from = c.RoleIndex(ch.from());
     const int reader = c.roles[c.RoleIndex(ch.to())].model;
-    const int width = c.models[c.roles[from].model].d_model;
+    const int width = static_cast<int>(c.models[c.roles[from].model].sizes().width);
     auto [read, fresh] = read_width.emplace(reader, width);
     if (!fresh && read->second != width) {
       w.Fail({{"channel", i}}, "model '" + c.models[reader].name + "' would read latent vectors of widths " +
@@ -146,7 +146,7 @@ void CompileChannels(const LoadedWorkflow& w, CompiledWorkflow& c) {
     ModelConfig& reader = c.models[c.roles[c.RoleIndex(ch.to())].model];
     c.models[from.model].latent = true;
     reader.latent = true;
-    reader.latent_in_width = c.models[from.model].d_model;  // equal to its own width: no adapter
+    reader.latent_in_width = static_cast<int>(c.models[from.model].sizes().width);  // equal to its own width: no adapter
     if (!ReinforcementLatent(w, ch)) continue;
     const MessageShape shape = ShapeOf(ch);
     from.message_mode = shape.mode;

@@ -218,8 +218,9 @@ class PretrainRun {
     result_.total_steps = total;
     result_.train_tokens = static_cast<int64_t>(data.train.size());
     result_.heldout_tokens = static_cast<int64_t>(data.heldout.size());
+    const ModelSizes sizes = config.sizes();
     out_ << "model: " << result_.parameters << " parameters (vocabulary " << config.vocab_size << ", width "
-         << config.d_model << ", " << config.layers << " layers); " << total << " steps of " << B << " x " << L
+         << sizes.width << ", " << sizes.layers << " layers); " << total << " steps of " << B << " x " << L
          << " tokens (" << w_.epochs << " pass" << (w_.epochs == 1 ? "" : "es") << ")\n";
     int start = 0;
     int64_t lines = 0;

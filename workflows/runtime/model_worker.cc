@@ -134,7 +134,8 @@ std::string ServeModel(const WorkerOptions& o, const std::atomic<bool>* stop) {
           const GenerateBatch batch = FromWire(in.generate(), server.model_index(), &prompts, &options, &soft);
           std::vector<Generation> gens = server.Generate(batch);
           auto* reply = out.mutable_generated();
-          for (const auto& g : gens) ToWire(g, server.config().d_model, reply->add_rows());
+          const int width = static_cast<int>(server.config().sizes().width);
+          for (const auto& g : gens) ToWire(g, width, reply->add_rows());
           reply->set_forward_calls(server.forward_calls());
           reply->set_encoded_positions(server.encoded_positions());
           break;

@@ -6,49 +6,37 @@
 // PPO, role embeddings (zero at first) when roles share it, per-role LoRA
 // adapters on every projection, the latent parts of hybrid messages.
 // Parameter names are the field's (model.layers.{i}.self_attn.q_proj.weight,
-// ...), so a safetensors file loads by name; troupe's parts have names of their
-// own (IsFieldParameter). Only translation units that need LibTorch include this.
+// ...), so a safetensors file loads by name (llama_architecture.cc); troupe's
+// parts have names of their own. Only translation units that need LibTorch
+// include this.
 #pragma once
 
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "comms/proto/workflow.pb.h"
 #include "core/models/policy_model.h"
 
 namespace troupe {
 
-class SafetensorsFile;
-class SafetensorsModel;
-struct HfDecoderConfig;
-
-// Sizes come from a config (config.json or a workflow): no defaults here.
+// The sizes are the workflow's options message itself (config::LlamaSpec).
 struct LlamaOptions {
-  explicit LlamaOptions(int64_t vocab_size) : vocab_size_(vocab_size) {}
-  int64_t resolved_head_dim() const { return head_dim_ > 0 ? head_dim_ : hidden_size_ / heads_; }
+  LlamaOptions(int64_t vocab_size, config::LlamaSpec sizes) : vocab_size_(vocab_size), sizes_(std::move(sizes)) {}
+  const config::LlamaSpec& sizes() const { return sizes_; }
+  int64_t resolved_head_dim() const {
+    return sizes_.head_dim() > 0 ? sizes_.head_dim() : sizes_.hidden_size() / sizes_.heads();
+  }
   TORCH_ARG(int64_t, vocab_size);
-  TORCH_ARG(int64_t, hidden_size) = 0;
-  TORCH_ARG(int64_t, intermediate_size) = 0;
-  TORCH_ARG(int64_t, layers) = 0;
-  TORCH_ARG(int64_t, heads) = 0;
-  TORCH_ARG(int64_t, kv_heads) = 0;  // grouped-query attention: divides heads
-  TORCH_ARG(int64_t, head_dim) = 0;  // 0: hidden_size / heads
-  TORCH_ARG(int64_t, max_len) = 0;
-  TORCH_ARG(double, rms_eps) = 0.0;
-  TORCH_ARG(double, rope_theta) = 0.0;
-  TORCH_ARG(bool, qkv_bias) = false;  // Qwen2
-  TORCH_ARG(bool, qk_norm) = false;   // Qwen3
-  TORCH_ARG(bool, tie_embeddings) = false;
   // troupe's parts, not in the field's files:
   TORCH_ARG(int64_t, num_roles) = 1;        // > 1: role embeddings, zero at first
   TORCH_ARG(int64_t, lora_rank) = 0;        // > 0: per-role LoRA adapters on every projection
   TORCH_ARG(bool, latent) = false;          // a latent projection for hybrid messages
   TORCH_ARG(int64_t, latent_in_width) = 0;  // != hidden_size: an adapter for vectors of that width
-};
 
-// Whether a parameter is one of the field's (written to model.safetensors)
-// rather than one of troupe's own parts.
-bool IsFieldParameter(const std::string& name);
+ private:
+  config::LlamaSpec sizes_;
+};
 
 // x * rsqrt(mean(x^2) + eps) * weight, computed in float32.
 class RMSNormImpl : public torch::nn::Module {
@@ -117,9 +105,9 @@ class LlamaLMImpl : public PolicyModelImpl {
   // role [B] may be undefined when the model has one role.
 
   torch::Tensor lm_logits(const torch::Tensor& hidden, const torch::Tensor& role) override;
-  int64_t width() const override { return options_.hidden_size(); }
+  int64_t width() const override { return options_.sizes().hidden_size(); }
   int64_t vocab_size() const override { return options_.vocab_size(); }
-  int64_t max_len() const override { return options_.max_len(); }
+  int64_t max_len() const override { return options_.sizes().max_len(); }
   std::shared_ptr<PolicyModelImpl> fresh_copy() const override;
   const LlamaOptions& options() const { return options_; }
   LlamaModel model{nullptr};
@@ -136,38 +124,5 @@ class LlamaLMImpl : public PolicyModelImpl {
   torch::Tensor inv_freq_;  // RoPE frequencies, computed once per device
 };
 TORCH_MODULE(LlamaLM);
-
-// The decoder a Hugging Face config.json describes (hidden_size,
-// intermediate_size, num_hidden_layers, num_attention_heads,
-// num_key_value_heads, head_dim, rms_norm_eps, rope_theta, vocab_size,
-// max_position_embeddings, tie_word_embeddings; q/k/v bias for Qwen2, q/k norms
-// for Qwen3). A missing or mistyped field is a CheckpointError naming the file.
-LlamaOptions ReadLlamaConfig(const std::string& config_json);
-// The same sizes both ways (troupe's parts are left at their defaults).
-LlamaOptions LlamaOptionsOf(const HfDecoderConfig& config);
-HfDecoderConfig HfConfigOf(const LlamaOptions& options);
-
-// Copies every parameter of the field's checkpoint (by name) into `model`:
-// troupe's parts stay as they are; a missing tensor or one whose shape differs
-// is a CheckpointError naming the file and the tensor.
-void LoadLlamaWeights(LlamaLM& model, const SafetensorsFile& file);
-// The same from a folder's weights, one file or shards.
-void LoadLlamaWeights(LlamaLM& model, const SafetensorsModel& weights);
-
-// Writes `model` as a Hugging Face folder: config.json (the field's fields for
-// its variant) and model.safetensors (F32, or BF16 when `bf16`), or shards of
-// at most `max_shard_bytes` and their index, atomically file by file. troupe's
-// parts are not written there (see WriteTroupeParts).
-void WriteLlamaFolder(LlamaLM& model, const std::string& dir, bool bf16 = false, size_t max_shard_bytes = 0);
-
-// A model from a Hugging Face folder (config.json, model.safetensors or its shards), with
-// troupe's parts as `extra` asks (fresh ones: role embeddings at zero, adapters
-// that change nothing).
-LlamaLM LoadLlamaFolder(const std::string& dir, const LlamaOptions* extra = nullptr);
-
-// troupe's own parameters of `model` (value head, role embeddings, adapters,
-// latent parts) as one safetensors file beside the field's; and back.
-void WriteTroupeParts(LlamaLM& model, const std::string& path);
-void LoadTroupeParts(LlamaLM& model, const std::string& path);
 
 }  // namespace troupe

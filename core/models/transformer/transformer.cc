@@ -1,6 +1,6 @@
 // The decoder-only transformer: embeddings, causal self-attention blocks with a
 // KV cache, LM head and value head, with optional per-role adapters and heads.
-#include "core/models/transformer.h"
+#include "core/models/transformer/transformer.h"
 
 #include <cmath>
 
@@ -19,14 +19,14 @@ torch::Tensor AdaptedLinearImpl::forward(const torch::Tensor& x, const torch::Te
   return lora_a.defined() ? y + LoraDelta(x, lora_a, lora_b, role) : y;
 }
 
-BlockImpl::BlockImpl(const TransformerLMOptions& o) : heads_(o.heads()) {
-  const int64_t d = o.d_model(), r = o.lora_rank(), n = o.num_roles();
+BlockImpl::BlockImpl(const TransformerLMOptions& o) : heads_(o.sizes().heads()) {
+  const int64_t d = o.sizes().d_model(), r = o.lora_rank(), n = o.num_roles();
   ln1 = register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})));
   ln2 = register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})));
   qkv = register_module("qkv", AdaptedLinear(d, 3 * d, n, r));
   proj = register_module("proj", AdaptedLinear(d, d, n, r));
-  fc1 = register_module("fc1", AdaptedLinear(d, o.ff_mult() * d, n, r));
-  fc2 = register_module("fc2", AdaptedLinear(o.ff_mult() * d, d, n, r));
+  fc1 = register_module("fc1", AdaptedLinear(d, o.sizes().ff_mult() * d, n, r));
+  fc2 = register_module("fc2", AdaptedLinear(o.sizes().ff_mult() * d, d, n, r));
 }
 
 torch::Tensor BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& allowed, const torch::Tensor& role,
@@ -51,15 +51,15 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& al
 }
 
 TransformerLMImpl::TransformerLMImpl(const TransformerLMOptions& o) : options_(o) {
-  const int64_t d = o.d_model();
-  TORCH_CHECK(d > 0 && o.layers() > 0 && o.heads() > 0 && o.max_len() > 0 && o.ff_mult() > 0,
+  const int64_t d = o.sizes().d_model();
+  TORCH_CHECK(d > 0 && o.sizes().layers() > 0 && o.sizes().heads() > 0 && o.sizes().max_len() > 0 && o.sizes().ff_mult() > 0,
               "a transformer needs positive d_model, layers, heads, max_len and ff_mult");
-  TORCH_CHECK(d % o.heads() == 0, "d_model must be divisible by heads");
+  TORCH_CHECK(d % o.sizes().heads() == 0, "d_model must be divisible by heads");
   tok_emb = register_module("tok_emb", torch::nn::Embedding(o.vocab_size(), d));
-  pos_emb = register_module("pos_emb", torch::nn::Embedding(o.max_len(), d));
+  pos_emb = register_module("pos_emb", torch::nn::Embedding(o.sizes().max_len(), d));
   role_emb = register_module("role_emb", torch::nn::Embedding(o.num_roles(), d));
   blocks = register_module("blocks", torch::nn::ModuleList());
-  for (int64_t i = 0; i < o.layers(); ++i) blocks->push_back(Block(o));
+  for (int64_t i = 0; i < o.sizes().layers(); ++i) blocks->push_back(Block(o));
   ln_f = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})));
   if (o.role_heads()) {
     role_lm_w = register_parameter("role_lm_w", torch::randn({o.num_roles(), d, o.vocab_size()}) * 0.02);
@@ -85,8 +85,8 @@ LMOutput TransformerLMImpl::forward_blocks(const torch::Tensor& embeds, const to
                                            const torch::Tensor& key_valid, const torch::Tensor& role, KvCache* cache,
                                            bool all_layers) {
   const int64_t T = embeds.size(1);
-  TORCH_CHECK(positions.max().item<int64_t>() < options_.max_len(), "sequence longer than max_len ",
-              options_.max_len());
+  TORCH_CHECK(positions.max().item<int64_t>() < options_.sizes().max_len(), "sequence longer than max_len ",
+              options_.sizes().max_len());
   LMOutput out;
   torch::Tensor x = embeds + pos_emb(positions) + role_emb(role).unsqueeze(1);
   const torch::Tensor allowed = AttentionMask(key_valid, T);

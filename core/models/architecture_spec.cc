@@ -1,0 +1,140 @@
+// The architecture registry's configuration side, and config.json both ways.
+#include "core/models/architecture_spec.h"
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+
+#include <google/protobuf/text_format.h>
+
+#include "comms/proto/fill_unset.h"
+#include "core/base/errors.h"
+
+namespace troupe {
+
+namespace pb = google::protobuf;
+
+double HfConfigReader::number(const char* field) const {
+  if (!has(field) || !json_[field].is_number()) throw CheckpointError(path_ + ": needs a number '" + field + "'");
+  return json_[field].get<double>();
+}
+
+int64_t HfConfigReader::count(const char* field) const {
+  const double v = number(field);
+  if (v < 0 || v != static_cast<double>(static_cast<int64_t>(v))) {
+    throw CheckpointError(path_ + ": '" + field + "' must be a non-negative whole number");
+  }
+  return static_cast<int64_t>(v);
+}
+
+bool HfConfigReader::flag(const char* field, bool absent) const {
+  if (!has(field)) return absent;
+  if (!json_[field].is_boolean()) throw CheckpointError(path_ + ": '" + field + "' must be true or false");
+  return json_[field].get<bool>();
+}
+
+std::string HfConfigReader::text(const char* field, const std::string& absent) const {
+  if (!has(field)) return absent;
+  if (!json_[field].is_string()) throw CheckpointError(path_ + ": '" + field + "' must be a string");
+  return json_[field].get<std::string>();
+}
+
+namespace {
+
+// One instance of each registered architecture, made on first use.
+const std::map<std::string, std::unique_ptr<ArchitectureSpec>>& Specs() {
+  static const auto specs = [] {
+    std::map<std::string, std::unique_ptr<ArchitectureSpec>> all;
+    for (const std::string& name : ArchitectureSpecRegistry::Get().Names()) {
+      all[name] = ArchitectureSpecRegistry::Get().Create(name);
+    }
+    return all;
+  }();
+  return specs;
+}
+
+const pb::FieldDescriptor* OptionsField(const std::string& name) {
+  const pb::FieldDescriptor* f = config::ModelSpec::descriptor()->FindFieldByName(name);
+  if (f == nullptr || f->containing_oneof() == nullptr) {
+    throw ModelError("architecture '" + name + "' has no options field in ModelSpec's architecture oneof");
+  }
+  return f;
+}
+
+}  // namespace
+
+std::vector<std::string> ArchitectureNames() { return ArchitectureSpecRegistry::Get().Names(); }
+
+const ArchitectureSpec& ArchitectureSpecNamed(const std::string& name) {
+  auto it = Specs().find(name);
+  if (it == Specs().end()) {
+    throw ModelError("unknown architecture '" + name + "' (known: " + JoinNames(ArchitectureNames()) + ")");
+  }
+  return *it->second;
+}
+
+const ArchitectureSpec& ArchitectureSpecOf(const config::ModelSpec& model) {
+  const pb::OneofDescriptor* oneof = config::ModelSpec::descriptor()->FindOneofByName("architecture");
+  const pb::FieldDescriptor* set = model.GetReflection()->GetOneofFieldDescriptor(model, oneof);
+  if (set == nullptr) throw ConfigError("model '" + model.name() + "' names no architecture");
+  return ArchitectureSpecNamed(set->name());
+}
+
+const pb::Message& ArchitectureOptions(const config::ModelSpec& model) {
+  return model.GetReflection()->GetMessage(model, OptionsField(ArchitectureSpecOf(model).name()));
+}
+
+void ApplyArchitectureDefaults(config::ModelSpec* model) {
+  const pb::OneofDescriptor* oneof = config::ModelSpec::descriptor()->FindOneofByName("architecture");
+  const pb::Reflection* r = model->GetReflection();
+  const pb::FieldDescriptor* set = r->GetOneofFieldDescriptor(*model, oneof);
+  const ArchitectureSpec& arch = set ? ArchitectureSpecNamed(set->name()) : ArchitectureSpecNamed(kDefaultArchitecture);
+  pb::Message* options = r->MutableMessage(model, OptionsField(arch.name()));
+  std::unique_ptr<pb::Message> defaults(options->New());
+  if (!pb::TextFormat::ParseFromString(arch.defaults_text(), defaults.get())) {
+    throw Error("the defaults of architecture '" + arch.name() + "' do not parse");
+  }
+  FillUnset(*defaults, options);
+}
+
+int64_t ReadHfFolderConfig(const std::string& dir, config::ModelSpec* model) {
+  const std::string path = dir + "/config.json";
+  std::ifstream in(path);
+  if (!in) throw CheckpointError(path + ": cannot open");
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw CheckpointError(path + ": not JSON: " + e.what());
+  }
+  if (!json.is_object()) throw CheckpointError(path + ": expected a JSON object");
+  const HfConfigReader config(json, path);
+  const std::string type = config.text("model_type", "llama");
+  std::vector<std::string> known;
+  for (const auto& [name, arch] : Specs()) {
+    for (const std::string& t : arch->hf_model_types()) {
+      known.push_back(t);
+      if (t != type) continue;
+      arch->ReadHfConfig(config, model);
+      return config.count("vocab_size");
+    }
+  }
+  throw CheckpointError(path + ": model_type '" + type + "' is not one troupe reads (" + JoinNames(known) + ")");
+}
+
+void WriteHfFolderConfig(const config::ModelSpec& model, int64_t vocab_size, const std::string& dir,
+                         const std::string& torch_dtype) {
+  nlohmann::json json = ArchitectureSpecOf(model).HfConfig(model);
+  json["vocab_size"] = vocab_size;
+  json["torch_dtype"] = torch_dtype;
+  const std::string path = dir + "/config.json", tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << json.dump(2) << "\n";
+    if (!out) throw CheckpointError("cannot write " + tmp);
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+}  // namespace troupe

@@ -1,0 +1,185 @@
+// The Llama-family decoder's forward pass.
+#include "core/models/llama/llama.h"
+
+#include <cmath>
+#include <limits>
+
+namespace troupe {
+
+namespace {
+
+// [x1, x2] -> [-x2, x1] over the last dimension's halves.
+torch::Tensor RotateHalf(const torch::Tensor& x) {
+  const int64_t half = x.size(-1) / 2;
+  return torch::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
+}
+
+void CheckOptions(const LlamaOptions& options) {
+  const config::LlamaSpec& o = options.sizes();
+  TORCH_CHECK(options.vocab_size() > 0 && o.hidden_size() > 0 && o.intermediate_size() > 0 && o.layers() > 0 &&
+                  o.heads() > 0 && o.kv_heads() > 0 && o.max_len() > 0 && o.rms_eps() > 0 && o.rope_theta() > 0,
+              "a Llama decoder needs positive sizes, rms_eps and rope_theta");
+  TORCH_CHECK(o.heads() % o.kv_heads() == 0, "heads (", o.heads(), ") must be a multiple of kv_heads (", o.kv_heads(),
+              ")");
+  TORCH_CHECK(options.resolved_head_dim() % 2 == 0, "the head dimension must be even for rotary embeddings");
+}
+
+}  // namespace
+
+RMSNormImpl::RMSNormImpl(int64_t size, double eps) : eps_(eps) {
+  weight = register_parameter("weight", torch::ones({size}));
+}
+
+torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
+  torch::Tensor h = x.to(torch::kFloat);
+  h = h * torch::rsqrt(h.pow(2).mean(-1, true) + eps_);
+  return weight * h.to(x.scalar_type());
+}
+
+LlamaAttentionImpl::LlamaAttentionImpl(const LlamaOptions& o)
+    : heads_(o.sizes().heads()), kv_heads_(o.sizes().kv_heads()), head_dim_(o.resolved_head_dim()) {
+  const int64_t H = o.sizes().hidden_size();
+  auto linear = [](int64_t in, int64_t out, bool bias) {
+    return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias));
+  };
+  q_proj = register_module("q_proj", linear(H, heads_ * head_dim_, o.sizes().qkv_bias()));
+  k_proj = register_module("k_proj", linear(H, kv_heads_ * head_dim_, o.sizes().qkv_bias()));
+  v_proj = register_module("v_proj", linear(H, kv_heads_ * head_dim_, o.sizes().qkv_bias()));
+  o_proj = register_module("o_proj", linear(heads_ * head_dim_, H, false));
+  if (o.sizes().qk_norm()) {
+    q_norm = register_module("q_norm", RMSNorm(head_dim_, o.sizes().rms_eps()));
+    k_norm = register_module("k_norm", RMSNorm(head_dim_, o.sizes().rms_eps()));
+  }
+  lora_q = MaybeRoleLora(*this, "lora_q", H, heads_ * head_dim_, o.num_roles(), o.lora_rank());
+  lora_k = MaybeRoleLora(*this, "lora_k", H, kv_heads_ * head_dim_, o.num_roles(), o.lora_rank());
+  lora_v = MaybeRoleLora(*this, "lora_v", H, kv_heads_ * head_dim_, o.num_roles(), o.lora_rank());
+  lora_o = MaybeRoleLora(*this, "lora_o", heads_ * head_dim_, H, o.num_roles(), o.lora_rank());
+}
+
+torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                                          const torch::Tensor& allowed, const torch::Tensor& role,
+                                          torch::Tensor* cache_k, torch::Tensor* cache_v) {
+  const int64_t B = x.size(0), T = x.size(1);
+  torch::Tensor q = WithRoleLora(q_proj(x), lora_q, x, role).view({B, T, heads_, head_dim_});
+  torch::Tensor k = WithRoleLora(k_proj(x), lora_k, x, role).view({B, T, kv_heads_, head_dim_});
+  torch::Tensor v = WithRoleLora(v_proj(x), lora_v, x, role).view({B, T, kv_heads_, head_dim_}).transpose(1, 2);
+  if (!q_norm.is_empty()) {  // Qwen3: per head, before the rotation
+    q = q_norm(q);
+    k = k_norm(k);
+  }
+  q = q.transpose(1, 2);
+  k = k.transpose(1, 2);
+  q = q * cos + RotateHalf(q) * sin;
+  k = k * cos + RotateHalf(k) * sin;
+  if (cache_k != nullptr) {
+    if (cache_k->defined()) {
+      k = torch::cat({*cache_k, k}, 2);
+      v = torch::cat({*cache_v, v}, 2);
+    }
+    *cache_k = k;
+    *cache_v = v;
+  }
+  // Each key/value head serves `group` consecutive query heads: those heads'
+  // queries are stacked as one longer query block of their key/value head, so
+  // the keys and values (and the cache) are never copied per query head.
+  const int64_t group = heads_ / kv_heads_, Tk = k.size(2);
+  const torch::Tensor grouped = q.reshape({B, kv_heads_, group * T, head_dim_});
+  torch::Tensor scores = grouped.matmul(k.transpose(-2, -1)).view({B, heads_, T, Tk}) /
+                         std::sqrt(static_cast<double>(head_dim_));
+  scores = scores.masked_fill(allowed.logical_not(), -std::numeric_limits<float>::infinity());
+  torch::Tensor att = torch::softmax(scores.to(torch::kFloat), -1).to(q.scalar_type());
+  const torch::Tensor out = att.view({B, kv_heads_, group * T, Tk}).matmul(v).view({B, heads_, T, head_dim_});
+  const torch::Tensor merged = out.transpose(1, 2).reshape({B, T, heads_ * head_dim_});
+  return WithRoleLora(o_proj(merged), lora_o, merged, role);
+}
+
+LlamaMlpImpl::LlamaMlpImpl(const LlamaOptions& o) {
+  auto linear = [](int64_t in, int64_t out) {
+    return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false));
+  };
+  gate_proj = register_module("gate_proj", linear(o.sizes().hidden_size(), o.sizes().intermediate_size()));
+  up_proj = register_module("up_proj", linear(o.sizes().hidden_size(), o.sizes().intermediate_size()));
+  down_proj = register_module("down_proj", linear(o.sizes().intermediate_size(), o.sizes().hidden_size()));
+  lora_gate = MaybeRoleLora(*this, "lora_gate", o.sizes().hidden_size(), o.sizes().intermediate_size(), o.num_roles(), o.lora_rank());
+  lora_up = MaybeRoleLora(*this, "lora_up", o.sizes().hidden_size(), o.sizes().intermediate_size(), o.num_roles(), o.lora_rank());
+  lora_down = MaybeRoleLora(*this, "lora_down", o.sizes().intermediate_size(), o.sizes().hidden_size(), o.num_roles(), o.lora_rank());
+}
+
+torch::Tensor LlamaMlpImpl::forward(const torch::Tensor& x, const torch::Tensor& role) {
+  const torch::Tensor h = torch::silu(WithRoleLora(gate_proj(x), lora_gate, x, role)) * WithRoleLora(up_proj(x), lora_up, x, role);
+  return WithRoleLora(down_proj(h), lora_down, h, role);
+}
+
+LlamaLayerImpl::LlamaLayerImpl(const LlamaOptions& o) {
+  self_attn = register_module("self_attn", LlamaAttention(o));
+  mlp = register_module("mlp", LlamaMlp(o));
+  input_layernorm = register_module("input_layernorm", RMSNorm(o.sizes().hidden_size(), o.sizes().rms_eps()));
+  post_attention_layernorm = register_module("post_attention_layernorm", RMSNorm(o.sizes().hidden_size(), o.sizes().rms_eps()));
+}
+
+torch::Tensor LlamaLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                                      const torch::Tensor& allowed, const torch::Tensor& role, torch::Tensor* cache_k,
+                                      torch::Tensor* cache_v) {
+  torch::Tensor h = x + self_attn(input_layernorm(x), cos, sin, allowed, role, cache_k, cache_v);
+  return h + mlp(post_attention_layernorm(h), role);
+}
+
+LlamaModelImpl::LlamaModelImpl(const LlamaOptions& o) {
+  embed_tokens = register_module("embed_tokens", torch::nn::Embedding(o.vocab_size(), o.sizes().hidden_size()));
+  layers = register_module("layers", torch::nn::ModuleList());
+  for (int64_t i = 0; i < o.sizes().layers(); ++i) layers->push_back(LlamaLayer(o));
+  norm = register_module("norm", RMSNorm(o.sizes().hidden_size(), o.sizes().rms_eps()));
+}
+
+LlamaLMImpl::LlamaLMImpl(const LlamaOptions& options) : options_(options) {
+  CheckOptions(options_);
+  const int64_t H = options_.sizes().hidden_size();
+  model = register_module("model", LlamaModel(options_));
+  if (!options_.sizes().tie_embeddings()) {
+    lm_head = register_module("lm_head", torch::nn::Linear(torch::nn::LinearOptions(H, options_.vocab_size()).bias(false)));
+  }
+  value_head = register_module("value_head", torch::nn::Linear(H, 1));
+  if (options_.num_roles() > 1) role_emb = register_module("role_emb", torch::nn::Embedding(options_.num_roles(), H));
+  register_latent_parts(H, options_.latent(), options_.latent_in_width());
+  torch::NoGradGuard no_grad;
+  model->embed_tokens->weight.normal_(0, 0.02);
+  if (role_emb) role_emb->weight.zero_();  // a loaded model starts as it was for every role
+}
+
+std::shared_ptr<PolicyModelImpl> LlamaLMImpl::fresh_copy() const { return std::make_shared<LlamaLMImpl>(options_); }
+
+LMOutput LlamaLMImpl::forward_blocks(const torch::Tensor& embeds, const torch::Tensor& positions,
+                                     const torch::Tensor& key_valid, const torch::Tensor& role, KvCache* cache,
+                                     bool all_layers) {
+  const int64_t B = embeds.size(0), T = embeds.size(1), D = options_.resolved_head_dim();
+  TORCH_CHECK(positions.max().item<int64_t>() < options_.sizes().max_len(), "sequence longer than max_len ",
+              options_.sizes().max_len());
+  const torch::Tensor roles =
+      role.defined() ? role : torch::zeros({B}, torch::TensorOptions().dtype(torch::kLong).device(embeds.device()));
+  // Rotary angles: position * theta^(-2i/D), duplicated to D.
+  if (!inv_freq_.defined() || inv_freq_.device() != embeds.device()) {
+    inv_freq_ = torch::pow(options_.sizes().rope_theta(), -torch::arange(0, D, 2, torch::kFloat) / static_cast<double>(D))
+                    .to(embeds.device());
+  }
+  torch::Tensor angles = positions.to(torch::kFloat).unsqueeze(-1) * inv_freq_;  // [B,T,D/2]
+  angles = torch::cat({angles, angles}, -1).unsqueeze(1);                        // [B,1,T,D]
+  const torch::Tensor cos = angles.cos().to(embeds.scalar_type()), sin = angles.sin().to(embeds.scalar_type());
+  const torch::Tensor allowed = AttentionMask(key_valid, T);
+  if (cache != nullptr) cache->reserve_layers(model->layers->size());
+  torch::Tensor x = role_emb ? embeds + role_emb(roles).unsqueeze(1) : embeds;
+  LMOutput out;
+  for (size_t i = 0; i < model->layers->size(); ++i) {
+    x = model->layers[i]->as<LlamaLayer>()->forward(x, cos, sin, allowed, roles, cache ? &cache->keys[i] : nullptr,
+                                                    cache ? &cache->values[i] : nullptr);
+    if (all_layers) out.layers.push_back(x);
+  }
+  out.hidden = model->norm(x);
+  out.values = value_head(out.hidden).squeeze(-1);
+  return out;
+}
+
+torch::Tensor LlamaLMImpl::lm_logits(const torch::Tensor& hidden, const torch::Tensor& /*role*/) {
+  return options_.sizes().tie_embeddings() ? torch::matmul(hidden, model->embed_tokens->weight.t()) : lm_head(hidden);
+}
+
+}  // namespace troupe

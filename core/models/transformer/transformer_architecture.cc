@@ -1,0 +1,55 @@
+// The micro transformer's LibTorch half: built from config::TransformerSpec,
+// saved as LibTorch's archive (model-NAME.pt in a checkpoint folder).
+#include <filesystem>
+
+#include "core/base/errors.h"
+#include "core/models/architecture.h"
+#include "core/models/transformer/transformer.h"
+
+namespace troupe {
+namespace {
+
+std::string ModelFile(const ModelConfig& c, const std::string& dir) { return dir + "/model-" + c.name + ".pt"; }
+
+class TransformerArchitecture : public Architecture {
+ public:
+  PolicyModel Build(const ModelConfig& c) const override {
+    if (!c.hf_dir.empty()) throw ModelError("model '" + c.name + "': the micro transformer has no Hugging Face folder");
+    return TransformerLM(TransformerLMOptions(c.vocab_size, c.spec.transformer())
+                             .num_roles(c.num_roles)
+                             .lora_rank(c.lora_rank)
+                             .latent(c.latent)
+                             .latent_in_width(c.latent_in_width)
+                             .role_heads(c.role_heads))
+        .ptr();
+  }
+
+  void Save(PolicyModelImpl& model, const ModelConfig& c, const std::string& dir) const override {
+    torch::save(model.shared_from_this(), ModelFile(c, dir));
+  }
+
+  void Load(PolicyModel& model, const ModelConfig& c, const std::string& dir, torch::Device device) const override {
+    const std::string path = ModelFile(c, dir);
+    if (!std::filesystem::exists(path)) throw CheckpointError("checkpoint lacks model file " + path);
+    try {
+      torch::load(model, path, device);
+    } catch (const c10::Error& e) {
+      throw CheckpointError("cannot load " + path + ": " + e.what_without_backtrace());
+    }
+  }
+
+  bool IsFieldParameter(const std::string&) const override { return true; }
+
+  void WriteHfFolder(PolicyModelImpl&, const ModelConfig& c, const std::string&, bool, size_t) const override {
+    throw ModelError("model '" + c.name + "': the micro transformer has no Hugging Face folder");
+  }
+  void ReadHfWeights(PolicyModelImpl&, const std::string& dir) const override {
+    throw ModelError(dir + ": the micro transformer has no Hugging Face folder");
+  }
+};
+
+}  // namespace
+
+TROUPE_REGISTER_ARCHITECTURE("transformer", TransformerArchitecture);
+
+}  // namespace troupe

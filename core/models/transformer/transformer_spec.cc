@@ -1,0 +1,47 @@
+// The micro transformer's options (config::TransformerSpec): defaults and
+// validation. It has no Hugging Face counterpart; its checkpoints are
+// LibTorch archives.
+#include "core/models/architecture_spec.h"
+
+#include "core/base/errors.h"
+
+namespace troupe {
+namespace {
+
+class TransformerSpecOf : public ArchitectureSpec {
+ public:
+  std::string name() const override { return "transformer"; }
+  std::vector<std::string> hf_model_types() const override { return {}; }
+  std::string defaults_text() const override { return "d_model: 64 layers: 2 heads: 4 max_len: 160 ff_mult: 4"; }
+  bool per_role_heads() const override { return true; }
+
+  std::vector<OptionProblem> Validate(const config::ModelSpec& model) const override {
+    const config::TransformerSpec& t = model.transformer();
+    if (t.d_model() <= 0 || t.layers() <= 0 || t.heads() <= 0 || t.max_len() <= 0 || t.ff_mult() <= 0) {
+      return {{"", "sizes must be positive"}};
+    }
+    if (t.d_model() % t.heads() != 0) {
+      return {{"heads",
+               "d_model " + std::to_string(t.d_model()) + " is not divisible by heads " + std::to_string(t.heads())}};
+    }
+    return {};
+  }
+
+  ModelSizes Sizes(const config::ModelSpec& model) const override {
+    const config::TransformerSpec& t = model.transformer();
+    return {t.d_model(), t.layers(), t.heads(), t.max_len()};
+  }
+
+  void ReadHfConfig(const HfConfigReader& c, config::ModelSpec*) const override {
+    throw CheckpointError(c.path() + ": the micro transformer has no Hugging Face config");
+  }
+  nlohmann::json HfConfig(const config::ModelSpec& model) const override {
+    throw ModelError("model '" + model.name() + "': the micro transformer has no Hugging Face config");
+  }
+};
+
+}  // namespace
+
+TROUPE_REGISTER_ARCHITECTURE_SPEC("transformer", TransformerSpecOf);
+
+}  // namespace troupe
