@@ -13,6 +13,7 @@
 #include <google/protobuf/text_format.h>
 
 #include "core/base/errors.h"
+#include "core/device_support.h"
 #include "workflows/config/compiled_workflow.h"
 #include "workflows/config/config_loader.h"
 #include "workflows/config/defaults.h"
@@ -136,6 +137,24 @@ TEST_CASE("a model no role uses is reported", "[config]") {
 TEST_CASE("a device that is not cpu or cuda:N is reported", "[config]") {
   const std::string text = WithLine(7, "model { name: \"m\" device: \"gpu0\" }");
   CHECK_THAT(ErrorOf(text), Catch::StartsWith(At(text, 7, "device")) && Catch::Contains("not cpu or cuda:N"));
+}
+
+TEST_CASE("a CUDA device this LibTorch build cannot use is refused at validation", "[config]") {
+  // This build's LibTorch answers how many CUDA devices it has (none on a CPU build); no machine has 100.
+  REQUIRE(CudaDeviceCount().has_value());
+  const std::string text = WithLine(7, "model { name: \"m\" device: \"cuda:99\" }");
+  CHECK_THAT(ErrorOf(text), Catch::StartsWith(At(text, 7, "device")) && Catch::Contains("this build of LibTorch"));
+  if (*CudaDeviceCount() == 0) {
+    const std::string first = WithLine(7, "model { name: \"m\" device: \"cuda:0\" }");
+    CHECK_THAT(ErrorOf(first), Catch::StartsWith(At(first, 7, "device")) && Catch::Contains("has no CUDA devices"));
+  }
+}
+
+TEST_CASE("gpt2 options are validated at their lines", "[config][gpt2]") {
+  const std::string heads = WithLine(7, "model { name: \"m\" gpt2 { hidden_size: 30 heads: 4 } }");
+  CHECK_THAT(ErrorOf(heads), Catch::StartsWith(At(heads, 7, "heads")) && Catch::Contains("not divisible by heads 4"));
+  const std::string act = WithLine(7, "model { name: \"m\" gpt2 { activation: \"relu\" } }");
+  CHECK_THAT(ErrorOf(act), Catch::StartsWith(At(act, 7, "activation")) && Catch::Contains("'relu'"));
 }
 
 TEST_CASE("d_model must divide into the heads", "[config]") {
