@@ -21,6 +21,10 @@ const Architecture& ArchitectureOf(const ModelConfig& c) {
   return *it->second;
 }
 
+TroupeParts TroupePartsOf(const ModelConfig& c) {
+  return TroupeParts().num_roles(c.num_roles).lora_rank(c.lora_rank).latent(c.latent).latent_in_width(c.latent_in_width);
+}
+
 PolicyModel BuildPolicyModel(const ModelConfig& c) {
   PolicyModel model = ArchitectureOf(c).Build(c);
   model->set_bf16(c.bf16);

@@ -45,6 +45,9 @@ using ArchitectureRegistry = Registry<Architecture>;
 #define TROUPE_REGISTER_ARCHITECTURE(name, Type) \
   TROUPE_REGISTER(::troupe::ArchitectureRegistry, name, [] { return std::make_unique<Type>(); })
 
+// troupe's parts of config's model (roles, adapters, latent parts).
+TroupeParts TroupePartsOf(const ModelConfig& config);
+
 // The architecture config.spec names.
 const Architecture& ArchitectureOf(const ModelConfig& config);
 

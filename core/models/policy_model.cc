@@ -133,8 +133,9 @@ void LatentProjectionImpl::set_dropout_state(const torch::Tensor& state) {
   generator_.set_state(state);
 }
 
-void PolicyModelImpl::register_latent_parts(int64_t d, bool latent, int64_t in_width) {
-  if (latent) latent_proj_ = register_module("latent_proj", LatentProjection(d, 2 * d));
+void PolicyModelImpl::register_latent_parts(const TroupeParts& parts) {
+  const int64_t d = width(), in_width = parts.latent_in_width();
+  if (parts.latent()) latent_proj_ = register_module("latent_proj", LatentProjection(d, 2 * d));
   if (in_width > 0 && in_width != d) latent_in_ = register_module("latent_in", torch::nn::Linear(in_width, d));
 }
 

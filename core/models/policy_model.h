@@ -91,8 +91,24 @@ class LatentProjectionImpl : public torch::nn::Module {
 };
 TORCH_MODULE(LatentProjection);
 
+// The sizes every architecture's module has.
+struct ModuleShape {
+  int64_t width = 0;  // of the hidden states and input embeddings
+  int64_t vocab_size = 0;
+  int64_t max_len = 0;  // positions
+};
+
+// troupe's parts beside an architecture's own (never in the field's files).
+struct TroupeParts {
+  TORCH_ARG(int64_t, num_roles) = 1;        // > 1: role embeddings (and adapters) for the roles sharing the model
+  TORCH_ARG(int64_t, lora_rank) = 0;        // > 0: per-role LoRA adapters on every projection
+  TORCH_ARG(bool, latent) = false;          // a latent projection for hybrid messages (latent_proj)
+  TORCH_ARG(int64_t, latent_in_width) = 0;  // != width: an adapter for vectors of that width
+};
+
 class PolicyModelImpl : public torch::nn::Module {
  public:
+  explicit PolicyModelImpl(const ModuleShape& shape) : shape_(shape) {}
   // Input embeddings [B,T,d] of tokens [B,T]; a soft slot (Vocab::kSoft,
   // negative) gets a placeholder row for the caller to replace with its vector.
   torch::Tensor embed(const torch::Tensor& tokens) { return token_embeddings(tokens.clamp_min(0)); }
@@ -118,11 +134,11 @@ class PolicyModelImpl : public torch::nn::Module {
                    const torch::Tensor& role, KvCache* cache = nullptr) {
     return forward_embeds(embed(tokens), positions, key_valid, role, cache);
   }
-  virtual int64_t width() const = 0;  // d of the hidden states and input embeddings
+  int64_t width() const { return shape_.width; }  // d of the hidden states and input embeddings
   // The embeddings of valid token ids.
   virtual torch::Tensor token_embeddings(const torch::Tensor& tokens) = 0;
-  virtual int64_t vocab_size() const = 0;
-  virtual int64_t max_len() const = 0;
+  int64_t vocab_size() const { return shape_.vocab_size; }
+  int64_t max_len() const { return shape_.max_len; }
   // A new model of the same architecture and options (its parameters freshly initialised).
   virtual std::shared_ptr<PolicyModelImpl> fresh_copy() const = 0;
   // Mixed precision: forward passes in bfloat16 (autocast on the model's
@@ -155,11 +171,13 @@ class PolicyModelImpl : public torch::nn::Module {
   virtual LMOutput forward_blocks(const torch::Tensor& embeds, const torch::Tensor& positions,
                                   const torch::Tensor& key_valid, const torch::Tensor& role, KvCache* cache,
                                   bool all_layers) = 0;
-  // Registers the latent projection (when `latent`) and an adapter for vectors
-  // of `in_width` (when positive and not d), as "latent_proj" and "latent_in".
-  void register_latent_parts(int64_t d, bool latent, int64_t in_width);
+  // Registers the latent projection (when parts.latent()) and an adapter for
+  // vectors of parts.latent_in_width() (when positive and not the width), as
+  // "latent_proj" and "latent_in".
+  void register_latent_parts(const TroupeParts& parts);
 
  private:
+  ModuleShape shape_;
   bool bf16_ = false;
   LatentProjection latent_proj_{nullptr};
   torch::nn::Linear latent_in_{nullptr};

@@ -22,8 +22,8 @@ Gpt2AttentionImpl::Gpt2AttentionImpl(const Gpt2Options& o)
   const int64_t H = o.sizes().hidden_size();
   c_attn = register_module("c_attn", Conv1D(H, 3 * H));
   c_proj = register_module("c_proj", Conv1D(H, H));
-  lora_attn = MaybeRoleLora(*this, "lora_attn", H, 3 * H, o.num_roles(), o.lora_rank());
-  lora_proj = MaybeRoleLora(*this, "lora_proj", H, H, o.num_roles(), o.lora_rank());
+  lora_attn = MaybeRoleLora(*this, "lora_attn", H, 3 * H, o.parts().num_roles(), o.parts().lora_rank());
+  lora_proj = MaybeRoleLora(*this, "lora_proj", H, H, o.parts().num_roles(), o.parts().lora_rank());
 }
 
 torch::Tensor Gpt2AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& allowed,
@@ -51,8 +51,8 @@ Gpt2MlpImpl::Gpt2MlpImpl(const Gpt2Options& o) : approximate_(o.sizes().activati
   const int64_t H = o.sizes().hidden_size(), I = o.inner_size();
   c_fc = register_module("c_fc", Conv1D(H, I));
   c_proj = register_module("c_proj", Conv1D(I, H));
-  lora_fc = MaybeRoleLora(*this, "lora_fc", H, I, o.num_roles(), o.lora_rank());
-  lora_proj = MaybeRoleLora(*this, "lora_proj", I, H, o.num_roles(), o.lora_rank());
+  lora_fc = MaybeRoleLora(*this, "lora_fc", H, I, o.parts().num_roles(), o.parts().lora_rank());
+  lora_proj = MaybeRoleLora(*this, "lora_proj", I, H, o.parts().num_roles(), o.parts().lora_rank());
 }
 
 torch::Tensor Gpt2MlpImpl::forward(const torch::Tensor& x, const torch::Tensor& role) {
@@ -85,7 +85,9 @@ Gpt2ModelImpl::Gpt2ModelImpl(const Gpt2Options& o) {
       register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({H}).eps(o.sizes().layer_norm_eps())));
 }
 
-Gpt2LMImpl::Gpt2LMImpl(const Gpt2Options& options) : options_(options) {
+Gpt2LMImpl::Gpt2LMImpl(const Gpt2Options& options)
+    : PolicyModelImpl({options.sizes().hidden_size(), options.vocab_size(), options.sizes().max_len()}),
+      options_(options) {
   const config::Gpt2Spec& s = options_.sizes();
   TORCH_CHECK(options_.vocab_size() > 0 && s.hidden_size() > 0 && s.layers() > 0 && s.heads() > 0 && s.max_len() > 0,
               "a GPT-2 decoder needs positive sizes");
@@ -97,8 +99,8 @@ Gpt2LMImpl::Gpt2LMImpl(const Gpt2Options& options) : options_(options) {
         register_module("lm_head", torch::nn::Linear(torch::nn::LinearOptions(H, options_.vocab_size()).bias(false)));
   }
   value_head = register_module("value_head", torch::nn::Linear(H, 1));
-  if (options_.num_roles() > 1) role_emb = register_module("role_emb", torch::nn::Embedding(options_.num_roles(), H));
-  register_latent_parts(H, options_.latent(), options_.latent_in_width());
+  if (options_.parts().num_roles() > 1) role_emb = register_module("role_emb", torch::nn::Embedding(options_.parts().num_roles(), H));
+  register_latent_parts(options_.parts());
   // The field's initialisation: N(0, 0.02), the residual projections scaled by 1/sqrt(2 layers).
   torch::NoGradGuard no_grad;
   transformer->wte->weight.normal_(0, 0.02);

@@ -27,11 +27,7 @@ struct Gpt2Options {
     return sizes_.intermediate_size() > 0 ? sizes_.intermediate_size() : 4 * static_cast<int64_t>(sizes_.hidden_size());
   }
   TORCH_ARG(int64_t, vocab_size);
-  // troupe's parts, not in the field's files:
-  TORCH_ARG(int64_t, num_roles) = 1;        // > 1: role embeddings, zero at first
-  TORCH_ARG(int64_t, lora_rank) = 0;        // > 0: per-role LoRA adapters on every projection
-  TORCH_ARG(bool, latent) = false;          // a latent projection for hybrid messages
-  TORCH_ARG(int64_t, latent_in_width) = 0;  // != hidden_size: an adapter for vectors of that width
+  TORCH_ARG(TroupeParts, parts);
 
  private:
   config::Gpt2Spec sizes_;
@@ -98,9 +94,6 @@ class Gpt2LMImpl : public PolicyModelImpl {
   explicit Gpt2LMImpl(const Gpt2Options& options);
   torch::Tensor token_embeddings(const torch::Tensor& tokens) override { return transformer->wte(tokens); }
   torch::Tensor lm_logits(const torch::Tensor& hidden, const torch::Tensor& role) override;
-  int64_t width() const override { return options_.sizes().hidden_size(); }
-  int64_t vocab_size() const override { return options_.vocab_size(); }
-  int64_t max_len() const override { return options_.sizes().max_len(); }
   std::shared_ptr<PolicyModelImpl> fresh_copy() const override;
   const Gpt2Options& options() const { return options_; }
   Gpt2Model transformer{nullptr};

@@ -18,12 +18,7 @@ class Gpt2Architecture : public HfArchitecture {
 
  protected:
   PolicyModel BuildFresh(const ModelConfig& c) const override {
-    return Gpt2LM(Gpt2Options(c.vocab_size, c.spec.gpt2())
-                      .num_roles(c.num_roles)
-                      .lora_rank(c.lora_rank)
-                      .latent(c.latent)
-                      .latent_in_width(c.latent_in_width))
-        .ptr();
+    return Gpt2LM(Gpt2Options(c.vocab_size, c.spec.gpt2()).parts(TroupePartsOf(c))).ptr();
   }
 
   std::vector<std::string> FileNames(const std::string& parameter) const override {

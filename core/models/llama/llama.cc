@@ -50,10 +50,10 @@ LlamaAttentionImpl::LlamaAttentionImpl(const LlamaOptions& o)
     q_norm = register_module("q_norm", RMSNorm(head_dim_, o.sizes().rms_eps()));
     k_norm = register_module("k_norm", RMSNorm(head_dim_, o.sizes().rms_eps()));
   }
-  lora_q = MaybeRoleLora(*this, "lora_q", H, heads_ * head_dim_, o.num_roles(), o.lora_rank());
-  lora_k = MaybeRoleLora(*this, "lora_k", H, kv_heads_ * head_dim_, o.num_roles(), o.lora_rank());
-  lora_v = MaybeRoleLora(*this, "lora_v", H, kv_heads_ * head_dim_, o.num_roles(), o.lora_rank());
-  lora_o = MaybeRoleLora(*this, "lora_o", heads_ * head_dim_, H, o.num_roles(), o.lora_rank());
+  lora_q = MaybeRoleLora(*this, "lora_q", H, heads_ * head_dim_, o.parts().num_roles(), o.parts().lora_rank());
+  lora_k = MaybeRoleLora(*this, "lora_k", H, kv_heads_ * head_dim_, o.parts().num_roles(), o.parts().lora_rank());
+  lora_v = MaybeRoleLora(*this, "lora_v", H, kv_heads_ * head_dim_, o.parts().num_roles(), o.parts().lora_rank());
+  lora_o = MaybeRoleLora(*this, "lora_o", heads_ * head_dim_, H, o.parts().num_roles(), o.parts().lora_rank());
 }
 
 torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
@@ -100,9 +100,9 @@ LlamaMlpImpl::LlamaMlpImpl(const LlamaOptions& o) {
   gate_proj = register_module("gate_proj", linear(o.sizes().hidden_size(), o.sizes().intermediate_size()));
   up_proj = register_module("up_proj", linear(o.sizes().hidden_size(), o.sizes().intermediate_size()));
   down_proj = register_module("down_proj", linear(o.sizes().intermediate_size(), o.sizes().hidden_size()));
-  lora_gate = MaybeRoleLora(*this, "lora_gate", o.sizes().hidden_size(), o.sizes().intermediate_size(), o.num_roles(), o.lora_rank());
-  lora_up = MaybeRoleLora(*this, "lora_up", o.sizes().hidden_size(), o.sizes().intermediate_size(), o.num_roles(), o.lora_rank());
-  lora_down = MaybeRoleLora(*this, "lora_down", o.sizes().intermediate_size(), o.sizes().hidden_size(), o.num_roles(), o.lora_rank());
+  lora_gate = MaybeRoleLora(*this, "lora_gate", o.sizes().hidden_size(), o.sizes().intermediate_size(), o.parts().num_roles(), o.parts().lora_rank());
+  lora_up = MaybeRoleLora(*this, "lora_up", o.sizes().hidden_size(), o.sizes().intermediate_size(), o.parts().num_roles(), o.parts().lora_rank());
+  lora_down = MaybeRoleLora(*this, "lora_down", o.sizes().intermediate_size(), o.sizes().hidden_size(), o.parts().num_roles(), o.parts().lora_rank());
 }
 
 torch::Tensor LlamaMlpImpl::forward(const torch::Tensor& x, const torch::Tensor& role) {
@@ -131,7 +131,9 @@ LlamaModelImpl::LlamaModelImpl(const LlamaOptions& o) {
   norm = register_module("norm", RMSNorm(o.sizes().hidden_size(), o.sizes().rms_eps()));
 }
 
-LlamaLMImpl::LlamaLMImpl(const LlamaOptions& options) : options_(options) {
+LlamaLMImpl::LlamaLMImpl(const LlamaOptions& options)
+    : PolicyModelImpl({options.sizes().hidden_size(), options.vocab_size(), options.sizes().max_len()}),
+      options_(options) {
   CheckOptions(options_);
   const int64_t H = options_.sizes().hidden_size();
   model = register_module("model", LlamaModel(options_));
@@ -139,8 +141,8 @@ LlamaLMImpl::LlamaLMImpl(const LlamaOptions& options) : options_(options) {
     lm_head = register_module("lm_head", torch::nn::Linear(torch::nn::LinearOptions(H, options_.vocab_size()).bias(false)));
   }
   value_head = register_module("value_head", torch::nn::Linear(H, 1));
-  if (options_.num_roles() > 1) role_emb = register_module("role_emb", torch::nn::Embedding(options_.num_roles(), H));
-  register_latent_parts(H, options_.latent(), options_.latent_in_width());
+  if (options_.parts().num_roles() > 1) role_emb = register_module("role_emb", torch::nn::Embedding(options_.parts().num_roles(), H));
+  register_latent_parts(options_.parts());
   torch::NoGradGuard no_grad;
   model->embed_tokens->weight.normal_(0, 0.02);
   if (role_emb) role_emb->weight.zero_();  // a loaded model starts as it was for every role

@@ -28,11 +28,7 @@ struct LlamaOptions {
     return sizes_.head_dim() > 0 ? sizes_.head_dim() : sizes_.hidden_size() / sizes_.heads();
   }
   TORCH_ARG(int64_t, vocab_size);
-  // troupe's parts, not in the field's files:
-  TORCH_ARG(int64_t, num_roles) = 1;        // > 1: role embeddings, zero at first
-  TORCH_ARG(int64_t, lora_rank) = 0;        // > 0: per-role LoRA adapters on every projection
-  TORCH_ARG(bool, latent) = false;          // a latent projection for hybrid messages
-  TORCH_ARG(int64_t, latent_in_width) = 0;  // != hidden_size: an adapter for vectors of that width
+  TORCH_ARG(TroupeParts, parts);
 
  private:
   config::LlamaSpec sizes_;
@@ -105,9 +101,6 @@ class LlamaLMImpl : public PolicyModelImpl {
   // role [B] may be undefined when the model has one role.
 
   torch::Tensor lm_logits(const torch::Tensor& hidden, const torch::Tensor& role) override;
-  int64_t width() const override { return options_.sizes().hidden_size(); }
-  int64_t vocab_size() const override { return options_.vocab_size(); }
-  int64_t max_len() const override { return options_.sizes().max_len(); }
   std::shared_ptr<PolicyModelImpl> fresh_copy() const override;
   const LlamaOptions& options() const { return options_; }
   LlamaModel model{nullptr};

@@ -15,12 +15,7 @@ class LlamaArchitecture : public HfArchitecture {
 
  protected:
   PolicyModel BuildFresh(const ModelConfig& c) const override {
-    return LlamaLM(LlamaOptions(c.vocab_size, c.spec.llama())
-                       .num_roles(c.num_roles)
-                       .lora_rank(c.lora_rank)
-                       .latent(c.latent)
-                       .latent_in_width(c.latent_in_width))
-        .ptr();
+    return LlamaLM(LlamaOptions(c.vocab_size, c.spec.llama()).parts(TroupePartsOf(c))).ptr();
   }
 };
 

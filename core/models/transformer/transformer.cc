@@ -20,7 +20,7 @@ torch::Tensor AdaptedLinearImpl::forward(const torch::Tensor& x, const torch::Te
 }
 
 BlockImpl::BlockImpl(const TransformerLMOptions& o) : heads_(o.sizes().heads()) {
-  const int64_t d = o.sizes().d_model(), r = o.lora_rank(), n = o.num_roles();
+  const int64_t d = o.sizes().d_model(), r = o.parts().lora_rank(), n = o.parts().num_roles();
   ln1 = register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})));
   ln2 = register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})));
   qkv = register_module("qkv", AdaptedLinear(d, 3 * d, n, r));
@@ -50,25 +50,26 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& al
   return y + fc2(torch::gelu(fc1(ln2(y), role)), role);
 }
 
-TransformerLMImpl::TransformerLMImpl(const TransformerLMOptions& o) : options_(o) {
+TransformerLMImpl::TransformerLMImpl(const TransformerLMOptions& o)
+    : PolicyModelImpl({o.sizes().d_model(), o.vocab_size(), o.sizes().max_len()}), options_(o) {
   const int64_t d = o.sizes().d_model();
   TORCH_CHECK(d > 0 && o.sizes().layers() > 0 && o.sizes().heads() > 0 && o.sizes().max_len() > 0 && o.sizes().ff_mult() > 0,
               "a transformer needs positive d_model, layers, heads, max_len and ff_mult");
   TORCH_CHECK(d % o.sizes().heads() == 0, "d_model must be divisible by heads");
   tok_emb = register_module("tok_emb", torch::nn::Embedding(o.vocab_size(), d));
   pos_emb = register_module("pos_emb", torch::nn::Embedding(o.sizes().max_len(), d));
-  role_emb = register_module("role_emb", torch::nn::Embedding(o.num_roles(), d));
+  role_emb = register_module("role_emb", torch::nn::Embedding(o.parts().num_roles(), d));
   blocks = register_module("blocks", torch::nn::ModuleList());
   for (int64_t i = 0; i < o.sizes().layers(); ++i) blocks->push_back(Block(o));
   ln_f = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})));
   if (o.role_heads()) {
-    role_lm_w = register_parameter("role_lm_w", torch::randn({o.num_roles(), d, o.vocab_size()}) * 0.02);
-    role_value_w = register_parameter("role_value_w", torch::zeros({o.num_roles(), d, 1}));
+    role_lm_w = register_parameter("role_lm_w", torch::randn({o.parts().num_roles(), d, o.vocab_size()}) * 0.02);
+    role_value_w = register_parameter("role_value_w", torch::zeros({o.parts().num_roles(), d, 1}));
   } else {
     lm_head = register_module("lm_head", torch::nn::Linear(torch::nn::LinearOptions(d, o.vocab_size()).bias(false)));
     value_head = register_module("value_head", torch::nn::Linear(d, 1));
   }
-  register_latent_parts(d, o.latent(), o.latent_in_width());
+  register_latent_parts(o.parts());
   // Small initial embeddings keep the untrained policy close to uniform.
   torch::NoGradGuard no_grad;
   tok_emb->weight.normal_(0, 0.02);

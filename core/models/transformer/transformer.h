@@ -17,11 +17,8 @@ struct TransformerLMOptions {
       : vocab_size_(vocab_size), sizes_(std::move(sizes)) {}
   const config::TransformerSpec& sizes() const { return sizes_; }
   TORCH_ARG(int64_t, vocab_size);
-  TORCH_ARG(int64_t, num_roles) = 1;        // role embeddings (and adapters/heads) on this model
-  TORCH_ARG(int64_t, lora_rank) = 0;        // > 0: per-role LoRA adapters on every projection
-  TORCH_ARG(bool, role_heads) = false;      // per-role LM and value heads
-  TORCH_ARG(bool, latent) = false;          // a latent projection for hybrid messages (latent_proj)
-  TORCH_ARG(int64_t, latent_in_width) = 0;  // != d_model: a learned adapter for vectors of that width
+  TORCH_ARG(TroupeParts, parts);
+  TORCH_ARG(bool, role_heads) = false;  // per-role LM and value heads
 
  private:
   config::TransformerSpec sizes_;
@@ -57,9 +54,6 @@ class TransformerLMImpl : public PolicyModelImpl {
   torch::Tensor token_embeddings(const torch::Tensor& tokens) override { return tok_emb(tokens); }
 
   torch::Tensor lm_logits(const torch::Tensor& hidden, const torch::Tensor& role) override;
-  int64_t width() const override { return options_.sizes().d_model(); }
-  int64_t vocab_size() const override { return options_.vocab_size(); }
-  int64_t max_len() const override { return options_.sizes().max_len(); }
   std::shared_ptr<PolicyModelImpl> fresh_copy() const override;
   const TransformerLMOptions& options() const { return options_; }
 

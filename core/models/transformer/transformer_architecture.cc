@@ -16,10 +16,7 @@ class TransformerArchitecture : public Architecture {
   PolicyModel Build(const ModelConfig& c) const override {
     if (!c.hf_dir.empty()) throw ModelError("model '" + c.name + "': the micro transformer has no Hugging Face folder");
     return TransformerLM(TransformerLMOptions(c.vocab_size, c.spec.transformer())
-                             .num_roles(c.num_roles)
-                             .lora_rank(c.lora_rank)
-                             .latent(c.latent)
-                             .latent_in_width(c.latent_in_width)
+                             .parts(TroupePartsOf(c))
                              .role_heads(c.role_heads))
         .ptr();
   }
