@@ -16,35 +16,19 @@ Run with Debian's python3-torch (1.13):  /usr/bin/python3 tests/data/gpt2/make_r
 import json
 import math
 import os
-import struct
+import sys
 
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+from reference_files import write_variant  # noqa: E402
 
 VARIANTS = {
     # name: config overrides
     "gpt2_tied": dict(activation_function="gelu_new", n_inner=None, tie_word_embeddings=True, layer_norm_epsilon=1e-5),
     "gpt2_untied": dict(activation_function="gelu", n_inner=40, tie_word_embeddings=False, layer_norm_epsilon=1e-6),
 }
-
-
-def write_safetensors(path, tensors):
-    header, blobs, offset = {}, [], 0
-    for name, t in tensors.items():
-        t = t.contiguous()
-        dtype = {torch.float32: "F32", torch.int64: "I64"}[t.dtype]
-        data = t.numpy().tobytes()
-        header[name] = {"dtype": dtype, "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    text = json.dumps(header).encode()
-    text += b" " * ((8 - len(text) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
-        for b in blobs:
-            f.write(b)
 
 
 def gelu(x, kind):
@@ -105,15 +89,7 @@ def make(name, spec, seed):
         w[p + "mlp.c_proj.weight"], w[p + "mlp.c_proj.bias"] = r(I, H), r(H)
     if not c["tie_word_embeddings"]:
         w["lm_head.weight"] = r(V, H)
-    ids = torch.randint(0, V, (2, 9))
-    with torch.no_grad():
-        logits = forward(w, c, ids)
-    out = os.path.join(HERE, name)
-    os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "config.json"), "w") as f:
-        json.dump(c, f, indent=2)
-    write_safetensors(os.path.join(out, "model.safetensors"), w)
-    write_safetensors(os.path.join(out, "expected.safetensors"), {"input_ids": ids, "logits": logits.float()})
+    write_variant(os.path.join(HERE, name), c, w, forward)
 
 
 if __name__ == "__main__":

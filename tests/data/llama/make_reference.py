@@ -13,11 +13,13 @@ Run with Debian's python3-torch (1.13):  /usr/bin/python3 tests/data/llama/make_
 """
 import json
 import os
-import struct
+import sys
 
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+from reference_files import write_variant  # noqa: E402
 
 VARIANTS = {
     # name: (config overrides, tied, q/k/v bias, q/k norm)
@@ -27,24 +29,6 @@ VARIANTS = {
     "qwen3_qknorm": dict(num_key_value_heads=2, rope_theta=1e6, tie_word_embeddings=False, bias=False, qk_norm=True,
                          head_dim=16),
 }
-
-
-def write_safetensors(path, tensors):
-    header, blobs, offset = {}, [], 0
-    for name, t in tensors.items():
-        t = t.contiguous()
-        dtype = {torch.float32: "F32", torch.int64: "I64"}[t.dtype]
-        data = t.numpy().tobytes()
-        header[name] = {"dtype": dtype, "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    text = json.dumps(header).encode()
-    text += b" " * ((8 - len(text) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
-        for b in blobs:
-            f.write(b)
 
 
 def rms_norm(x, w, eps):
@@ -142,15 +126,7 @@ def make(name, spec, seed):
         w[p + "post_attention_layernorm.weight"] = norm(H)
     if not c["tie_word_embeddings"]:
         w["lm_head.weight"] = r(V, H)
-    ids = torch.randint(0, V, (2, 9))
-    with torch.no_grad():
-        logits = forward(w, c, ids)
-    out = os.path.join(HERE, name)
-    os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "config.json"), "w") as f:
-        json.dump(c, f, indent=2)
-    write_safetensors(os.path.join(out, "model.safetensors"), w)
-    write_safetensors(os.path.join(out, "expected.safetensors"), {"input_ids": ids, "logits": logits.float()})
+    write_variant(os.path.join(HERE, name), c, w, forward)
 
 
 if __name__ == "__main__":
