@@ -15,7 +15,7 @@
 #
 # Needs troupe's base model (runs/base_model/model; about 30 minutes):
 #   ./build/workflows/troupe pretrain workflows/shipped/base_model.textproto --out runs/base_model
-# Against a base model that has not read the test countries' pages (README, QA
+# Against a base model that has not read the test countries' pages (docs/pipelines/qa.md, QA
 # pipelines), pretrain it with
 #   --set pretrain.unseen_questions=factbook_qa:test --out runs/base_model_unseen
 # and train the one-model workflows on it into another folder, e.g.

@@ -9,7 +9,7 @@ packages=(
   libboost-graph-dev
   libtorch-dev libopenblas0-pthread libgloo-dev
   libzmq3-dev cppzmq-dev
-  libprotobuf-dev protobuf-compiler
+  libprotobuf-dev protobuf-compiler libprotoc-dev
   libimgui-dev libstb-dev libglfw3-dev
   catch2 nlohmann-json3-dev libcli11-dev libspdlog-dev
   libpcre2-dev libicu-dev

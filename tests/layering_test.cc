@@ -1,4 +1,4 @@
-// The layering of the source tree (README, "Where things are"): each folder may
+// The layering of the source tree (docs/layout.md): each folder may
 // include only the layers below it. This reads every source file's #include
 // lines, so a change that makes a lower layer reach up fails here.
 #include <catch2/catch.hpp>

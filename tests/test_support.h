@@ -9,8 +9,10 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <stdexcept>
 #include <string>
 
 #include "tests/test_paths.h"
@@ -70,6 +72,30 @@ inline CommandResult RunCommand(const std::string& command) {
 inline std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// A folder (under the temp folder, named `name` so that parallel test
+// processes keep apart) whose runs/base_model/model stands in for troupe's
+// base model (made by `troupe pretrain` of the shipped base_model workflow,
+// half an hour): the same kind of folder (config.json, weights,
+// tokenizer.json) from a pretraining of seconds, so that workflows which load
+// the base model validate when run from it. Throws with troupe's output when
+// the pretraining fails.
+inline std::string MakeStandInBaseModel(const std::string& name) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / name;
+  fs::remove_all(root);
+  fs::create_directories(root);
+  const fs::path config = root / "tiny_base.textproto";
+  std::ofstream(config) << R"(name: "tiny_base" seed: 1
+model { name: "base" llama { hidden_size: 32 intermediate_size: 64 layers: 1 heads: 2 kv_heads: 1 max_len: 1024 } }
+pretrain { corpus: "moby_dick" heldout_every: 10 vocab_size: 2048 seq_len: 64 batch: 4 max_tokens: 4096 eval_every: 16
+           eval_tokens: 1024 checkpoint_every: 16 }
+)";
+  const CommandResult r =
+      RunCommand(TroupeBinary() + " pretrain " + config.string() + " --out " + (root / "runs/base_model").string());
+  if (r.status != 0) throw std::runtime_error("the stand-in base model's pretraining failed:\n" + r.output);
+  return root.string();
 }
 
 // A loopback tcp port for test endpoint number `slot`, free when asked.

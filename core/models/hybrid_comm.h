@@ -1,5 +1,5 @@
 // The two-stage distillation of hybrid latent-text messages (the HyLaT
-// protocol, see the README), as a training step on a ModelPool. A sender reads
+// protocol, see docs/hybrid_messages.md), as a training step on a ModelPool. A sender reads
 // its prompt up to <bot>, then feeds z = Prj(h) back as its next input K times
 // (the KV cache kept), then reads <eot> and writes its text; a reader's prompt
 // holds the vectors at its Vocab::kSoft slots. Generating messages is the

@@ -1,6 +1,6 @@
 // The QA data troupe reads and writes: passages (the search corpus) and
 // questions, one JSON object a line. A question file in this shape is a
-// dataset users can bring (see README, "QA pipelines"):
+// dataset users can bring (see docs/pipelines/qa.md):
 //   {"id": "...", "question": "...", "answers": ["alias", ...],
 //    "type": "single_hop" | "bridge" | "comparison" | any,
 //    "relation": "...", "hops": ["entity", ...], "supporting": ["passage id", ...],

@@ -25,26 +25,8 @@ Result Troupe(const std::string& args) { return troupe::testing::RunCommand(trou
 
 std::string Source(const std::string& rel) { return troupe::testing::SourceDir() + "/" + rel; }
 
-// A folder whose runs/base_model/model stands in for troupe's base model (made
-// by `troupe pretrain` of the shipped base_model workflow, half an hour): the
-// same kind of folder (config.json, weights, tokenizer.json) from a pretraining
-// of seconds, so that workflows which load the base model validate here.
 const std::string& StandInBaseModel() {
-  static const std::string dir = [] {
-    const fs::path root = fs::temp_directory_path() / "troupe-cli-base";
-    fs::remove_all(root);
-    fs::create_directories(root);
-    const fs::path config = root / "tiny_base.textproto";
-    std::ofstream(config) << R"(name: "tiny_base" seed: 1
-model { name: "base" llama { hidden_size: 32 intermediate_size: 64 layers: 1 heads: 2 kv_heads: 1 max_len: 1024 } }
-pretrain { corpus: "moby_dick" heldout_every: 10 vocab_size: 2048 seq_len: 64 batch: 4 max_tokens: 4096 eval_every: 16
-           eval_tokens: 1024 checkpoint_every: 16 }
-)";
-    const Result r = Troupe("pretrain " + config.string() + " --out " + (root / "runs/base_model").string());
-    INFO(r.output);
-    REQUIRE(r.status == 0);
-    return root.string();
-  }();
+  static const std::string dir = troupe::testing::MakeStandInBaseModel("troupe-cli-base");
   return dir;
 }
 

@@ -40,6 +40,7 @@
 #include "workflows/run/train_run.h"
 #include "workflows/runtime/model_worker.h"
 #include "workflows/config/model_spec.h"
+#include "workflows/config/workflow_reference.h"
 #include "workflows/runtime/worker_hub.h"
 #include "workflows/cli/text_commands.h"
 #include "workflows/cli/data_commands.h"
@@ -95,6 +96,12 @@ const char* kReplayUsage = R"(usage: troupe replay FILE [--summary] [--events N]
   --summary   what the session holds: run, iterations, events by kind, messages,
               workers, last metrics, whether it ended (default)
   --events N  also print the first N events in protobuf text format
+)";
+
+const char* kReferenceUsage = R"(usage: troupe reference
+
+Prints the workflow file reference in Markdown: every field of the schema with
+its type, default and comment (docs/reference/workflow.md is this output).
 )";
 
 const char* kKeysUsage = R"(usage: troupe keys --out DIR
@@ -530,6 +537,7 @@ struct Cli {
     replay->add_option("--events", a.events, "also print the first N events");
     CLI::App* keys = Command("keys", "make CurveZMQ key files for tcp endpoints off this host", kKeysUsage);
     keys->add_option("--out", a.out, "folder for the key files")->required();
+    Command("reference", "print the workflow file reference (Markdown)", kReferenceUsage);
     CLI::App* view =
         Command("view", "run troupe-view (a live or recorded session); `troupe view --help` for its options", nullptr);
     view->prefix_command();
@@ -598,6 +606,10 @@ struct Cli {
     if (command == "worker") return Worker(a);
     if (command == "record") return Record(a);
     if (command == "replay") return Replay(a);
+    if (command == "reference") {
+      std::cout << troupe::WorkflowReferenceMarkdown();
+      return 0;
+    }
     return Keys(a);
   }
 };
