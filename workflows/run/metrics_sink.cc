@@ -17,7 +17,7 @@ const std::string& Prepared(const std::string& path, bool resume, int64_t keep_l
 }
 }  // namespace
 
-MetricsSink::MetricsSink(const std::string& dir, SessionEvents& events, bool resume, int64_t keep_lines)
+MetricsSink::MetricsSink(const std::string& dir, SessionEvents* events, bool resume, int64_t keep_lines)
     : path_(Prepared(dir + "/metrics.jsonl", resume, keep_lines)), tensorboard_(dir), events_(events) {}
 
 void MetricsSink::Write(int step, const JsonLine& line, double episodes_per_s, double forward_calls_per_turn) {
@@ -26,8 +26,9 @@ void MetricsSink::Write(int step, const JsonLine& line, double episodes_per_s, d
     f << line.Str() << "\n";
   }
   tensorboard_.Scalars(step, line.numbers());
-  events_.Metrics(step, std::map<std::string, double>(line.numbers().begin(), line.numbers().end()), episodes_per_s,
-                  forward_calls_per_turn);
+  if (events_ == nullptr) return;
+  events_->Metrics(step, std::map<std::string, double>(line.numbers().begin(), line.numbers().end()), episodes_per_s,
+                   forward_calls_per_turn);
 }
 
 }  // namespace troupe

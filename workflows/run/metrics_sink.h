@@ -1,6 +1,6 @@
 // Where a run's per-step figures go, all three at once: a line of
-// metrics.jsonl, TensorBoard scalars and a session event. Training and hybrid
-// runs write through it, so every run kind fills the same sinks.
+// metrics.jsonl, TensorBoard scalars and a session event. The run loop
+// (run_loop.h) writes through it, so every run kind fills the same sinks.
 #pragma once
 
 #include <string>
@@ -14,15 +14,16 @@ class SessionEvents;
 class MetricsSink {
  public:
   // Starts metrics.jsonl in `dir` afresh, or (resume) keeps its first `keep_lines`
-  // lines; TensorBoard events go to a new event file in `dir`.
-  MetricsSink(const std::string& dir, SessionEvents& events, bool resume, int64_t keep_lines);
+  // lines; TensorBoard events go to a new event file in `dir`; session events
+  // to `events` when there are any (null: none).
+  MetricsSink(const std::string& dir, SessionEvents* events, bool resume, int64_t keep_lines);
   // One step's figures; `episodes_per_s` and `forward_calls_per_turn` travel on the session event.
   void Write(int step, const JsonLine& line, double episodes_per_s, double forward_calls_per_turn);
 
  private:
   std::string path_;
   TensorBoardWriter tensorboard_;
-  SessionEvents& events_;
+  SessionEvents* events_;
 };
 
 }  // namespace troupe

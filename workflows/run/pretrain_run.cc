@@ -1,5 +1,6 @@
-// The pretraining loop: tokenizer, data, steps, evaluations, checkpoints, the
-// final model folder and its baselines.
+// Pretraining: tokenizer and data, next-token steps as the run loop's
+// objective (run_loop.h: resume, checkpoints, sinks, progress), then the final
+// model folder and its baselines.
 #include "workflows/run/pretrain_run.h"
 
 #include <unistd.h>
@@ -28,6 +29,7 @@
 #include "core/text/tokenizer_folder.h"
 #include "workflows/run/metrics_log.h"
 #include "workflows/run/run_clock.h"
+#include "workflows/run/run_loop.h"
 
 namespace troupe {
 
@@ -191,6 +193,69 @@ std::pair<double, double> Baselines(const std::vector<int>& train, const std::ve
   return {std::exp(uni / targets.size()), std::exp(best / targets.size())};
 }
 
+// Next-token steps as the run loop's objective: a batch of chunks in the
+// seed's order, the learning rate's schedule, and a line (with the held-out
+// loss at evaluation steps) every 10 steps.
+class PretrainObjective : public RunObjective {
+ public:
+  PretrainObjective(const CompiledPretrain& w, Pretrainer& model, const Splits& data, int64_t chunks, int total)
+      : w_(w), model_(model), data_(data), order_(chunks, w.seed), total_(total) {}
+
+  int iterations() const override { return total_; }
+  int checkpoint_every() const override { return w_.checkpoint_every; }
+  std::string unit() const override { return "step"; }
+  void Save(RunState*) const override {}
+  void Load(RunState&) override {}
+
+  IterationReport Iterate(int step) override {
+    if (first_step_ < 0) first_step_ = step, t0_ = MonotonicSeconds();
+    const int L = w_.seq_len, B = w_.batch;
+    std::vector<int> tokens;
+    tokens.reserve(static_cast<size_t>(B) * (L + 1));
+    for (int i = 0; i < B; ++i) AppendChunk(data_.train, order_.At(static_cast<int64_t>(step) * B + i), L, &tokens);
+    const double lr = LearningRate(w_, step, total_);
+    const PretrainStep s = model_.Step(tokens, B, L, lr);
+    if (!std::isfinite(s.loss)) throw ModelError("the training loss is " + std::to_string(s.loss) + " at step " +
+                                                 std::to_string(step + 1) + "; lower the learning rate");
+    loss_sum_ += s.loss, norm_sum_ += s.grad_norm, ++since_;
+    IterationReport report;
+    const bool eval = (step + 1) % w_.eval_every == 0 || step + 1 == total_;
+    if ((step + 1) % 10 != 0 && !eval) return report;
+    report.has_line = true;
+    JsonLine& line = report.line;
+    line.Add("step", step + 1).Add("tokens", double(step + 1) * B * L).Add("loss", loss_sum_ / since_);
+    line.Add("lr", lr).Add("grad_norm", norm_sum_ / since_);
+    const double run_s = MonotonicSeconds() - t0_;
+    const double tokens_per_s = run_s > 0 ? double(step + 1 - first_step_) * B * L / run_s : 0.0;
+    line.Add("tokens_per_s", tokens_per_s);
+    if (eval) {
+      const double h = HeldOutLoss(model_, data_.heldout, L, B, w_.eval_tokens);
+      line.Add("heldout_loss", h).Add("heldout_perplexity", std::exp(h));
+      heldout_ = h;
+    }
+    std::ostringstream p;
+    p << "loss " << std::fixed << std::setprecision(3) << loss_sum_ / since_;
+    if (!std::isnan(heldout_)) p << "  held-out ppl " << std::setprecision(1) << std::exp(heldout_);
+    p << "  lr " << std::scientific << std::setprecision(1) << lr << std::fixed << "  "
+      << static_cast<int64_t>(tokens_per_s) << " tok/s";
+    report.progress = p.str();
+    loss_sum_ = norm_sum_ = 0.0, since_ = 0;
+    return report;
+  }
+
+ private:
+  const CompiledPretrain& w_;
+  Pretrainer& model_;
+  const Splits& data_;
+  ChunkOrder order_;
+  const int total_;
+  int first_step_ = -1;
+  double t0_ = 0.0;
+  double loss_sum_ = 0.0, norm_sum_ = 0.0;
+  int since_ = 0;
+  double heldout_ = std::nan("");
+};
+
 class PretrainRun {
  public:
   PretrainRun(const CompiledPretrain& w, const PretrainOptions& o, std::ostream& out)
@@ -222,82 +287,30 @@ class PretrainRun {
     out_ << "model: " << result_.parameters << " parameters (vocabulary " << config.vocab_size << ", width "
          << sizes.width << ", " << sizes.layers << " layers); " << total << " steps of " << B << " x " << L
          << " tokens (" << w_.epochs << " pass" << (w_.epochs == 1 ? "" : "es") << ")\n";
-    int start = 0;
-    int64_t lines = 0;
-    double elapsed_before = 0.0;
-    if (o_.resume) {
-      const auto checkpoint = FindCheckpoint(dir_.string());
-      if (!checkpoint) throw CheckpointError(dir_.string() + " has no checkpoint to resume from");
-      RunState state = LoadCheckpoint(*checkpoint, [&](const std::string& d) { model.Load(d); });
-      start = std::stoi(state["iteration"]);
-      lines = std::stoll(state["metrics_lines"]);
-      elapsed_before = std::atof(state["elapsed_s"].c_str());
-      out_ << "resuming " << *checkpoint << " at step " << start << "\n";
-    }
-    const fs::path metrics_path = dir_ / "metrics.jsonl";
-    if (o_.resume) TruncateLines(metrics_path.string(), lines);
-    else std::ofstream(metrics_path, std::ios::trunc);
-    std::ofstream metrics(metrics_path, std::ios::app);
-    TensorBoardWriter tensorboard(dir_.string());
-    ChunkOrder order(chunks, w_.seed);
-    const double t0 = MonotonicSeconds();
-    double loss_sum = 0.0, norm_sum = 0.0;
-    int since = 0, step = start;
-    auto elapsed = [&] { return elapsed_before + MonotonicSeconds() - t0; };
-    auto save = [&](int at) {
-      RunState state;
-      state["metrics_lines"] = std::to_string(lines);
-      std::ostringstream e;
-      e.precision(17);
-      e << elapsed();
-      state["elapsed_s"] = e.str();
-      SaveCheckpoint(dir_.string(), at, state, [&](const std::string& d) {
-        model.Save(d);
-        WriteTokenizerFolder(tokenizer, d + "/model");
-      });
+    PretrainObjective objective(w_, model, data, chunks, total);
+    RunLoopSpec spec;
+    spec.dir = dir_.string();
+    spec.resume = o_.resume;
+    spec.progress = o_.progress;
+    spec.tty = tty_;
+    spec.stop = o_.stop;
+    spec.stop_at = o_.stop_at;
+    spec.max_minutes = w_.max_minutes;
+    spec.save_models = [&](const std::string& d) {
+      model.Save(d);
+      WriteTokenizerFolder(tokenizer, d + "/model");
     };
-    bool stopped = false;
-    for (; step < total; ++step) {
-      if ((o_.stop != nullptr && *o_.stop) || (o_.stop_at > 0 && step >= o_.stop_at) ||
-          (w_.max_minutes > 0 && elapsed() > w_.max_minutes * 60)) {
-        out_ << (tty_ ? "\n" : "") << "stopping at step " << step << ": saving a checkpoint (continue with --resume)\n";
-        stopped = true;
-        break;
-      }
-      std::vector<int> tokens;
-      tokens.reserve(static_cast<size_t>(B) * (L + 1));
-      for (int i = 0; i < B; ++i) AppendChunk(data.train, order.At(static_cast<int64_t>(step) * B + i), L, &tokens);
-      const double lr = LearningRate(w_, step, total);
-      const PretrainStep s = model.Step(tokens, B, L, lr);
-      if (!std::isfinite(s.loss)) throw ModelError("the training loss is " + std::to_string(s.loss) + " at step " +
-                                                   std::to_string(step + 1) + "; lower the learning rate");
-      loss_sum += s.loss, norm_sum += s.grad_norm, ++since;
-      const bool eval = (step + 1) % w_.eval_every == 0 || step + 1 == total;
-      if ((step + 1) % 10 == 0 || eval) {
-        JsonLine line;
-        line.Add("step", step + 1).Add("tokens", double(step + 1) * B * L).Add("loss", loss_sum / since);
-        line.Add("lr", lr).Add("grad_norm", norm_sum / since);
-        const double run_s = MonotonicSeconds() - t0;
-        line.Add("tokens_per_s", run_s > 0 ? double(step + 1 - start) * B * L / run_s : 0.0);
-        if (eval) {
-          const double h = HeldOutLoss(model, data.heldout, L, B, w_.eval_tokens);
-          line.Add("heldout_loss", h).Add("heldout_perplexity", std::exp(h));
-          heldout_ = h;
-        }
-        line.Add("time/elapsed_s", elapsed());
-        metrics << line.Str() << "\n" << std::flush;
-        ++lines;
-        tensorboard.Scalars(step + 1, line.numbers());
-        if (o_.progress) Progress(step, total, start, t0, loss_sum / since, lr);
-        loss_sum = norm_sum = 0.0, since = 0;
-      }
-      if ((step + 1) % w_.checkpoint_every == 0 && step + 1 < total) save(step + 1);
+    spec.load_models = [&](const std::string& d) { model.Load(d); };
+    RunLoop loop(std::move(spec), objective, out_);
+    if (o_.resume) {
+      std::string checkpoint;
+      loop.Resume(&checkpoint);
+      out_ << "resuming " << checkpoint << " at step " << loop.start() << "\n";
     }
-    if (tty_ && o_.progress) out_ << "\n";
-    save(step);
-    result_.steps = step;
-    result_.seconds = elapsed();
-    if (stopped) return result_;
+    const RunLoopEnd end = loop.Run();
+    result_.steps = end.iterations;
+    result_.seconds = end.seconds;
+    if (end.interrupted || end.time_limit) return result_;
     Finish(model, tokenizer, data);
     return result_;
   }
@@ -328,17 +341,6 @@ class PretrainRun {
     out_ << "tokenizer: learnt " << tokenizer.vocab_size() << " tokens in " << static_cast<int>(MonotonicSeconds() - t0)
          << " s -> " << folder.string() << "\n";
     return tokenizer;
-  }
-
-  void Progress(int step, int total, int start, double t0, double loss, double lr) {
-    const double per_step = (MonotonicSeconds() - t0) / (step + 1 - start);
-    std::ostringstream p;
-    p << "[step " << step + 1 << "/" << total << "] loss " << std::fixed << std::setprecision(3) << loss;
-    if (!std::isnan(heldout_)) p << "  held-out ppl " << std::setprecision(1) << std::exp(heldout_);
-    p << "  lr " << std::scientific << std::setprecision(1) << lr << std::fixed << "  "
-      << static_cast<int>(w_.batch * w_.seq_len / per_step) << " tok/s  ETA " << FormatDuration(per_step * (total - step - 1));
-    if (tty_) out_ << "\r" << p.str() << "\x1b[K" << std::flush;
-    else out_ << p.str() << std::endl;
   }
 
   // The model folder, the final held-out perplexity beside the baselines, continuations.
@@ -388,7 +390,6 @@ class PretrainRun {
   const fs::path dir_;
   const bool tty_;
   PretrainResult result_;
-  double heldout_ = std::nan("");
 };
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Run folders: preparing and resuming.
+// Run folders: preparing.
 #include "workflows/run/run_folder.h"
 
 #include <google/protobuf/text_format.h>
@@ -22,18 +22,6 @@ void PrepareRunFolder(const std::string& dir, const CompiledWorkflow& w, bool re
   const fs::path path = fs::path(dir) / "workflow.resolved.textproto", tmp = path.string() + ".tmp";
   std::ofstream(tmp) << "# resolved from " << w.file << "\n" << resolved;
   fs::rename(tmp, path);
-}
-
-RunState ResumeRun(const std::string& dir, const CompiledWorkflow& w, const ModelStateIo& load_models,
-                   std::string* checkpoint) {
-  auto found = FindCheckpoint(dir);
-  if (!found) throw CheckpointError("--resume: no checkpoint in " + dir);
-  RunState state = LoadCheckpoint(*found, load_models);
-  if (state["vocab"] != w.vocab.Fingerprint()) {
-    throw CheckpointError("checkpoint " + *found + " was trained on another vocabulary (the game or roles changed)");
-  }
-  *checkpoint = *found;
-  return state;
 }
 
 }  // namespace troupe

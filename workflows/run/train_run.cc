@@ -17,7 +17,7 @@
 #include "workflows/run/distill_objective.h"
 #include "workflows/run/metrics_log.h"
 #include "workflows/run/run_clock.h"
-#include "workflows/run/metrics_sink.h"
+#include "workflows/run/run_loop.h"
 #include "workflows/run/rl_objective.h"
 #include "workflows/run/run_folder.h"
 #include "workflows/run/session_events.h"
@@ -98,8 +98,8 @@ std::string ResultTable(const TrainResult& r) {
 
 namespace {
 
-// One training run in its folder: start (fresh or resumed), iterate the
-// objective, checkpoint, evaluate before and after, finish.
+// One training run in its folder: the run loop over the objective, with the
+// evaluations before and after, the warm start and the session's start and end.
 class TrainingRun {
  public:
   TrainingRun(const CompiledWorkflow& w, const TrainOptions& options, std::ostream& out, PolicyService& hub,
@@ -111,7 +111,7 @@ class TrainingRun {
         events_(events),
         objective_(objective),
         dir_(options.out_dir),
-        tty_(::isatty(STDOUT_FILENO) && &out == &std::cout) {}
+        loop_(LoopSpec(), objective, out) {}
 
   TrainResult Run(int* iteration) {
     PrepareRunFolder(dir_.string(), w_, options_.resume);
@@ -120,47 +120,36 @@ class TrainingRun {
     result_.headline = w_.headline_metrics;
     if (options_.resume) Resume();
     else WarmStart();
-    t0_ = MonotonicSeconds();
-    MetricsSink metrics(dir_.string(), events_, options_.resume, objective_.LinesAfter(start_));
-    events_.RunStarted(dir_.filename().string(), start_);
-    const int total = objective_.iterations(), every = objective_.checkpoint_every();
-    int it = start_;
-    bool interrupted = false;
-    for (; it < total; ++it) {
-      *iteration = it;
-      if (w_.run.max_minutes > 0 && Elapsed() > w_.run.max_minutes * 60) {
-        out_ << (tty_ ? "\n" : "") << "stopping at the time limit of " << w_.run.max_minutes << " min\n";
-        break;
-      }
-      if ((options_.stop != nullptr && *options_.stop) || (options_.stop_at > 0 && it >= options_.stop_at)) {
-        out_ << (tty_ ? "\n" : "") << "interrupted: saving a checkpoint at " << objective_.unit() << " " << it
-             << " (continue with --resume)\n";
-        interrupted = true;
-        break;
-      }
-      IterationReport report = objective_.Iterate(it);
-      if (report.has_line) {
-        report.line.Add("time/elapsed_s", Elapsed());
-        metrics.Write(it + 1, report.line, report.episodes_per_s, report.forward_calls_per_turn);
-        if (options_.progress) Progress(it, report.progress);
-      }
-      if ((it + 1) % every == 0 || it + 1 == total) Save(it + 1);
-    }
-    if (it > start_ && it % every != 0 && it != total) Save(it);
-    if (tty_ && options_.progress) out_ << "\n";
-    result_.iterations = it;
-    *iteration = it;
-    result_.seconds = Elapsed();
-    if (options_.final_eval && !interrupted) {
+    events_.RunStarted(dir_.filename().string(), loop_.start());
+    *iteration = loop_.start();
+    const RunLoopEnd end = loop_.Run();
+    result_.iterations = end.iterations;
+    *iteration = end.iterations;
+    result_.seconds = end.seconds;
+    if (options_.final_eval && !end.interrupted) {
       result_.after = Evaluation();
       WriteEvaluation("eval_trained", *result_.after);
     }
-    events_.RunEnded(result_.iterations, result_.seconds, interrupted, interrupted ? "interrupted" : "");
+    events_.RunEnded(result_.iterations, result_.seconds, end.interrupted, end.interrupted ? "interrupted" : "");
     return result_;
   }
 
  private:
-  double Elapsed() const { return elapsed_before_ + MonotonicSeconds() - t0_; }
+  RunLoopSpec LoopSpec() {
+    RunLoopSpec spec;
+    spec.dir = dir_.string();
+    spec.resume = options_.resume;
+    spec.progress = options_.progress;
+    spec.tty = ::isatty(STDOUT_FILENO) && &out_ == &std::cout;
+    spec.stop = options_.stop;
+    spec.stop_at = options_.stop_at;
+    spec.max_minutes = w_.run.max_minutes;
+    spec.events = &events_;
+    spec.checkpoint_state["vocab"] = w_.vocab.Fingerprint();
+    spec.save_models = [this](const std::string& d) { hub_.Save(d); };
+    spec.load_models = [this](const std::string& d) { hub_.Load(d, true); };
+    return spec;
+  }
 
   EvalResult Evaluation() {
     const bool greedy = w_.run.greedy_eval || objective_.greedy_evaluation();
@@ -173,21 +162,21 @@ class TrainingRun {
     WriteFileAtomically((dir_ / (name + ".json")).string(), EvalJson(result) + "\n");
   }
 
-  // Models, optimisers and the objective's state from the latest checkpoint.
+  // Models, optimisers and the objective's state from the latest checkpoint,
+  // which must have been trained on this workflow's vocabulary.
   void Resume() {
     std::string ckpt;
-    RunState state = ResumeRun(
-        dir_.string(), w_, [&](const std::string& d) { hub_.Load(d, true); }, &ckpt);
-    start_ = std::stoi(state["iteration"]);
-    objective_.Load(state);
-    elapsed_before_ = std::atof(state["elapsed_s"].c_str());
+    RunState state = loop_.Resume(&ckpt);
+    if (state["vocab"] != w_.vocab.Fingerprint()) {
+      throw CheckpointError("checkpoint " + ckpt + " was trained on another vocabulary (the game or roles changed)");
+    }
     if (fs::exists(dir_ / "eval_untrained.json")) {
       result_.before = EvalFromFile(dir_ / "eval_untrained.json");
     }
     if (fs::exists(dir_ / "eval_warm_start.json")) {
       result_.warm = EvalFromFile(dir_ / "eval_warm_start.json");
     }
-    out_ << "resuming " << ckpt << " at " << objective_.unit() << " " << start_ << "\n";
+    out_ << "resuming " << ckpt << " at " << objective_.unit() << " " << loop_.start() << "\n";
   }
 
   // A fresh run: the untrained evaluation, then the objective's warm start and
@@ -203,27 +192,6 @@ class TrainingRun {
     }
   }
 
-  void Progress(int it, const std::string& figures) {
-    const int total = objective_.iterations();
-    const double per_it = (MonotonicSeconds() - t0_) / (it + 1 - start_);
-    std::ostringstream p;
-    p << "[" << (objective_.unit() == "iteration" ? "it" : objective_.unit()) << " " << it + 1 << "/" << total << "] "
-      << figures << "  ETA " << FormatDuration(per_it * (total - it - 1));
-    if (tty_) out_ << "\r" << p.str() << "\x1b[K" << std::flush;
-    else out_ << p.str() << std::endl;
-  }
-
-  void Save(int iteration) {
-    RunState state;
-    objective_.Save(&state);
-    state["vocab"] = w_.vocab.Fingerprint();
-    std::ostringstream e;
-    e.precision(17);
-    e << Elapsed();
-    state["elapsed_s"] = e.str();
-    SaveCheckpoint(dir_.string(), iteration, state, [&](const std::string& d) { hub_.Save(d); });
-  }
-
   const CompiledWorkflow& w_;
   const TrainOptions& options_;
   std::ostream& out_;
@@ -231,11 +199,8 @@ class TrainingRun {
   SessionEvents& events_;
   TrainingObjective& objective_;
   const fs::path dir_;
-  const bool tty_;
+  RunLoop loop_;
   TrainResult result_;
-  int start_ = 0;
-  double elapsed_before_ = 0.0;
-  double t0_ = 0.0;
 };
 
 }  // namespace
