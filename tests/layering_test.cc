@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <regex>
 #include <set>
@@ -30,7 +31,7 @@ std::string LayerOf(const std::string& path) {
   if (starts("comms/")) return "comms";
   if (starts("games/")) return "games";
   // The narrow specs the runtime is given: no workflow, no game.
-  if (path == "workflows/config/model_spec.h" || path == "workflows/config/runtime_settings.h") return "specs";
+  if (starts("workflows/specs/")) return "specs";
   if (starts("workflows/config/")) return "config";
   if (starts("workflows/runtime/")) return "runtime";
   if (starts("workflows/run/")) return "run";
@@ -104,7 +105,88 @@ std::vector<std::string> LayeringViolations(const fs::path& root) {
   return found;
 }
 
+// The project's libraries and programs and what each links, from every
+// CMakeLists.txt under `root`: "torch" stands for LibTorch; a library linked
+// whole ("$<LINK_LIBRARY:WHOLE_ARCHIVE,x>") counts as x.
+std::map<std::string, std::set<std::string>> LinkEdges(const fs::path& root) {
+  static const std::regex target(R"((?:add_library|add_executable)\(\s*([A-Za-z0-9_-]+))");
+  static const std::regex links(R"(target_link_libraries\(\s*([A-Za-z0-9_-]+)([^)]*)\))");
+  static const std::regex token(R"(\$<LINK_LIBRARY:[A-Z_]+,([A-Za-z0-9_-]+)>|\$\{TORCH_LIBRARIES\}|[A-Za-z0-9_:-]+)");
+  std::map<std::string, std::set<std::string>> edges;
+  std::vector<std::string> texts;
+  for (const auto& entry : fs::recursive_directory_iterator(root)) {
+    const std::string rel = fs::relative(entry.path(), root).generic_string();
+    if (rel.rfind("build", 0) == 0 || entry.path().filename() != "CMakeLists.txt") continue;
+    std::ifstream in(entry.path());
+    texts.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  for (const std::string& text : texts) {
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), target); it != std::sregex_iterator(); ++it) {
+      edges[(*it)[1]];
+    }
+  }
+  for (const std::string& text : texts) {
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), links); it != std::sregex_iterator(); ++it) {
+      const std::string from = (*it)[1], list = (*it)[2];
+      for (auto t = std::sregex_iterator(list.begin(), list.end(), token); t != std::sregex_iterator(); ++t) {
+        std::string to = (*t)[1].matched ? (*t)[1].str() : (*t)[0].str();
+        if (to == "${TORCH_LIBRARIES}") to = "torch";
+        if (to == "torch" || edges.count(to)) edges[from].insert(to);
+      }
+    }
+  }
+  return edges;
+}
+
+// Everything `from` links, directly or through what it links.
+std::set<std::string> Reaches(const std::map<std::string, std::set<std::string>>& edges, const std::string& from) {
+  std::set<std::string> seen;
+  std::vector<std::string> todo{from};
+  while (!todo.empty()) {
+    const std::string t = todo.back();
+    todo.pop_back();
+    auto it = edges.find(t);
+    if (it == edges.end()) continue;
+    for (const std::string& next : it->second) {
+      if (seen.insert(next).second) todo.push_back(next);
+    }
+  }
+  return seen;
+}
+
 }  // namespace
+
+TEST_CASE("no library links a layer above it: the runtime links no config code, the viewer no LibTorch", "[layering]") {
+  const auto edges = LinkEdges(troupe::testing::SourceDir());
+  // library -> what it must never reach, directly or not
+  const std::map<std::string, std::set<std::string>> forbidden = {
+      {"troupe_base", {"torch", "troupe_models", "troupe_config"}},
+      {"troupe_proto", {"torch", "troupe_models", "troupe_config"}},
+      {"troupe_core", {"torch", "troupe_models", "troupe_config"}},
+      {"troupe_architecture_specs", {"torch", "troupe_models", "troupe_config"}},
+      {"troupe_comms", {"torch", "troupe_models", "troupe_config"}},
+      {"troupe_text", {"torch", "troupe_models", "troupe_config"}},
+      {"troupe_specs", {"torch", "troupe_models", "troupe_config", "troupe_runtime"}},
+      {"troupe_config", {"torch", "troupe_models", "troupe_runtime", "troupe_run"}},
+      {"troupe_models", {"troupe_config", "troupe_specs", "troupe_runtime", "troupe_run"}},
+      {"troupe_runtime", {"troupe_config", "troupe_run", "troupe_games"}},
+      {"troupe_viewer", {"torch", "troupe_models", "troupe_config", "troupe_runtime"}},
+      {"troupe-view", {"torch", "troupe_models", "troupe_config", "troupe_runtime"}},
+  };
+  for (const auto& [library, never] : forbidden) {
+    INFO(library);
+    REQUIRE(edges.count(library) == 1);
+    const std::set<std::string> reached = Reaches(edges, library);
+    for (const std::string& n : never) {
+      INFO("reaches " << n);
+      CHECK(reached.count(n) == 0);
+    }
+  }
+  // The check sees real edges: the runtime reaches the models and LibTorch's users, the program everything.
+  CHECK(Reaches(edges, "troupe_runtime").count("troupe_models") == 1);
+  CHECK(Reaches(edges, "troupe").count("troupe_config") == 1);
+  CHECK(Reaches(edges, "troupe").count("torch") == 1);
+}
 
 TEST_CASE("no layer of the source tree includes a layer above it", "[layering]") {
   const std::vector<std::string> violations = LayeringViolations(troupe::testing::SourceDir());
@@ -124,7 +206,7 @@ TEST_CASE("the layering check finds a lower layer reaching up", "[layering]") {
   std::ofstream(root / "viewer/torch.cc") << "#  include <torch/torch.h>\n";
   std::ofstream(root / "comms/models.cc") << "#include \"core/models/trainer.h\"\n";
   // The runtime gets narrow specs, never the compiled workflow (and its game).
-  std::ofstream(root / "workflows/runtime/spec.cc") << "#include \"workflows/config/model_spec.h\"\n"
+  std::ofstream(root / "workflows/runtime/spec.cc") << "#include \"workflows/specs/model_spec.h\"\n"
                                                     << "#include \"workflows/config/compiled_workflow.h\"\n";
   const std::vector<std::string> v = LayeringViolations(root);
   REQUIRE(v.size() == 4);

@@ -24,7 +24,7 @@
 #include "tests/workflows/direct_policy.h"
 #include "workflows/config/compiled_workflow.h"
 #include "workflows/config/config_loader.h"
-#include "workflows/config/model_spec.h"
+#include "workflows/config/serve_specs.h"
 #include "workflows/config/output_parser.h"
 #include "workflows/config/pipeline_expr.h"
 #include "workflows/run/evaluate.h"

@@ -29,7 +29,7 @@
 #include "tests/test_support.h"
 #include "workflows/config/compiled_workflow.h"
 #include "workflows/config/config_loader.h"
-#include "workflows/config/model_spec.h"
+#include "workflows/config/serve_specs.h"
 #include "workflows/run/rollout.h"
 #include "workflows/runtime/model_server.h"
 #include "workflows/runtime/model_worker.h"

@@ -39,7 +39,7 @@
 #include "workflows/run/simulate_run.h"
 #include "workflows/run/train_run.h"
 #include "workflows/runtime/model_worker.h"
-#include "workflows/config/model_spec.h"
+#include "workflows/config/serve_specs.h"
 #include "workflows/config/workflow_reference.h"
 #include "workflows/runtime/worker_hub.h"
 #include "workflows/cli/text_commands.h"

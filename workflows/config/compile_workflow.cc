@@ -13,8 +13,8 @@
 #include "workflows/config/compiled_workflow.h"
 #include "workflows/config/config_loader.h"
 #include "workflows/config/defaults.h"
-#include "workflows/config/enums.h"
-#include "workflows/config/model_spec.h"
+#include "workflows/specs/enums.h"
+#include "workflows/specs/model_spec.h"
 #include "workflows/config/prompt_codec.h"
 #include "workflows/config/validate_graph.h"
 

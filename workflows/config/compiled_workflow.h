@@ -21,7 +21,7 @@
 #include "workflows/config/pipeline_expr.h"
 #include "core/vocab.h"
 #include "workflows/config/prompt_codec.h"
-#include "workflows/config/runtime_settings.h"
+#include "workflows/specs/runtime_settings.h"
 #include "workflows/config/sft_data.h"
 
 namespace troupe {
@@ -125,7 +125,7 @@ struct RolloutSpec {
 
 // The whole compiled workflow: the rollout's spec and everything else. Its
 // consumers take the narrow piece they need: Rollout a RolloutSpec, WorkerHub a
-// HubSpec and each model worker a ModelServeSpec (workflows/config/model_spec.h);
+// HubSpec and each model worker a ModelServeSpec (workflows/specs/, made by serve_specs.h);
 // the run loops (workflows/run) and the session's description take it whole.
 struct CompiledWorkflow : RolloutSpec {
   std::string file;

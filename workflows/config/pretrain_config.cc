@@ -9,7 +9,7 @@
 #include "core/text/corpora.h"
 #include "workflows/config/config_loader.h"
 #include "workflows/config/defaults.h"
-#include "workflows/config/model_spec.h"
+#include "workflows/specs/model_spec.h"
 
 namespace troupe {
 

@@ -13,7 +13,7 @@
 
 #include "core/base/errors.h"
 #include "core/models/checkpoint.h"
-#include "workflows/config/model_spec.h"
+#include "workflows/config/serve_specs.h"
 #include "workflows/run/distill_objective.h"
 #include "workflows/run/metrics_log.h"
 #include "workflows/run/run_clock.h"

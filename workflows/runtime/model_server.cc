@@ -2,7 +2,7 @@
 #include "workflows/runtime/model_server.h"
 
 #include "core/base/errors.h"
-#include "workflows/config/model_spec.h"
+#include "workflows/specs/model_spec.h"
 
 namespace troupe {
 

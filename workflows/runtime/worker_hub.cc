@@ -11,7 +11,7 @@
 
 #include "comms/curve.h"
 #include "comms/endpoint.h"
-#include "workflows/config/model_spec.h"
+#include "workflows/specs/model_spec.h"
 #include "workflows/runtime/model_worker.h"
 #include "workflows/runtime/wire_records.h"
 

@@ -20,7 +20,7 @@
 #include "comms/proto/runtime.pb.h"
 #include "core/base/errors.h"
 #include "core/models/learner_group.h"
-#include "workflows/config/runtime_settings.h"
+#include "workflows/specs/runtime_settings.h"
 #include "workflows/runtime/policy_service.h"
 
 namespace troupe {

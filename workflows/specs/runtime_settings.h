@@ -29,7 +29,7 @@ struct RuntimeSettings {
   int detail_episodes = 0;
 };
 
-// The runtime's narrow spec of a workflow (workflows/config/model_spec.h makes it).
+// The runtime's narrow spec of a workflow (workflows/config/serve_specs.h makes it).
 struct HubSpec {
   std::vector<wire::ModelServeSpec> models;  // by model index
   RuntimeSettings runtime;

@@ -1,21 +1,18 @@
-// The narrow spec a model worker gets (wire::ModelServeSpec): one physical
-// model and its trainer, resolved from the compiled workflow, and the model
-// and trainer configs the worker builds from it. The controller's in-process
-// workers and `troupe worker` processes build from the same spec.
+// The narrow specs the runtime reads, and the configs it builds from them: a
+// model worker's wire::ModelServeSpec (one physical model and its trainer,
+// resolved) becomes the ModelConfig and TrainerConfig it serves with. The
+// controller's in-process workers and `troupe worker` processes build from the
+// same spec. Nothing here knows a workflow or a game: the config compiler
+// makes these specs (workflows/config/serve_specs.h), the runtime reads them.
 #pragma once
 
 #include "comms/proto/runtime.pb.h"
+#include "comms/proto/workflow.pb.h"
 #include "core/models/model_pool.h"
 #include "core/models/trainer.h"
-#include "workflows/config/runtime_settings.h"
 
 namespace troupe {
 
-struct CompiledWorkflow;
-
-wire::ModelServeSpec MakeServeSpec(const CompiledWorkflow& workflow, int model);
-// Every model's serve spec and the runtime section: all WorkerHub needs.
-HubSpec MakeHubSpec(const CompiledWorkflow& workflow);
 // Throw ConfigError when the spec names something this build does not know.
 ModelConfig ModelConfigOf(const wire::ModelServeSpec& spec);
 TrainerConfig TrainerConfigOf(const wire::ModelServeSpec& spec);

@@ -1,5 +1,5 @@
 // Proto enum <-> C++ enum switches.
-#include "workflows/config/enums.h"
+#include "workflows/specs/enums.h"
 
 namespace troupe {
 
