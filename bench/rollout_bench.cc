@@ -24,7 +24,7 @@
 #include "workflows/config/config_loader.h"
 #include "workflows/config/serve_specs.h"
 #include "workflows/specs/model_spec.h"
-#include "workflows/run/rollout.h"
+#include "workflows/rollout/rollout.h"
 #include "workflows/runtime/model_server.h"
 #include "workflows/runtime/worker_hub.h"
 

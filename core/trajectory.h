@@ -24,7 +24,7 @@ struct CallRecord {
   std::vector<int> first_options;  // guided decoding: the allowed first tokens (empty: any)
   bool valid = true;               // the game or parser could read the output
   double format = 0.0;             // the ROLE "format" signal: 0 valid, -1 not (or a parser's rewards)
-  double answer_gain = 0.0;        // pipelines: the ROLE "answer_gain" signal (workflows/run/pipeline_credit.h)
+  double answer_gain = 0.0;        // pipelines: the ROLE "answer_gain" signal (workflows/rollout/pipeline_credit.h)
   bool inert = false;              // the output provably could not change the outcome (State::Inert)
   double reward = 0.0;             // all reward terms (filled after the episode)
   double role_reward = 0.0;        // the ROLE-level part of `reward` (e.g. format)

@@ -34,6 +34,8 @@ std::string LayerOf(const std::string& path) {
   if (starts("workflows/specs/")) return "specs";
   if (starts("workflows/config/")) return "config";
   if (starts("workflows/runtime/")) return "runtime";
+  if (starts("workflows/rollout/")) return "rollout";
+  if (starts("workflows/report/")) return "report";
   if (starts("workflows/run/")) return "run";
   if (starts("workflows/")) return "workflows";  // cli: the top
   if (starts("viewer/")) return "viewer";
@@ -60,10 +62,22 @@ const std::map<std::string, Rule>& Rules() {
       {"specs", {{"base", "proto", "core", "arch_specs", "models", "specs"}, false, false, true}},
       {"config", {{"base", "proto", "comms", "core", "arch_specs", "models", "specs", "config"}, false, false, true}},
       {"runtime", {{"base", "proto", "comms", "core", "arch_specs", "models", "specs", "runtime"}, false, true, true}},
-      {"run", {{"base", "proto", "comms", "core", "arch_specs", "models", "specs", "config", "runtime", "run"}, false, true, true}},
+      {"rollout", {{"base", "proto", "comms", "core", "arch_specs", "models", "specs", "config", "runtime", "rollout"},
+                   false, false, true}},
+      {"report",
+       {{"base", "proto", "comms", "core", "arch_specs", "models", "specs", "config", "runtime", "rollout", "report"},
+        false,
+        true,
+        true}},
+      {"run",
+       {{"base", "proto", "comms", "core", "arch_specs", "models", "specs", "config", "runtime", "rollout", "report",
+         "run"},
+        false,
+        true,
+        true}},
       {"workflows",
-       {{"base", "proto", "comms", "core", "arch_specs", "models", "games", "specs", "config", "runtime", "run",
-         "workflows"},
+       {{"base", "proto", "comms", "core", "arch_specs", "models", "games", "specs", "config", "runtime", "rollout",
+         "report", "run", "workflows"},
         false,
         true,
         true}},

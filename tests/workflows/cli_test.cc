@@ -13,7 +13,7 @@
 
 #include "comms/session_file.h"
 #include "tests/test_support.h"
-#include "workflows/run/metrics_log.h"
+#include "workflows/report/metrics_log.h"
 
 namespace fs = std::filesystem;
 

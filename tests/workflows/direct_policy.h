@@ -12,7 +12,7 @@
 #include "core/models/model_pool.h"
 #include "core/models/trainer.h"
 #include "workflows/config/compiled_workflow.h"
-#include "workflows/run/rollout.h"
+#include "workflows/rollout/rollout.h"
 #include "workflows/runtime/policy_service.h"
 
 namespace troupe::testing {

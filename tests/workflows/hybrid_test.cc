@@ -19,7 +19,7 @@
 #include "workflows/config/compiled_workflow.h"
 #include "workflows/config/config_loader.h"
 #include "tests/workflows/direct_policy.h"
-#include "workflows/run/rollout.h"
+#include "workflows/rollout/rollout.h"
 #include "workflows/run/train_run.h"
 
 using namespace troupe;

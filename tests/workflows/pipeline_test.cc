@@ -28,9 +28,9 @@
 #include "workflows/config/output_parser.h"
 #include "workflows/config/pipeline_expr.h"
 #include "workflows/run/evaluate.h"
-#include "workflows/run/pipeline_credit.h"
-#include "workflows/run/rollout.h"
-#include "workflows/run/spread.h"
+#include "workflows/rollout/pipeline_credit.h"
+#include "workflows/rollout/rollout.h"
+#include "workflows/report/spread.h"
 #include "workflows/runtime/worker_hub.h"
 
 using namespace troupe;

@@ -30,7 +30,7 @@
 #include "workflows/config/compiled_workflow.h"
 #include "workflows/config/config_loader.h"
 #include "workflows/config/serve_specs.h"
-#include "workflows/run/rollout.h"
+#include "workflows/rollout/rollout.h"
 #include "workflows/runtime/model_server.h"
 #include "workflows/runtime/model_worker.h"
 #include "workflows/runtime/worker_hub.h"

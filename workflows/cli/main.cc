@@ -35,7 +35,7 @@
 #include "workflows/config/pretrain_config.h"
 #include "workflows/run/pretrain_run.h"
 #include "games/qa/factbook_qa.h"
-#include "workflows/run/session_events.h"
+#include "workflows/report/session_events.h"
 #include "workflows/run/simulate_run.h"
 #include "workflows/run/train_run.h"
 #include "workflows/runtime/model_worker.h"

@@ -10,8 +10,8 @@
 
 #include "core/base/errors.h"
 #include "workflows/run/evaluate.h"
-#include "workflows/run/rollout.h"
-#include "workflows/run/session_events.h"
+#include "workflows/rollout/rollout.h"
+#include "workflows/report/session_events.h"
 
 namespace troupe {
 

@@ -1,8 +1,8 @@
 // Evaluation runs and the best-achievable reference.
 #include "workflows/run/evaluate.h"
 
-#include "workflows/run/metrics_log.h"
-#include "workflows/run/spread.h"
+#include "workflows/report/metrics_log.h"
+#include "workflows/report/spread.h"
 
 namespace troupe {
 

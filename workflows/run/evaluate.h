@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "workflows/config/compiled_workflow.h"
-#include "workflows/run/rollout.h"
-#include "workflows/run/spread.h"
+#include "workflows/rollout/rollout.h"
+#include "workflows/report/spread.h"
 
 namespace troupe {
 

@@ -27,8 +27,8 @@
 #include "core/text/bpe_trainer.h"
 #include "core/text/corpora.h"
 #include "core/text/tokenizer_folder.h"
-#include "workflows/run/metrics_log.h"
-#include "workflows/run/run_clock.h"
+#include "workflows/report/metrics_log.h"
+#include "workflows/report/run_clock.h"
 #include "workflows/run/run_loop.h"
 
 namespace troupe {

@@ -8,9 +8,9 @@
 #include <sstream>
 
 #include "workflows/run/evaluate.h"
-#include "workflows/run/rollout.h"
-#include "workflows/run/run_clock.h"
-#include "workflows/run/session_events.h"
+#include "workflows/rollout/rollout.h"
+#include "workflows/report/run_clock.h"
+#include "workflows/report/session_events.h"
 
 namespace troupe {
 

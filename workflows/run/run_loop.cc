@@ -5,8 +5,8 @@
 #include <sstream>
 
 #include "core/base/errors.h"
-#include "workflows/run/metrics_sink.h"
-#include "workflows/run/run_clock.h"
+#include "workflows/report/metrics_sink.h"
+#include "workflows/report/run_clock.h"
 
 namespace troupe {
 

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "core/models/checkpoint.h"
-#include "workflows/run/metrics_log.h"
+#include "workflows/report/metrics_log.h"
 
 namespace troupe {
 

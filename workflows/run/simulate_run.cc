@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/base/errors.h"
-#include "workflows/run/line_chart.h"
-#include "workflows/run/session_events.h"
+#include "workflows/report/line_chart.h"
+#include "workflows/report/session_events.h"
 
 namespace troupe {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "workflows/config/compiled_workflow.h"
-#include "workflows/run/spread.h"
+#include "workflows/report/spread.h"
 
 namespace troupe {
 

@@ -15,12 +15,12 @@
 #include "core/models/checkpoint.h"
 #include "workflows/config/serve_specs.h"
 #include "workflows/run/distill_objective.h"
-#include "workflows/run/metrics_log.h"
-#include "workflows/run/run_clock.h"
+#include "workflows/report/metrics_log.h"
+#include "workflows/report/run_clock.h"
 #include "workflows/run/run_loop.h"
 #include "workflows/run/rl_objective.h"
 #include "workflows/run/run_folder.h"
-#include "workflows/run/session_events.h"
+#include "workflows/report/session_events.h"
 #include "workflows/runtime/worker_hub.h"
 
 namespace troupe {

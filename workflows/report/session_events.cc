@@ -1,5 +1,5 @@
 // Session events from the training loop and the rollout.
-#include "workflows/run/session_events.h"
+#include "workflows/report/session_events.h"
 
 #include <google/protobuf/text_format.h>
 

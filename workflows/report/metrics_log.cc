@@ -1,5 +1,5 @@
 // metrics.jsonl lines and TensorBoard scalar events.
-#include "workflows/run/metrics_log.h"
+#include "workflows/report/metrics_log.h"
 
 #include <chrono>
 #include <cmath>

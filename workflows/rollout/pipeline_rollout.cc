@@ -10,8 +10,8 @@
 
 #include "core/base/errors.h"
 #include "core/text/byte_level.h"
-#include "workflows/run/pipeline_credit.h"
-#include "workflows/run/rollout.h"
+#include "workflows/rollout/pipeline_credit.h"
+#include "workflows/rollout/rollout.h"
 
 namespace troupe {
 

@@ -1,5 +1,5 @@
 // A small rasteriser: lines (thick Bresenham), rectangles and stb_easy_font's quads.
-#include "workflows/run/line_chart.h"
+#include "workflows/report/line_chart.h"
 
 #include <stb/stb_easy_font.h>
 #include <stb/stb_image_write.h>

@@ -13,7 +13,7 @@
 #include "comms/event_stream.h"
 #include "comms/session_file.h"
 #include "workflows/config/compiled_workflow.h"
-#include "workflows/run/rollout.h"
+#include "workflows/rollout/rollout.h"
 
 namespace troupe {
 

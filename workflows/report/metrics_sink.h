@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "workflows/run/metrics_log.h"
+#include "workflows/report/metrics_log.h"
 
 namespace troupe {
 

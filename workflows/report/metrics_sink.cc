@@ -1,11 +1,11 @@
 // metrics.jsonl + TensorBoard + session events.
-#include "workflows/run/metrics_sink.h"
+#include "workflows/report/metrics_sink.h"
 
 #include <cstdio>
 #include <fstream>
 #include <map>
 
-#include "workflows/run/session_events.h"
+#include "workflows/report/session_events.h"
 
 namespace troupe {
 

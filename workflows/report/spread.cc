@@ -1,5 +1,5 @@
 // Means and 95% intervals.
-#include "workflows/run/spread.h"
+#include "workflows/report/spread.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
 // Batched rollouts of seat-driven games (pipelines are in pipeline_rollout.cc).
-#include "workflows/run/rollout.h"
+#include "workflows/rollout/rollout.h"
 
 #include <algorithm>
 #include <chrono>

@@ -1,5 +1,5 @@
 // Clock, durations, atomic files.
-#include "workflows/run/run_clock.h"
+#include "workflows/report/run_clock.h"
 
 #include <chrono>
 #include <cstdio>

@@ -1,5 +1,5 @@
 // Marginal answer gains (see pipeline_credit.h).
-#include "workflows/run/pipeline_credit.h"
+#include "workflows/rollout/pipeline_credit.h"
 
 namespace troupe {
 
