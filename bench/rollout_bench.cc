@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
     if (direct) pool = std::make_unique<LocalPolicy>(MakeHubSpec(w).models);
     else pool = std::make_unique<WorkerHub>(MakeHubSpec(w));  // the production path: a model worker over inproc://
     std::printf("%s\n", direct ? "models called directly in this thread" : "models in a worker over inproc://");
-    Rollout rollout(w, *pool);
+    Rollout rollout(w.rollout, *pool);
     std::printf("%-10s %9s %13s %13s %8s %11s %14s %14s %13s\n", "concurrent", "episodes", "episodes/s", "no reuse",
                 "ratio", "fwd/round", "positions/ep", "no reuse", "overlapped");
     double positions = 0.0, positions_plain = 0.0, calls_per_episode = 0.0;

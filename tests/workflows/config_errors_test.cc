@@ -233,8 +233,8 @@ std::string PipelineWith(const std::string& from, const std::string& to) {
 
 TEST_CASE("a valid pipeline compiles and has a bounded cycle", "[config][pipeline]") {
   CompiledWorkflow w = CompileWorkflow(ParseWorkflowText(kPipeline, "t.textproto"));
-  CHECK(w.pipeline->has_cycle);
-  CHECK(w.pipeline->max_steps == 6);
+  CHECK(w.rollout.pipeline->has_cycle);
+  CHECK(w.rollout.pipeline->max_steps == 6);
   CHECK(w.models[0].num_roles == 2);
 }
 

@@ -54,7 +54,7 @@ class DirectPolicy : public PolicyService {
 
 // A seeded rollout batch of `episodes` episodes (GRPO groups of `group_size`) on `policy`.
 inline RolloutBatch DirectRollout(const CompiledWorkflow& w, DirectPolicy& policy, int episodes, int group_size) {
-  Rollout rollout(w, policy);
+  Rollout rollout(w.rollout, policy);
   RolloutOptions o;
   o.episodes = episodes;
   o.group_size = group_size;

@@ -94,7 +94,8 @@ std::set<std::string> NamedWorkflows(const fs::path& page) {
   for (const std::string& line : ProseLines(page)) {
     for (auto it = std::sregex_iterator(line.begin(), line.end(), bare); it != std::sregex_iterator(); ++it) {
       const fs::path beside = page.parent_path() / (*it)[1].str();
-      workflows.insert(fs::exists(beside) ? fs::relative(beside, Root()).string() : "workflows/shipped/" + (*it)[1].str());
+      workflows.insert(fs::exists(beside) ? fs::relative(beside, Root()).string()
+                                          : "workflows/shipped/" + (*it)[1].str());
     }
   }
   return workflows;
@@ -121,7 +122,8 @@ TEST_CASE("every relative link and every repository path the docs name resolves"
         const std::string target = (*it)[1];
         if (target.rfind("http://", 0) == 0 || target.rfind("https://", 0) == 0) continue;
         const size_t hash = target.find('#');
-        const std::string file = target.substr(0, hash), anchor = hash == std::string::npos ? "" : target.substr(hash + 1);
+        const std::string file = target.substr(0, hash),
+                          anchor = hash == std::string::npos ? "" : target.substr(hash + 1);
         const fs::path resolved = file.empty() ? page : page.parent_path() / file;
         INFO(name << ": link " << target);
         CHECK(fs::exists(resolved));
@@ -145,7 +147,8 @@ TEST_CASE("every workflow the docs name validates", "[docs][workflows]") {
   // Run from a folder where the base model's stand-in sits at runs/base_model
   // and the repository's folders are at hand, as workflow paths are relative.
   const fs::path dir = troupe::testing::MakeStandInBaseModel("troupe-docs-base");
-  for (const char* folder : {"examples", "tests", "workflows"}) fs::create_directory_symlink(Root() / folder, dir / folder);
+  for (const char* folder : {"examples", "tests", "workflows"})
+    fs::create_directory_symlink(Root() / folder, dir / folder);
   std::set<std::string> workflows;
   for (const fs::path& page : Pages()) {
     for (const std::string& w : NamedWorkflows(page)) {

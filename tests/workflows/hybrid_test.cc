@@ -96,7 +96,7 @@ TEST_CASE(
   CompiledWorkflow w = TinyHybridRedBlack("HYBRID");
   DirectPolicy policy(w);
   RolloutBatch batch = testing::DirectRollout(w, policy, 4, 4);
-  const int bot = w.vocab.Id("<bot>"), eot = w.vocab.Id("<eot>");
+  const int bot = w.rollout.vocab.Id("<bot>"), eot = w.rollout.vocab.Id("<eot>");
   int speakers = 0, readers = 0;
   for (const auto& r : batch.records) {
     const int slots = static_cast<int>(std::count(r.prompt.begin(), r.prompt.end(), Vocab::kSoft));
@@ -124,7 +124,7 @@ TEST_CASE(
   CHECK(e.metrics.at("latent_vectors") == 3 * 3 * 2);
   size_t words = 0;  // a speaker that sampled <eos> or a special token said nothing
   for (const auto& r : batch.records) {
-    if (r.episode == 0 && r.phase == "speak") words += w.vocab.Decode(r.response).size();
+    if (r.episode == 0 && r.phase == "speak") words += w.rollout.vocab.Decode(r.response).size();
   }
   CHECK(e.metrics.at("text_tokens") == static_cast<double>(words));
   CHECK(e.metrics.at("wire_bytes") > 3 * 3 * 2 * 16 * 4);

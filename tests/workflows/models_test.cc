@@ -83,8 +83,8 @@ TEST_CASE("full sharing puts every role on one model, told apart by role embeddi
       Compile(OneModel(a),
               "role { name: \"a0\" seats: \"a0\" model: \"m\" }\nrole { name: \"a1\" seats: \"a1\" model: \"m\" }\n");
   CHECK(w.models.size() == 1);
-  CHECK(w.roles[0].slot == 0);
-  CHECK(w.roles[1].slot == 1);
+  CHECK(w.rollout.roles[0].slot == 0);
+  CHECK(w.rollout.roles[1].slot == 1);
   CHECK_THAT(w.sharing[0], Catch::StartsWith("shared"));
   ModelPool pool(w.models, 1);
   BackwardFromRole(pool, 0, 0);

@@ -106,7 +106,7 @@ reward { level: TRAJECTORY signal: "score" }
 // `oracle`, the oracle answers in every trained role (demonstrations).
 RolloutBatch HubRollout(const CompiledWorkflow& w, int episodes, uint64_t seed, bool oracle) {
   WorkerHub hub(MakeHubSpec(w));
-  Rollout rollout(w, hub);
+  Rollout rollout(w.rollout, hub);
   Rng rng(seed);
   RolloutOptions o;
   o.episodes = episodes;
@@ -351,7 +351,7 @@ TEST_CASE("across a HYBRID pipeline channel the decomposer sends K vectors and t
   CompiledWorkflow w = CompileWorkflow(ParseWorkflowText(QaDecomposeLatent("HYBRID"), "qa.textproto"));
   testing::DirectPolicy policy(w);
   const RolloutBatch batch = testing::DirectRollout(w, policy, 4, 1);
-  const auto [bot, eot] = w.Codec(0).MessageMarkers();
+  const auto [bot, eot] = w.rollout.Codec(0).MessageMarkers();
   const int width = 32;
   int senders = 0, readers = 0;
   for (const auto& r : batch.records) {
@@ -400,7 +400,7 @@ TEST_CASE("across a HYBRID pipeline channel the decomposer sends K vectors and t
       ++demo_senders;
       CHECK(r.latent_steps == 3);
       CHECK(r.prompt.back() == eot);
-      CHECK(w.Codec(0).Text(r.response).find("sub_queries") != std::string::npos);  // the oracle's JSON
+      CHECK(w.rollout.Codec(0).Text(r.response).find("sub_queries") != std::string::npos);  // the oracle's JSON
     } else {
       CHECK(r.latent_steps == 0);
       CHECK(r.soft_inputs.size() == 3u * width);
@@ -413,7 +413,7 @@ TEST_CASE("a tool node runs once per tick for every episode, retried and fail-op
   auto run = [](const std::string& tool_lines, int episodes) {
     CompiledWorkflow w = CompileWorkflow(ParseWorkflowText(ToolPipeline(tool_lines), "t.textproto"));
     WorkerHub hub(MakeHubSpec(w));
-    Rollout rollout(w, hub);
+    Rollout rollout(w.rollout, hub);
     Rng rng(1);
     RolloutOptions o;
     o.episodes = episodes;
@@ -449,10 +449,10 @@ TEST_CASE("a tool node runs once per tick for every episode, retried and fail-op
 
 TEST_CASE("forward calls per QA pipeline tick do not grow with the number of questions", "[pipeline][qa][batching]") {
   CompiledWorkflow w = CompileWorkflow(ParseWorkflowText(QaDecompose(8), "qa.textproto"));
-  REQUIRE(w.codecs[0]->reads_text());
+  REQUIRE(w.rollout.codecs[0]->reads_text());
   auto run = [&](int episodes) {
     WorkerHub hub(MakeHubSpec(w));
-    Rollout rollout(w, hub);
+    Rollout rollout(w.rollout, hub);
     Rng rng(2);
     RolloutOptions o;
     o.episodes = episodes;
@@ -520,7 +520,7 @@ TEST_CASE("counterfactual training questions get another answer, which only the 
   const std::string text = Replace(QaDecompose(8), "task: \"factbook_qa\"",
                                    "task: \"factbook_qa\" param { name: \"counterfactual\" real: 1 }");
   const CompiledWorkflow w = CompileWorkflow(ParseWorkflowText(text, "qa.textproto"));
-  const CompiledPipeline& p = *w.pipeline;
+  const CompiledPipeline& p = *w.rollout.pipeline;
   int retrieve = -1;
   for (size_t n = 0; n < p.nodes.size(); ++n) {
     if (p.nodes[n].name == "retrieve") retrieve = static_cast<int>(n);
@@ -645,10 +645,10 @@ TEST_CASE("credit: marginal answer gains and shared outcomes on a hand-made traj
   const std::vector<int> receivers = {4, 4, 4};  // the episode's calls each term applies to
   double role_part = 0;
   const CompiledWorkflow wf = CompileWorkflow(ParseWorkflowText(full, "t.textproto"));
-  CHECK(CallReward(wf, rec, nullptr, 0.8, &role_part, &receivers) == Approx(0.8 - 0.5 + 0.5));
+  CHECK(CallReward(wf.rollout, rec, nullptr, 0.8, &role_part, &receivers) == Approx(0.8 - 0.5 + 0.5));
   CHECK(role_part == Approx(-0.5 + 0.5));
   const CompiledWorkflow ws = CompileWorkflow(ParseWorkflowText(split, "t.textproto"));
-  CHECK(CallReward(ws, rec, nullptr, 0.8, nullptr, &receivers) == Approx(0.8 / 4 - 0.5 + 0.5));
+  CHECK(CallReward(ws.rollout, rec, nullptr, 0.8, nullptr, &receivers) == Approx(0.8 / 4 - 0.5 + 0.5));
   // Split and marginal gains belong to pipelines.
   CHECK_THAT(ErrorOf(Replace(testing::TinyRedBlack(1, ""), "signal: \"round_payoff\" to_go: true", "signal: \"round_payoff\" split: true")),
              Catch::Contains("split shares a pipeline's"));

@@ -185,7 +185,7 @@ struct TwoLearners {
     }
     hub = std::make_unique<WorkerHub>(MakeHubSpec(*workflow));
     one = std::make_unique<ModelServer>(MakeServeSpec(*workflow, 0));
-    Rollout rollout(*workflow, *hub);
+    Rollout rollout(workflow->rollout, *hub);
     Rng rng(3);
     RolloutOptions o;
     o.episodes = 8;
@@ -436,7 +436,7 @@ TEST_CASE("forward calls per tick do not grow with the number of concurrent epis
   LoadedWorkflow loaded = ParseWorkflowText(kTiny, "tiny.textproto");
   CompiledWorkflow w = CompileWorkflow(loaded);
   WorkerHub hub(MakeHubSpec(w));
-  Rollout rollout(w, hub);
+  Rollout rollout(w.rollout, hub);
   Rng rng(3);
   std::vector<double> per_tick;
   for (int episodes : {1, 8, 64}) {
@@ -460,7 +460,7 @@ TEST_CASE("games stepped while the model answers the other wave play the same gr
   LoadedWorkflow loaded = ParseWorkflowText(kTiny, "tiny.textproto");
   CompiledWorkflow w = CompileWorkflow(loaded);
   WorkerHub hub(MakeHubSpec(w));  // the model answers on its worker's thread, as in a run
-  Rollout rollout(w, hub);
+  Rollout rollout(w.rollout, hub);
   RolloutBatch runs[2];
   for (int overlap : {0, 1}) {
     RolloutOptions o;
@@ -511,7 +511,7 @@ reward { level: TURN signal: "welfare_gain" }
   auto run = [&](int population) {
     CompiledWorkflow w = CompileWorkflow(ParseWorkflowText(workflow(population), "market.textproto"));
     WorkerHub hub(MakeHubSpec(w));
-    Rollout rollout(w, hub);
+    Rollout rollout(w.rollout, hub);
     Rng rng(3);
     RolloutOptions o;
     o.episodes = 4;
@@ -624,7 +624,7 @@ TEST_CASE("a supervised warm start sent to the worker in parts counts every step
   // (the worker was declared lost while it trained); the hub now sends them in parts.
   CompiledWorkflow w = CompileWorkflow(ParseWorkflowText(kTiny, "tiny.textproto"));
   WorkerHub hub(MakeHubSpec(w));
-  Rollout rollout(w, hub);
+  Rollout rollout(w.rollout, hub);
   Rng rng(5);
   RolloutOptions o;
   o.episodes = 4;

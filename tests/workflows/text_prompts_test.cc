@@ -106,8 +106,8 @@ TrainResult Run(const CompiledWorkflow& w, const std::string& dir, bool final_ev
 
 TEST_CASE("a text codec wraps a game's text view in ChatML and reads answers back as words", "[text]") {
   const CompiledWorkflow w = Compile(RedBlackText("iterations: 1"));
-  REQUIRE(w.codecs.size() == 1);
-  const PromptCodec& codec = *w.codecs[0];
+  REQUIRE(w.rollout.codecs.size() == 1);
+  const PromptCodec& codec = *w.rollout.codecs[0];
   REQUIRE(codec.reads_text());
   const Tokenizer tokenizer = LoadTokenizer(TinyTokenizer());
   CHECK(w.models[0].vocab_size == tokenizer.vocab_size());
@@ -160,7 +160,7 @@ credit { group_size: 4 }
 trainer { iterations: 1 episodes_per_iteration: 4 guided_choices: true }
 )";
   const CompiledWorkflow w = Compile(split_facts);
-  REQUIRE(w.codecs[0]->reads_text());  // the tokenizer came with the checkpoint
+  REQUIRE(w.rollout.codecs[0]->reads_text());  // the tokenizer came with the checkpoint
   CHECK(w.models[0].vocab_size == LoadTokenizer(TinyTokenizer()).vocab_size());
   const std::string split_dir = Temp("split-facts");
   CHECK(Run(w, split_dir, false).iterations == 1);

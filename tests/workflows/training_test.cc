@@ -162,7 +162,7 @@ TEST_CASE("the supervised warm start learns from a recorded session and from a J
   const auto& demos = from_session.run.sft_demonstrations;
   REQUIRE(demos.size() >= 8);
   for (const Demonstration& d : demos) {
-    CHECK(from_session.roles[d.role].name == "a");
+    CHECK(from_session.rollout.roles[d.role].name == "a");
     CHECK_FALSE(d.prompt.empty());
   }
   // The same demonstrations as JSONL, every answer made one word the model must learn to give.
@@ -355,7 +355,7 @@ TEST_CASE("the node-driven proposer -> critic pipeline validates and runs", "[tr
   LoadedWorkflow w = LoadWorkflowFile(troupe::testing::SourceDir() + "/workflows/shipped/proposer_critic.textproto");
   ApplyOverride(w, "trainer.iterations=2");
   CompiledWorkflow c = CompileWorkflow(w);
-  CHECK(c.pipeline->has_cycle);
+  CHECK(c.rollout.pipeline->has_cycle);
   const auto dir = Temp("pipeline");
   Run(c, dir);
   const auto lines = MetricsJson(dir);
@@ -367,7 +367,7 @@ TEST_CASE("the node-driven proposer -> critic pipeline validates and runs", "[tr
     // Every episode stops by the step bound at the latest, after one step at least.
     const double steps = Number(line, "game/steps");
     CHECK(steps >= 1);
-    CHECK(steps <= c.pipeline->max_steps);
+    CHECK(steps <= c.rollout.pipeline->max_steps);
   }
 }
 

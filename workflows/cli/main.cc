@@ -294,12 +294,12 @@ int Eval(const Args& a) {
   if (!ckpt) throw troupe::CheckpointError("no checkpoint in " + a.checkpoint);
   troupe::WorkerHub pool(troupe::MakeHubSpec(w));
   troupe::RunState state = troupe::LoadCheckpoint(*ckpt, [&](const std::string& d) { pool.Load(d, false); });
-  if (state["vocab"] != w.vocab.Fingerprint()) {
+  if (state["vocab"] != w.rollout.vocab.Fingerprint()) {
     throw troupe::CheckpointError("checkpoint " + *ckpt +
                                   " was trained with another vocabulary (game or roles differ)");
   }
   // A dataset given on the command line is played whole by default.
-  const int dataset_size = w.pipeline && !a.dataset.empty() ? w.pipeline->task->EvalQueryCount() : 0;
+  const int dataset_size = w.rollout.pipeline && !a.dataset.empty() ? w.rollout.pipeline->task->EvalQueryCount() : 0;
   const int episodes = a.episodes > 0 ? a.episodes : dataset_size > 0 ? dataset_size : w.run.eval_episodes;
   const bool greedy = a.greedy || w.run.greedy_eval;  // the workflow's trainer.greedy_eval, or --greedy
   troupe::EvalResult r = troupe::Evaluate(w, pool, episodes, w.seed + 1, greedy, w.trainer.temperature, a.show);

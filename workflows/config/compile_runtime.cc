@@ -65,7 +65,7 @@ void CompileRuntime(const LoadedWorkflow& w, CompiledWorkflow& c) {
 
   if (!c.proto.trainer().has_hybrid()) return;
   config::HybridSpec& h = *c.proto.mutable_trainer()->mutable_hybrid();  // with its defaults
-  if (!c.game)
+  if (!c.rollout.game)
     w.Fail({{"trainer"}, {"hybrid"}}, "trainer.hybrid trains the messages of a game; this workflow has none");
   if (w.proto.channel_size() == 0) {
     w.Fail({{"trainer"}, {"hybrid"}}, "trainer.hybrid needs channels between the roles that message each other");
@@ -88,26 +88,26 @@ void CompileRuntime(const LoadedWorkflow& w, CompiledWorkflow& c) {
   if (!StrategyFactory::Get().Has(h.teacher())) {
     w.Fail({{"trainer"}, {"hybrid"}, {"teacher"}}, "teacher '" + h.teacher() + "' is not a scripted strategy");
   }
-  for (const auto& r : c.roles) {
+  for (const auto& r : c.rollout.roles) {
     if (!r.trained())
       w.Fail({{"trainer"}, {"hybrid"}}, "with trainer.hybrid every role runs on a model; '" + r.name + "' is scripted");
   }
   if (h.differentiable() && c.hybrid_mode == config::TEXT) {
     w.Fail({{"trainer"}, {"hybrid"}, {"differentiable"}}, "differentiable needs LATENT or HYBRID channels");
   }
-  if (c.game->MessagePhases().empty()) {
+  if (c.rollout.game->MessagePhases().empty()) {
     w.Fail({{"trainer"}, {"hybrid"}},
-           "trainer.hybrid trains the messages of a game; game '" + c.game->Name() + "' has no message phase");
+           "trainer.hybrid trains the messages of a game; game '" + c.rollout.game->Name() + "' has no message phase");
   }
   // Senders write what the distillation teaches: K vectors (and for HYBRID the first words).
   for (int i = 0; i < w.proto.channel_size(); ++i) {
     const config::ChannelSpec& ch = w.proto.channel(i);
     if (ch.mode() == config::TEXT) continue;
-    RoleInfo& from = c.roles[c.RoleIndex(ch.from())];
+    RoleInfo& from = c.rollout.roles[c.RoleIndex(ch.from())];
     from.message_mode = ch.mode();
     from.latent_vectors = h.latent_vectors();
     from.text_words = ch.mode() == config::HYBRID ? h.text_words() : 0;
-    const int reader = c.roles[c.RoleIndex(ch.to())].model;
+    const int reader = c.rollout.roles[c.RoleIndex(ch.to())].model;
     if (h.differentiable() && reader != from.model) {
       // The gradient would have to cross from one model worker to another.
       w.Fail({{"channel", i}}, "differentiable latents need the sender and the reader on one model; channel " +

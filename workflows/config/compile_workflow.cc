@@ -21,14 +21,14 @@
 namespace troupe {
 
 int CompiledWorkflow::RoleIndex(const std::string& name) const {
-  for (size_t i = 0; i < roles.size(); ++i) {
-    if (roles[i].name == name) return static_cast<int>(i);
+  for (size_t i = 0; i < rollout.roles.size(); ++i) {
+    if (rollout.roles[i].name == name) return static_cast<int>(i);
   }
   return -1;
 }
 
 bool CompiledWorkflow::LatentMessages() const {
-  for (const auto& r : roles) {
+  for (const auto& r : rollout.roles) {
     if (r.message_mode != config::TEXT) return true;
   }
   return false;
@@ -36,7 +36,7 @@ bool CompiledWorkflow::LatentMessages() const {
 
 std::map<int, std::string> CompiledWorkflow::ScriptedSeats() const {
   std::map<int, std::string> m;
-  for (const auto& r : roles) {
+  for (const auto& r : rollout.roles) {
     if (!r.trained()) {
       for (int s : r.seats) m[s] = r.scripted;
     }
@@ -77,7 +77,7 @@ void CompileGame(const LoadedWorkflow& w, CompiledWorkflow& c) {
   }
   Params params = ResolveParams(w, *specs, spec.param(), {{"game"}});
   try {
-    c.game = GameFactory::Get().Create(spec.name(), params);
+    c.rollout.game = GameFactory::Get().Create(spec.name(), params);
   } catch (const GameError& e) {
     // At the parameter the error names when the workflow sets it; else at the game.
     for (int i = 0; i < spec.param_size(); ++i) {
@@ -87,8 +87,8 @@ void CompileGame(const LoadedWorkflow& w, CompiledWorkflow& c) {
     }
     w.Fail({{"game"}}, std::string("game '") + spec.name() + "': " + e.what());
   }
-  c.seat_names = c.game->SeatNames();
-  c.seat_role.assign(c.seat_names.size(), -1);
+  c.rollout.seat_names = c.rollout.game->SeatNames();
+  c.rollout.seat_role.assign(c.rollout.seat_names.size(), -1);
 }
 
 void CompilePipelineTask(const LoadedWorkflow& w, CompiledWorkflow& c) {
@@ -99,9 +99,9 @@ void CompilePipelineTask(const LoadedWorkflow& w, CompiledWorkflow& c) {
                                          "' (registered: " + JoinNames(PipelineTaskFactory::Get().Names()) + ")");
   }
   Params params = ResolveParams(w, *specs, spec.param(), {{"pipeline"}});
-  c.pipeline = std::make_unique<CompiledPipeline>();
+  c.rollout.pipeline = std::make_unique<CompiledPipeline>();
   try {
-    c.pipeline->task = PipelineTaskFactory::Get().Create(spec.task(), params);
+    c.rollout.pipeline->task = PipelineTaskFactory::Get().Create(spec.task(), params);
   } catch (const GameError& e) {
     w.Fail({{"pipeline"}}, std::string("task '") + spec.task() + "': " + e.what());
   }
@@ -207,10 +207,10 @@ void CompileRoles(const LoadedWorkflow& w, CompiledWorkflow& c) {
         w.Fail({{"role", i}, {"scripted"}}, "role '" + r.name() + "': unknown scripted strategy '" + r.scripted() +
                                                 "' (registered: " + JoinNames(StrategyFactory::Get().Names()) + ")");
       }
-      if (c.game && StrategyFactory::Get().Create(r.scripted())->GameName() != c.game->Name()) {
+      if (c.rollout.game && StrategyFactory::Get().Create(r.scripted())->GameName() != c.rollout.game->Name()) {
         w.Fail({{"role", i}, {"scripted"}}, "role '" + r.name() + "': strategy '" + r.scripted() + "' plays " +
                                                 StrategyFactory::Get().Create(r.scripted())->GameName() + ", not " +
-                                                c.game->Name());
+                                                c.rollout.game->Name());
       }
       info.scripted = r.scripted();
       if (r.adapter() != config::ADAPTER_NONE) {
@@ -218,46 +218,47 @@ void CompileRoles(const LoadedWorkflow& w, CompiledWorkflow& c) {
       }
     }
     // Seats (game workflows only).
-    if (c.game) {
+    if (c.rollout.game) {
       if (r.seats_size() == 0) w.Fail({{"role", i}}, "role '" + r.name() + "' plays no seat");
       for (int j = 0; j < r.seats_size(); ++j) {
         bool matched = false;
-        for (size_t s = 0; s < c.seat_names.size(); ++s) {
-          if (!SeatMatches(r.seats(j), c.seat_names[s])) continue;
+        for (size_t s = 0; s < c.rollout.seat_names.size(); ++s) {
+          if (!SeatMatches(r.seats(j), c.rollout.seat_names[s])) continue;
           matched = true;
-          if (c.seat_role[s] >= 0) {
-            w.Fail({{"role", i}, {"seats", j}},
-                   "seat '" + c.seat_names[s] + "' is already played by role '" + c.roles[c.seat_role[s]].name + "'");
+          if (c.rollout.seat_role[s] >= 0) {
+            w.Fail({{"role", i}, {"seats", j}}, "seat '" + c.rollout.seat_names[s] + "' is already played by role '" +
+                                                    c.rollout.roles[c.rollout.seat_role[s]].name + "'");
           }
-          c.seat_role[s] = i;
+          c.rollout.seat_role[s] = i;
           info.seats.push_back(static_cast<int>(s));
         }
         if (!matched) {
           w.Fail({{"role", i}, {"seats", j}}, "role '" + r.name() + "': seat '" + r.seats(j) + "' matches no seat of " +
-                                                  c.game->Name() + " (seats " + c.seat_names.front() + ".." +
-                                                  c.seat_names.back() + ")");
+                                                  c.rollout.game->Name() + " (seats " + c.rollout.seat_names.front() +
+                                                  ".." + c.rollout.seat_names.back() + ")");
         }
       }
     } else if (r.seats_size() > 0) {
       w.Fail({{"role", i}, {"seats", 0}},
              "role '" + r.name() + "': seats belong to game workflows; pipelines use nodes");
     }
-    c.roles.push_back(info);
+    c.rollout.roles.push_back(info);
   }
-  if (c.game) {
-    for (size_t s = 0; s < c.seat_names.size(); ++s) {
-      if (c.seat_role[s] < 0) w.Fail({{"game"}, {"name"}}, "seat '" + c.seat_names[s] + "' is played by no role");
+  if (c.rollout.game) {
+    for (size_t s = 0; s < c.rollout.seat_names.size(); ++s) {
+      if (c.rollout.seat_role[s] < 0)
+        w.Fail({{"game"}, {"name"}}, "seat '" + c.rollout.seat_names[s] + "' is played by no role");
     }
   }
   // Sharing modes follow from the mapping and the adapters.
   int trained_roles = 0;
-  for (const auto& r : c.roles) trained_roles += r.trained();
+  for (const auto& r : c.rollout.roles) trained_roles += r.trained();
   for (size_t m = 0; m < c.models.size(); ++m) {
     const auto& members = roles_of_model[m];
     const int mi = static_cast<int>(m);
     if (members.empty()) w.Fail({{"model", mi}, {"name"}}, "model '" + c.models[m].name + "' is used by no role");
     std::set<int> adapters;
-    for (int ri : members) adapters.insert(c.roles[ri].adapter);
+    for (int ri : members) adapters.insert(c.rollout.roles[ri].adapter);
     if (adapters.size() > 1) {
       w.Fail({{"role", members.back()}, {"adapter"}},
              "roles on model '" + c.models[m].name + "' mix adapter kinds; use one kind per model");
@@ -265,7 +266,7 @@ void CompileRoles(const LoadedWorkflow& w, CompiledWorkflow& c) {
     const int adapter = *adapters.begin();
     if (adapter != config::ADAPTER_NONE && members.size() < 2) {
       w.Fail({{"role", members.front()}, {"adapter"}},
-             "role '" + c.roles[members.front()].name + "' has an adapter, but model '" + c.models[m].name +
+             "role '" + c.rollout.roles[members.front()].name + "' has an adapter, but model '" + c.models[m].name +
                  "' serves no other role; adapters tell apart roles that share a model");
     }
     ModelConfig& mc = c.models[m];
@@ -295,14 +296,15 @@ void CompileRoles(const LoadedWorkflow& w, CompiledWorkflow& c) {
 
 void CompileRewards(const LoadedWorkflow& w, CompiledWorkflow& c) {
   // A workflow that trains nothing (scripted seats, or a world that runs by its own rules) needs no reward.
-  const bool trains = std::any_of(c.roles.begin(), c.roles.end(), [](const RoleInfo& r) { return r.trained(); });
+  const bool trains =
+      std::any_of(c.rollout.roles.begin(), c.rollout.roles.end(), [](const RoleInfo& r) { return r.trained(); });
   if (w.proto.reward_size() == 0 && trains) {
     w.Fail({}, "no reward: add at least one reward { level: ... signal: ... }");
   }
   std::vector<std::string> trajectory, turn;
-  if (c.game) {
-    trajectory = c.game->SignalNames();
-    turn = c.game->TurnSignalNames();
+  if (c.rollout.game) {
+    trajectory = c.rollout.game->SignalNames();
+    turn = c.rollout.game->TurnSignalNames();
   } else {
     trajectory = {"score"};
   }
@@ -317,11 +319,11 @@ void CompileRewards(const LoadedWorkflow& w, CompiledWorkflow& c) {
     if (r.to_go() && r.level() != config::TURN) {
       w.Fail({{"reward", i}, {"to_go"}}, "to_go applies to TURN rewards only");
     }
-    if (r.split() && (r.level() != config::TRAJECTORY || !c.pipeline)) {
+    if (r.split() && (r.level() != config::TRAJECTORY || !c.rollout.pipeline)) {
       w.Fail({{"reward", i}, {"split"}}, "split shares a pipeline's TRAJECTORY outcome among its calls");
     }
     const std::vector<std::string> role_signals =
-        c.pipeline ? std::vector<std::string>{"format", "answer_gain"} : std::vector<std::string>{"format"};
+        c.rollout.pipeline ? std::vector<std::string>{"format", "answer_gain"} : std::vector<std::string>{"format"};
     const std::vector<std::string> allowed = r.level() == config::TRAJECTORY ? trajectory
                                              : r.level() == config::TURN     ? turn
                                                                              : role_signals;
@@ -332,12 +334,12 @@ void CompileRewards(const LoadedWorkflow& w, CompiledWorkflow& c) {
     }
     for (int j = 0; j < r.roles_size(); ++j) {
       const int ri = c.RoleIndex(r.roles(j));
-      if (ri < 0 || !c.roles[ri].trained()) {
+      if (ri < 0 || !c.rollout.roles[ri].trained()) {
         w.Fail({{"reward", i}, {"roles", j}}, "reward names '" + r.roles(j) + "', which is not a trained role");
       }
       term.roles.push_back(ri);
     }
-    c.rewards.push_back(term);
+    c.rollout.rewards.push_back(term);
   }
 }
 
@@ -393,12 +395,12 @@ void CompileTraining(const LoadedWorkflow& w, CompiledWorkflow& c) {
            "episodes_per_iteration " + std::to_string(run.episodes_per_iteration) +
                " is not a multiple of credit.group_size " + std::to_string(run.group_size));
   }
-  if (run.sft_episodes > 0 && c.pipeline && run.sft_teacher != "oracle") {
+  if (run.sft_episodes > 0 && c.rollout.pipeline && run.sft_teacher != "oracle") {
     w.Fail({{"trainer"}, {"sft"}, {"teacher"}},
            "a pipeline's sft teacher is \"oracle\" (the task's oracle sub-questions and gold answer), got '" +
                run.sft_teacher + "'");
   }
-  if (run.sft_episodes > 0 && !c.pipeline && !StrategyFactory::Get().Has(run.sft_teacher)) {
+  if (run.sft_episodes > 0 && !c.rollout.pipeline && !StrategyFactory::Get().Has(run.sft_teacher)) {
     w.Fail({{"trainer"}, {"sft"}, {"teacher"}}, "sft teacher '" + run.sft_teacher + "' is not a scripted strategy");
   }
 
@@ -422,39 +424,40 @@ void CompileTraining(const LoadedWorkflow& w, CompiledWorkflow& c) {
 // words through the workflow's vocabulary, or its text through the model's
 // tokenizer. Fixes each model's vocabulary size and end token.
 void CompilePrompts(const LoadedWorkflow& w, CompiledWorkflow& c) {
-  std::vector<std::string> words = c.game ? c.game->Vocabulary() : c.pipeline->task->Vocabulary();
-  if (c.pipeline) words.push_back("|");  // separates a node's inputs in its prompt
+  std::vector<std::string> words =
+      c.rollout.game ? c.rollout.game->Vocabulary() : c.rollout.pipeline->task->Vocabulary();
+  if (c.rollout.pipeline) words.push_back("|");  // separates a node's inputs in its prompt
   if (c.hybrid() || c.LatentMessages()) {
     words.push_back("<bot>");
     words.push_back("<eot>");
   }
   std::vector<std::string> role_names;
-  for (const auto& r : c.roles) role_names.push_back(r.name);
-  c.vocab = Vocab(words, role_names);
-  const std::shared_ptr<const PromptCodec> word_codec = MakeWordCodec(c.vocab);
+  for (const auto& r : c.rollout.roles) role_names.push_back(r.name);
+  c.rollout.vocab = Vocab(words, role_names);
+  const std::shared_ptr<const PromptCodec> word_codec = MakeWordCodec(c.rollout.vocab);
   for (size_t i = 0; i < c.models.size(); ++i) {
     ModelConfig& m = c.models[i];
     const int mi = static_cast<int>(i);
     const config::ModelSpec& spec = w.proto.model(mi);
     const std::vector<PathStep> where{{"model", mi}, {spec.has_tokenizer() ? "tokenizer" : "hf_dir"}};
     if (m.tokenizer_json.empty()) {
-      if (!m.hf_dir.empty() && m.vocab_size != c.vocab.size()) {
+      if (!m.hf_dir.empty() && m.vocab_size != c.rollout.vocab.size()) {
         w.Fail({{"model", mi}, {"hf_dir"}},
                "model '" + m.name + "': " + m.hf_dir + " holds a model of " + std::to_string(m.vocab_size) +
                    " tokens and no tokenizer.json, so it reads this workflow's word vocabulary of " +
-                   std::to_string(c.vocab.size()) + " words, which it was not made for");
+                   std::to_string(c.rollout.vocab.size()) + " words, which it was not made for");
       }
-      m.vocab_size = c.vocab.size();
+      m.vocab_size = c.rollout.vocab.size();
       m.eos_token = Vocab::kEos;
-      c.codecs.push_back(word_codec);
+      c.rollout.codecs.push_back(word_codec);
       continue;
     }
     // Text prompts: every part of the workflow this model serves must have a text form.
-    if (c.game && !c.game->RendersText()) {
-      w.Fail(where, "model '" + m.name + "' reads text (" + m.tokenizer_json + "), but game " + c.game->Name() +
+    if (c.rollout.game && !c.rollout.game->RendersText()) {
+      w.Fail(where, "model '" + m.name + "' reads text (" + m.tokenizer_json + "), but game " + c.rollout.game->Name() +
                         " renders no text view of its observations");
     }
-    if (c.hybrid() || (c.game && c.LatentMessages())) {
+    if (c.hybrid() || (c.rollout.game && c.LatentMessages())) {
       w.Fail(where, "model '" + m.name + "' reads text (" + m.tokenizer_json +
                         "); latent and hybrid messages in games need word-vocabulary models so far");
     }
@@ -471,7 +474,7 @@ void CompilePrompts(const LoadedWorkflow& w, CompiledWorkflow& c) {
     }
     if (m.hf_dir.empty()) m.vocab_size = codec->vocab_size();
     m.eos_token = codec->eos();
-    c.codecs.push_back(std::move(codec));
+    c.rollout.codecs.push_back(std::move(codec));
   }
 }
 
@@ -480,26 +483,26 @@ void CompilePrompts(const LoadedWorkflow& w, CompiledWorkflow& c) {
 // encodes it (<bos>, role token, observation, a latent speaker's <bot> K <eot>;
 // or the text view as a chat, through the model's tokenizer) plus its answer. Refused at the model's max_len, naming the prompt.
 void ValidatePromptLengths(const LoadedWorkflow& w, const CompiledWorkflow& c) {
-  if (!c.game) return;
+  if (!c.rollout.game) return;
   int message_words = 0;  // a latent message in a reader's view: <bot> K vectors <eot> and its words
-  for (const auto& r : c.roles) {
+  for (const auto& r : c.rollout.roles) {
     if (r.message_mode != config::TEXT) message_words = std::max(message_words, 2 + r.latent_vectors + r.text_words);
   }
-  const std::vector<Decision> longest = c.game->LongestDecisions(message_words);
+  const std::vector<Decision> longest = c.rollout.game->LongestDecisions(message_words);
   for (size_t mi = 0; mi < c.models.size(); ++mi) {
     // The longest prompt and answer of any role on this model: the figure that fixes the config.
     const RoleInfo* role = nullptr;
     const Decision* worst = nullptr;
     int prompt = 0, answer = 0;
-    for (const auto& r : c.roles) {
+    for (const auto& r : c.rollout.roles) {
       if (r.model != static_cast<int>(mi)) continue;
-      const PromptCodec& codec = *c.codecs[mi];
+      const PromptCodec& codec = *c.rollout.codecs[mi];
       for (const Decision& d : longest) {
         const bool latent = d.message && r.message_mode != config::TEXT;
         int p = 2 + static_cast<int>(d.observation.size()) + (latent ? 1 : 0);
         int a = latent ? r.latent_vectors + 1 + std::min(d.max_words, std::max(1, r.text_words)) : d.max_words;
         if (codec.reads_text()) {
-          p = static_cast<int>(codec.TextPrompt(static_cast<int>(&r - c.roles.data()), d.text).size());
+          p = static_cast<int>(codec.TextPrompt(static_cast<int>(&r - c.rollout.roles.data()), d.text).size());
           a = codec.MaxNewTokens(d.max_words);
         }
         if (worst == nullptr || p + a > prompt + answer) role = &r, worst = &d, prompt = p, answer = a;
@@ -511,12 +514,12 @@ void ValidatePromptLengths(const LoadedWorkflow& w, const CompiledWorkflow& c) {
     const int i = static_cast<int>(mi);
     const config::ModelSpec& spec = w.proto.model(i);
     const bool written = spec.has_hf_dir() || WritesOption(spec, "max_len");
-    w.Fail(written ? OptionsPath(w, i, ArchitectureSpecOf(m.spec).name(), "max_len")
-                   : std::vector<PathStep>{{"model", i}},
-           "model '" + m.name + "': max_len " + std::to_string(max_len) + (written ? "" : " (the default)") +
-               " is too short for role '" + role->name + "': the longest '" + worst->phase + "' prompt " +
-               c.game->Name() + " can give it is " + std::to_string(prompt) + " tokens, and its answer " +
-               std::to_string(answer) + "; set max_len to at least " + std::to_string(prompt + answer));
+    w.Fail(
+        written ? OptionsPath(w, i, ArchitectureSpecOf(m.spec).name(), "max_len") : std::vector<PathStep>{{"model", i}},
+        "model '" + m.name + "': max_len " + std::to_string(max_len) + (written ? "" : " (the default)") +
+            " is too short for role '" + role->name + "': the longest '" + worst->phase + "' prompt " +
+            c.rollout.game->Name() + " can give it is " + std::to_string(prompt) + " tokens, and its answer " +
+            std::to_string(answer) + "; set max_len to at least " + std::to_string(prompt + answer));
   }
 }
 
@@ -556,7 +559,7 @@ CompiledWorkflow CompileWorkflow(const LoadedWorkflow& w) {
   else CompilePipelineTask(w, c);
   CompileModels(w, c);
   CompileRoles(w, c);
-  for (auto& r : c.roles) {
+  for (auto& r : c.rollout.roles) {
     if (r.trained()) r.latent_width = static_cast<int>(c.models[r.model].sizes().width);
   }
   if (has_pipeline) ValidatePipelineGraph(w, c);
@@ -567,25 +570,25 @@ CompiledWorkflow CompileWorkflow(const LoadedWorkflow& w) {
   CompileRuntime(w, c);
   CompilePrompts(w, c);
   ValidatePromptLengths(w, c);
-  for (const auto& m : c.models) c.max_len.push_back(static_cast<int>(m.sizes().max_len));
-  if (c.pipeline) {
+  for (const auto& m : c.models) c.rollout.max_len.push_back(static_cast<int>(m.sizes().max_len));
+  if (c.rollout.pipeline) {
     // A pipeline's prompts are cut to fit (their length depends on the outputs); its answers are not.
-    for (size_t i = 0; i < c.pipeline->nodes.size(); ++i) {
-      const PipelineNode& n = c.pipeline->nodes[i];
+    for (size_t i = 0; i < c.rollout.pipeline->nodes.size(); ++i) {
+      const PipelineNode& n = c.rollout.pipeline->nodes[i];
       if (n.kind != config::ROLE_NODE) continue;
-      const ModelConfig& m = c.models[c.roles[n.role].model];
+      const ModelConfig& m = c.models[c.rollout.roles[n.role].model];
       if (n.max_tokens + 16 > m.sizes().max_len) {
         w.Fail({{"pipeline"}, {"node", static_cast<int>(i)}, {"max_tokens"}},
                "node '" + n.name + "': max_tokens " + std::to_string(n.max_tokens) + " leaves model '" + m.name +
                    "' (max_len " + std::to_string(m.sizes().max_len) + ") too little room for a prompt");
       }
     }
-    c.headline_metrics = c.pipeline->task->HeadlineMetrics();
+    c.headline_metrics = c.rollout.pipeline->task->HeadlineMetrics();
     if (c.LatentMessages()) c.headline_metrics.push_back("latent_vectors");
   } else {
-    for (const auto& r : c.roles) {
+    for (const auto& r : c.rollout.roles) {
       if (r.trained() && !r.seats.empty()) {
-        c.headline_metrics = c.game->HeadlineMetrics(r.seats.front());
+        c.headline_metrics = c.rollout.game->HeadlineMetrics(r.seats.front());
         break;
       }
     }
@@ -601,15 +604,16 @@ CompiledWorkflow CompileWorkflow(const LoadedWorkflow& w) {
 std::string DescribeWorkflow(const CompiledWorkflow& c) {
   std::ostringstream out;
   out << (c.proto.name().empty() ? c.file : c.proto.name()) << ": ";
-  if (c.game) out << "game " << c.game->Name() << " (" << c.seat_names.size() << " seats)";
-  else out << "pipeline " << c.proto.pipeline().task() << " (" << c.pipeline->nodes.size() << " nodes)";
+  if (c.rollout.game) out << "game " << c.rollout.game->Name() << " (" << c.rollout.seat_names.size() << " seats)";
+  else out << "pipeline " << c.proto.pipeline().task() << " (" << c.rollout.pipeline->nodes.size() << " nodes)";
   if (c.models.empty()) out << ", simulation only (no model: troupe run)\n";
   else out << ", estimator " << EstimatorName(c.credit.estimator) << "\n";
-  for (const auto& r : c.roles) {
+  for (const auto& r : c.rollout.roles) {
     out << "  role " << r.name << " -> ";
     if (r.trained()) out << "model " << c.models[r.model].name;
     else out << "scripted " << r.scripted;
-    if (!r.seats.empty()) out << "  seats " << c.seat_names[r.seats.front()] << ".." << c.seat_names[r.seats.back()];
+    if (!r.seats.empty())
+      out << "  seats " << c.rollout.seat_names[r.seats.front()] << ".." << c.rollout.seat_names[r.seats.back()];
     out << "\n";
   }
   for (size_t m = 0; m < c.models.size(); ++m) {
@@ -621,10 +625,11 @@ std::string DescribeWorkflow(const CompiledWorkflow& c) {
     if (!arch.Details(mc.spec).empty()) out << " " << arch.Details(mc.spec);
     if (!mc.hf_dir.empty()) out << " from " << mc.hf_dir;
     out << " on " << mc.device << ", " << c.sharing[m];
-    if (c.codecs[m]->reads_text()) out << ", text prompts (" << mc.tokenizer_json << ", " << mc.vocab_size << " tokens)";
+    if (c.rollout.codecs[m]->reads_text())
+      out << ", text prompts (" << mc.tokenizer_json << ", " << mc.vocab_size << " tokens)";
     out << "\n";
   }
-  if (!c.models.empty()) out << "  word vocabulary " << c.vocab.size() << " tokens";
+  if (!c.models.empty()) out << "  word vocabulary " << c.rollout.vocab.size() << " tokens";
   return out.str();
 }
 

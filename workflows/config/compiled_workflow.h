@@ -13,77 +13,13 @@
 
 #include "comms/proto/workflow.pb.h"
 #include "core/credit.h"
-#include "core/game.h"
 #include "core/models/model_pool.h"
 #include "core/models/trainer.h"
-#include "core/pipeline_task.h"
-#include "workflows/config/output_parser.h"
-#include "workflows/config/pipeline_expr.h"
-#include "core/vocab.h"
-#include "workflows/config/prompt_codec.h"
-#include "workflows/specs/runtime_settings.h"
+#include "workflows/config/rollout_spec.h"
 #include "workflows/config/sft_data.h"
+#include "workflows/specs/runtime_settings.h"
 
 namespace troupe {
-
-struct RoleInfo {
-  std::string name;
-  std::vector<int> seats;  // game seats this role plays
-  int model = -1;          // physical model, or -1 for a scripted role
-  int slot = 0;            // the role's index among the roles of its model
-  std::string scripted;    // strategy name for scripted roles
-  config::Adapter adapter = config::ADAPTER_NONE;
-  // How this role's messages (a game's message phases) travel, from its
-  // channels, in reinforcement-learning runs: TEXT, or K latent vectors
-  // (LATENT) followed by `text_words` words of its text (HYBRID).
-  config::ChannelMode message_mode = config::TEXT;
-  int latent_vectors = 0;
-  int text_words = 0;
-  int latent_width = 0;  // width of the vectors its messages carry (its model's d_model)
-  bool trained() const { return model >= 0; }
-};
-
-struct RewardTerm {
-  config::RewardLevel level = config::TRAJECTORY;
-  std::string signal;
-  double weight = 0.0;
-  bool to_go = false;      // TURN: return-to-go from the call's turn
-  bool split = false;      // TRAJECTORY: shared out among the calls that receive it
-  std::vector<int> roles;  // empty: every trained role
-};
-
-struct PipelineNode {
-  std::string name;
-  config::NodeKind kind = config::ROLE_NODE;
-  int role = -1;
-  std::string tool;
-  std::vector<int> inputs;  // without a prompt template: what the prompt shows after the question
-  int max_tokens = 0;
-  PromptTemplate prompt;                         // ROLE_NODE; empty: the question and `inputs`
-  std::shared_ptr<const OutputParser> parser;    // ROLE_NODE
-  std::optional<NodeRef> input;                  // TOOL_NODE: its inputs' items; none: `inputs`' raw texts
-  bool input_question = false;                   // TOOL_NODE: its input is the query's question
-  int retries = 0;                               // TOOL_NODE
-  bool fail_open = true;                         // TOOL_NODE
-  bool oracle = false;                           // ROLE_NODE: the oracle answers it (pipeline.oracle)
-};
-
-struct PipelineEdge {
-  int from = 0;
-  int to = 0;
-  std::shared_ptr<const Condition> when;  // null: always
-};
-
-struct CompiledPipeline {
-  std::unique_ptr<PipelineTask> task;
-  std::vector<std::unique_ptr<PipelineTool>> tools;  // per node (null for non-tool nodes)
-  std::vector<PipelineNode> nodes;
-  std::vector<PipelineEdge> edges;
-  std::vector<int> start;
-  int max_steps = 0;
-  int answer = -1;
-  bool has_cycle = false;
-};
 
 struct RunSettings {
   int iterations = 0;
@@ -103,31 +39,13 @@ struct RunSettings {
   std::vector<Demonstration> sft_demonstrations;  // from trainer.sft.jsonl and .session
 };
 
-// What a rollout reads (Rollout, CallReward, and the prompts of hybrid
-// distillation): the game or pipeline, who plays each seat, the roles, the
-// vocabulary and the reward terms. No models, trainer or runtime.
-struct RolloutSpec {
-  std::unique_ptr<Game> game;                  // seat-driven workflows
-  std::unique_ptr<CompiledPipeline> pipeline;  // node-driven workflows
-  std::vector<std::string> seat_names;
-  std::vector<int> seat_role;  // seat -> role index
-  std::vector<RoleInfo> roles;
-  Vocab vocab;
-  // Per physical model: how it reads prompts and writes answers (the game's
-  // words through `vocab`, or its text through the model's tokenizer).
-  std::vector<std::shared_ptr<const PromptCodec>> codecs;
-  std::vector<int> max_len;  // per physical model: the tokens a prompt and its answer may take
-  std::vector<RewardTerm> rewards;
-
-  // The codec of a trained role's model.
-  const PromptCodec& Codec(int role) const { return *codecs.at(roles.at(role).model); }
-};
-
 // The whole compiled workflow: the rollout's spec and everything else. Its
-// consumers take the narrow piece they need: Rollout a RolloutSpec, WorkerHub a
-// HubSpec and each model worker a ModelServeSpec (workflows/specs/, made by serve_specs.h);
-// the run loops (workflows/run) and the session's description take it whole.
-struct CompiledWorkflow : RolloutSpec {
+// consumers take the narrow piece they need: Rollout the RolloutSpec
+// (`rollout`), WorkerHub a HubSpec and each model worker a ModelServeSpec
+// (workflows/specs/, made by serve_specs.h); the training run and the
+// session's description take it whole.
+struct CompiledWorkflow {
+  RolloutSpec rollout;
   std::string file;
   config::Workflow proto;  // with defaults filled in: the resolved config
   uint64_t seed = 0;

@@ -24,8 +24,8 @@ std::vector<std::string> Words(const std::string& text) {
 }
 
 int TrainedRole(const CompiledWorkflow& c, const std::string& name) {
-  for (size_t r = 0; r < c.roles.size(); ++r) {
-    if (c.roles[r].name == name && c.roles[r].trained()) return static_cast<int>(r);
+  for (size_t r = 0; r < c.rollout.roles.size(); ++r) {
+    if (c.rollout.roles[r].name == name && c.rollout.roles[r].trained()) return static_cast<int>(r);
   }
   return -1;
 }
@@ -33,9 +33,9 @@ int TrainedRole(const CompiledWorkflow& c, const std::string& name) {
 // The first word outside the vocabulary, or "" when every word is in it (or
 // the role's model reads text, where every word is).
 std::string UnknownWord(const CompiledWorkflow& c, int role, const std::vector<std::string>& words) {
-  if (c.Codec(role).reads_text()) return "";
+  if (c.rollout.Codec(role).reads_text()) return "";
   for (const std::string& w : words) {
-    if (c.vocab.Id(w) == Vocab::kUnk) return w;
+    if (c.rollout.vocab.Id(w) == Vocab::kUnk) return w;
   }
   return "";
 }

@@ -56,10 +56,10 @@ config::ChannelMode LatentMode(const LoadedWorkflow& w, const std::string& from,
 
 void ValidateChannels(const LoadedWorkflow& w, const CompiledWorkflow& c) {
   std::set<std::string> names;
-  if (c.pipeline) {
-    for (const auto& n : c.pipeline->nodes) names.insert(n.name);
+  if (c.rollout.pipeline) {
+    for (const auto& n : c.rollout.pipeline->nodes) names.insert(n.name);
   }
-  for (const auto& r : c.roles) names.insert(r.name);
+  for (const auto& r : c.rollout.roles) names.insert(r.name);
   const config::HybridSpec& sizes = WorkflowDefaults().trainer().hybrid();
   std::map<int, MessageShape> sends;  // role -> what its first latent channel sends
   std::map<int, int> read_width;      // reader model -> width of the vectors it reads
@@ -68,25 +68,27 @@ void ValidateChannels(const LoadedWorkflow& w, const CompiledWorkflow& c) {
     for (const auto* end : {&ch.from(), &ch.to()}) {
       if (names.count(*end) == 0) {
         w.Fail({{"channel", i}, {end == &ch.from() ? "from" : "to"}},
-               "channel endpoint '" + *end + "' is not a role" + (c.pipeline ? " or node" : ""));
+               "channel endpoint '" + *end + "' is not a role" + (c.rollout.pipeline ? " or node" : ""));
       }
     }
     if (ch.mode() == config::TEXT) continue;
     const bool rl = ReinforcementLatent(w, ch);
-    if (rl && c.game && c.game->MessagePhases().empty()) {
+    if (rl && c.rollout.game && c.rollout.game->MessagePhases().empty()) {
       w.Fail({{"channel", i}, {"mode"}}, "channel mode " + config::ChannelMode_Name(ch.mode()) +
                                              " needs a game whose seats send messages " +
                                              "(red_black's speak phase), a pipeline, or trainer.hybrid { }" +
-                                             "; game '" + c.game->Name() + "' has no message phase");
+                                             "; game '" + c.rollout.game->Name() + "' has no message phase");
     }
-    if (c.pipeline && !rl) w.Fail({{"trainer"}, {"hybrid"}}, "pipelines train latent channels by reinforcement learning: drop trainer.hybrid");
-    if (c.pipeline && ch.has_text_words()) {
+    if (c.rollout.pipeline && !rl)
+      w.Fail({{"trainer"}, {"hybrid"}},
+             "pipelines train latent channels by reinforcement learning: drop trainer.hybrid");
+    if (c.rollout.pipeline && ch.has_text_words()) {
       w.Fail({{"channel", i}, {"text_words"}},
              "in a pipeline the text a reader sees is what its prompt template shows; text_words is for games");
     }
     for (const auto* end : {&ch.from(), &ch.to()}) {
       const int r = c.RoleIndex(*end);
-      if (r < 0 || !c.roles[r].trained()) {
+      if (r < 0 || !c.rollout.roles[r].trained()) {
         w.Fail({{"channel", i}, {end == &ch.from() ? "from" : "to"}}, "a " + config::ChannelMode_Name(ch.mode()) +
                                                                           " channel joins roles that run on models; '" +
                                                                           *end + "' does not");
@@ -94,8 +96,8 @@ void ValidateChannels(const LoadedWorkflow& w, const CompiledWorkflow& c) {
     }
     // A reader's prompts carry vectors of one width (its own, or its latent_in adapter's).
     const int from = c.RoleIndex(ch.from());
-    const int reader = c.roles[c.RoleIndex(ch.to())].model;
-    const int width = static_cast<int>(c.models[c.roles[from].model].sizes().width);
+    const int reader = c.rollout.roles[c.RoleIndex(ch.to())].model;
+    const int width = static_cast<int>(c.models[c.rollout.roles[from].model].sizes().width);
     auto [read, fresh] = read_width.emplace(reader, width);
     if (!fresh && read->second != width) {
       w.Fail({{"channel", i}}, "model '" + c.models[reader].name + "' would read latent vectors of widths " +
@@ -142,8 +144,8 @@ void CompileChannels(const LoadedWorkflow& w, CompiledWorkflow& c) {
   for (int i = 0; i < w.proto.channel_size(); ++i) {
     const config::ChannelSpec& ch = w.proto.channel(i);
     if (ch.mode() == config::TEXT) continue;
-    RoleInfo& from = c.roles[c.RoleIndex(ch.from())];
-    ModelConfig& reader = c.models[c.roles[c.RoleIndex(ch.to())].model];
+    RoleInfo& from = c.rollout.roles[c.RoleIndex(ch.from())];
+    ModelConfig& reader = c.models[c.rollout.roles[c.RoleIndex(ch.to())].model];
     c.models[from.model].latent = true;
     reader.latent = true;
     reader.latent_in_width = static_cast<int>(c.models[from.model].sizes().width);  // equal to its own width: no adapter
@@ -227,7 +229,7 @@ void CheckLatentReads(const LoadedWorkflow& w, const CompiledPipeline& p, const 
 
 void ValidatePipelineGraph(const LoadedWorkflow& w, CompiledWorkflow& c) {
   const config::PipelineSpec& spec = c.proto.pipeline();  // with its defaults
-  CompiledPipeline& p = *c.pipeline;
+  CompiledPipeline& p = *c.rollout.pipeline;
   std::map<std::string, int> index;
   for (int i = 0; i < spec.node_size(); ++i) {
     const config::NodeSpec& n = spec.node(i);
@@ -270,7 +272,8 @@ void ValidatePipelineGraph(const LoadedWorkflow& w, CompiledWorkflow& c) {
     if (n.kind() == config::ROLE_NODE) {
       node.role = c.RoleIndex(n.role());
       if (node.role < 0) w.Fail(at("role"), "node '" + n.name() + "' names undefined role '" + n.role() + "'");
-      if (!c.roles[node.role].trained()) w.Fail(at("role"), "node '" + n.name() + "': pipeline roles must map to a model");
+      if (!c.rollout.roles[node.role].trained())
+        w.Fail(at("role"), "node '" + n.name() + "': pipeline roles must map to a model");
       used_roles.insert(node.role);
       const config::ParserSpec& ps = n.has_parser() ? n.parser() : WorkflowDefaults().pipeline().node(0).parser();
       try {
@@ -309,9 +312,10 @@ void ValidatePipelineGraph(const LoadedWorkflow& w, CompiledWorkflow& c) {
     p.nodes.push_back(std::move(node));
     p.tools.push_back(std::move(tool));
   }
-  for (size_t r = 0; r < c.roles.size(); ++r) {
+  for (size_t r = 0; r < c.rollout.roles.size(); ++r) {
     if (used_roles.count(static_cast<int>(r)) == 0) {
-      w.Fail({{"role", static_cast<int>(r)}, {"name"}}, "role '" + c.roles[r].name + "' answers at no pipeline node");
+      w.Fail({{"role", static_cast<int>(r)}, {"name"}},
+             "role '" + c.rollout.roles[r].name + "' answers at no pipeline node");
     }
   }
 

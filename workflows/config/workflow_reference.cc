@@ -70,7 +70,8 @@ std::map<std::pair<std::string, std::string>, std::string> Defaults() {
     m.GetReflection()->ListFields(m, &fields);
     for (const auto* f : fields) {
       if (f->type() == pb::FieldDescriptor::TYPE_MESSAGE) {
-        collect(f->is_repeated() ? m.GetReflection()->GetRepeatedMessage(m, f, 0) : m.GetReflection()->GetMessage(m, f));
+        collect(f->is_repeated() ? m.GetReflection()->GetRepeatedMessage(m, f, 0)
+                                 : m.GetReflection()->GetMessage(m, f));
         continue;
       }
       std::string value;
@@ -169,8 +170,8 @@ std::string WorkflowReferenceMarkdown() {
     for (int fi = 0; fi < m.field_size(); ++fi) {
       const pb::FieldDescriptorProto& f = m.field(fi);
       auto d = defaults.find({m.name(), f.name()});
-      out << "| `" << f.name() << "` | " << TypeOf(f) << " | " << (d == defaults.end() ? "" : "`" + Cell(d->second) + "`")
-          << " | " << comment({4, mi, 2, fi}) << " |\n";
+      out << "| `" << f.name() << "` | " << TypeOf(f) << " | "
+          << (d == defaults.end() ? "" : "`" + Cell(d->second) + "`") << " | " << comment({4, mi, 2, fi}) << " |\n";
     }
     out << "\n";
   }

@@ -60,15 +60,15 @@ void SessionEvents::RunStarted(const std::string& run_id, int start_iteration) {
   std::string text;
   google::protobuf::TextFormat::PrintToString(workflow_.proto, &text);
   s->set_workflow_text(text);
-  if (workflow_.game) s->set_game(workflow_.game->Name());
-  for (const auto& r : workflow_.roles) {
+  if (workflow_.rollout.game) s->set_game(workflow_.rollout.game->Name());
+  for (const auto& r : workflow_.rollout.roles) {
     s->add_role(r.name);
     s->add_role_model(r.trained() ? r.model : -1);
   }
   for (const auto& m : workflow_.models) s->add_model(m.name);
-  for (size_t i = 0; i < workflow_.seat_names.size(); ++i) {
-    s->add_seat(workflow_.seat_names[i]);
-    s->add_seat_role(workflow_.seat_role[i]);
+  for (size_t i = 0; i < workflow_.rollout.seat_names.size(); ++i) {
+    s->add_seat(workflow_.rollout.seat_names[i]);
+    s->add_seat_role(workflow_.rollout.seat_role[i]);
   }
   for (const auto& h : workflow_.headline_metrics) s->add_headline_metric(h);
   s->set_iterations(workflow_.run.iterations);
@@ -124,7 +124,7 @@ void SessionEvents::Acted(int episode, const CallRecord& call, const std::vector
   n->set_phase(call.phase);
   Emit(a);
   session::Event e;
-  const RoleInfo& role = workflow_.roles.at(call.role);
+  const RoleInfo& role = workflow_.rollout.roles.at(call.role);
   if (call.latent_steps > 0) {
     // A latent message: its readers see the vectors and (HYBRID) the first words.
     const std::vector<std::string> shown(words.begin(),
@@ -140,7 +140,8 @@ void SessionEvents::Acted(int episode, const CallRecord& call, const std::vector
     m->set_step(call.step);
     if (!scripted) m->set_text_tokens(static_cast<int>(call.response.size()));
     if (call.soft_inputs.empty()) {
-      m->set_prompt(call.model >= 0 ? workflow_.Codec(call.role).Show(call.prompt) : Join(workflow_.vocab.Decode(call.prompt)));
+      m->set_prompt(call.model >= 0 ? workflow_.rollout.Codec(call.role).Show(call.prompt)
+                                    : Join(workflow_.rollout.vocab.Decode(call.prompt)));
     }
     m->set_wire_bytes(static_cast<int64_t>(m->text().size()));
     m->set_valid(call.valid);
@@ -185,7 +186,7 @@ void SessionEvents::StateChanged(int episode, const State& state) {
   s->set_iteration(iteration_);
   s->set_episode(episode);
   s->set_turn(state.Turn());
-  if (workflow_.game) s->set_game(workflow_.game->Name());
+  if (workflow_.rollout.game) s->set_game(workflow_.rollout.game->Name());
   s->set_state(state.Serialize());
   s->set_text(state.ToString());
   Emit(e);
@@ -231,7 +232,7 @@ std::vector<session::RoleCredit> CreditByRole(const std::vector<CallRecord>& rec
 
 void SessionEvents::Credit(int iteration, const std::vector<CallRecord>& records) {
   if (!enabled()) return;
-  for (session::RoleCredit& rc : CreditByRole(records, static_cast<int>(workflow_.roles.size()))) {
+  for (session::RoleCredit& rc : CreditByRole(records, static_cast<int>(workflow_.rollout.roles.size()))) {
     if (rc.calls() == 0) continue;
     session::Event e;
     rc.set_iteration(iteration);

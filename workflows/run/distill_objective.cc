@@ -57,12 +57,12 @@ class DistillationObjective : public TrainingObjective {
         mode_(w.hybrid_mode),
         policy_(policy),
         events_(events),
-        rollout_(w, policy),
+        rollout_(w.rollout, policy),
         teacher_(StrategyFactory::Get().Create(h_.teacher())),
         rng_(Rng::Mix(w.seed, 9)),
-        bot_(w.vocab.Id("<bot>")),
-        eot_(w.vocab.Id("<eot>")) {
-    if (!w.game || w.game->MessagePhases().empty()) {
+        bot_(w.rollout.vocab.Id("<bot>")),
+        eot_(w.rollout.vocab.Id("<eot>")) {
+    if (!w.rollout.game || w.rollout.game->MessagePhases().empty()) {
       throw ConfigError(w.file, 0, 0, "trainer.hybrid trains the messages of a game with message phases");
     }
     out << "hybrid messages: channels " << config::ChannelMode_Name(mode_)
@@ -135,11 +135,11 @@ class DistillationObjective : public TrainingObjective {
     return {message.begin(), message.begin() + std::min<size_t>(message.size(), h_.text_words())};
   }
 
-  const RoleInfo& Role(int seat) const { return w_.roles[w_.seat_role[seat]]; }
+  const RoleInfo& Role(int seat) const { return w_.rollout.roles[w_.rollout.seat_role[seat]]; }
 
   // A sender's prompt, as the rollout makes it: with <bot> when it sends vectors.
   std::vector<int> SenderPrompt(const Decision& d) const {
-    std::vector<int> p = rollout_.Prompt(w_.seat_role[d.seat], d.observation).tokens;
+    std::vector<int> p = rollout_.Prompt(w_.rollout.seat_role[d.seat], d.observation).tokens;
     if (latent_vectors() > 0) p.push_back(bot_);
     return p;
   }
@@ -164,9 +164,9 @@ class DistillationObjective : public TrainingObjective {
     std::vector<MessageTick> ticks;
     for (int e = 0; e < h_.batch(); ++e) {
       MessageTick t;
-      t.state = w_.game->NewInitialState(Rng::Mix(step_seed, static_cast<uint64_t>(e)));
+      t.state = w_.rollout.game->NewInitialState(Rng::Mix(step_seed, static_cast<uint64_t>(e)));
       if (!PlayToMessages(&t)) {
-        throw GameError("trainer.hybrid: an episode of " + w_.game->Name() + " ended before any message");
+        throw GameError("trainer.hybrid: an episode of " + w_.rollout.game->Name() + " ended before any message");
       }
       ticks.push_back(std::move(t));
     }
@@ -178,7 +178,7 @@ class DistillationObjective : public TrainingObjective {
           const Decision& d = t.decisions[k];
           if (!d.message) continue;
           const RoleInfo& r = Role(d.seat);
-          const std::vector<int> message = w_.vocab.Encode(t.said[k]);
+          const std::vector<int> message = w_.rollout.vocab.Encode(t.said[k]);
           if (latent_vectors() > 0) batch.self.push_back({r.model, r.slot, SenderPrompt(d), message, message});
           else batch.senders.push_back({r.model, r.slot, SenderPrompt(d), message});
         }
@@ -248,7 +248,7 @@ class DistillationObjective : public TrainingObjective {
       if (!d.message || latent_vectors() == 0) {
         if (d.message) {  // a text message: its sender learns to write it
           const RoleInfo& r = Role(d.seat);
-          batch->senders.push_back({r.model, r.slot, SenderPrompt(d), w_.vocab.Encode(t.said[k])});
+          batch->senders.push_back({r.model, r.slot, SenderPrompt(d), w_.rollout.vocab.Encode(t.said[k])});
         }
         student_out.push_back({d.seat, t.said[k]});
         continue;
@@ -256,7 +256,7 @@ class DistillationObjective : public TrainingObjective {
       const RoleInfo& r = Role(d.seat);
       const std::vector<std::string> text = TextPart(t.said[k]);
       LatentMessage m;
-      m.role = w_.seat_role[d.seat];
+      m.role = w_.rollout.seat_role[d.seat];
       m.width = r.latent_width;
       m.text = text;
       if (!latents.empty()) m.latents = latents.at(t.latents[k]).latents;
@@ -264,7 +264,7 @@ class DistillationObjective : public TrainingObjective {
       sender_of_handle.push_back(-1);
       if (!text.empty() || h_.differentiable()) {
         sender_of_handle.back() = static_cast<int>(batch->senders.size());
-        batch->senders.push_back({r.model, r.slot, SenderPrompt(d), w_.vocab.Encode(text)});
+        batch->senders.push_back({r.model, r.slot, SenderPrompt(d), w_.rollout.vocab.Encode(text)});
       }
       SeatOutput out{d.seat, text};
       out.latent_message = static_cast<int>(sent.size());
@@ -276,13 +276,14 @@ class DistillationObjective : public TrainingObjective {
     if (student->IsTerminal()) return;
     const std::vector<Decision> reads = student->PendingDecisions(), teacher_reads = teacher->PendingDecisions();
     if (reads.size() != teacher_reads.size()) {
-      throw GameError("trainer.hybrid: " + w_.game->Name() + " asks different seats after text and latent messages");
+      throw GameError("trainer.hybrid: " + w_.rollout.game->Name() +
+                      " asks different seats after text and latent messages");
     }
     for (size_t k = 0; k < reads.size(); ++k) {
       const Decision& d = reads[k];
       if (d.message) continue;  // readers answer; the next messages are another tick's
-      const int role = w_.seat_role[d.seat];
-      const RoleInfo& r = w_.roles[role];
+      const int role = w_.rollout.seat_role[d.seat];
+      const RoleInfo& r = w_.rollout.roles[role];
       ReceiverExample x;
       x.model = r.model;
       x.role_slot = r.slot;
@@ -295,7 +296,7 @@ class DistillationObjective : public TrainingObjective {
         x.soft_width = prompt.soft_width;
       }
       x.teacher_prompt = rollout_.Prompt(role, teacher_reads[k].observation).tokens;
-      x.answer = w_.vocab.Encode(teacher_->Act(*teacher, teacher_reads[k], rng_));
+      x.answer = w_.rollout.vocab.Encode(teacher_->Act(*teacher, teacher_reads[k], rng_));
       batch->receivers.push_back(std::move(x));
     }
   }

@@ -52,7 +52,7 @@ class ChunkObserver : public RolloutObserver {
 
 EvalResult Evaluate(const CompiledWorkflow& workflow, PolicyService& policy, int episodes, uint64_t seed, bool greedy,
                     double temperature, int show, RolloutObserver* observer) {
-  Rollout rollout(workflow, policy);
+  Rollout rollout(workflow.rollout, policy);
   Rng rng(Rng::Mix(seed, 0xE7A1));
   EvalResult result;
   int64_t forward = 0, turns = 0;
@@ -79,8 +79,8 @@ EvalResult Evaluate(const CompiledWorkflow& workflow, PolicyService& policy, int
     turns += b.turns;
   }
   result.episodes = episodes;
-  if (workflow.pipeline && workflow.pipeline->task->EvalQueryCount() > 0) {
-    result.questions = std::min(episodes, workflow.pipeline->task->EvalQueryCount());
+  if (workflow.rollout.pipeline && workflow.rollout.pipeline->task->EvalQueryCount() > 0) {
+    result.questions = std::min(episodes, workflow.rollout.pipeline->task->EvalQueryCount());
   }
   // A metric's mean over the episodes that report it (per-type metrics: those of the type).
   std::map<std::string, std::vector<double>> values;
@@ -98,24 +98,24 @@ EvalResult Evaluate(const CompiledWorkflow& workflow, PolicyService& policy, int
 }
 
 std::optional<BestScore> BestAchievable(const CompiledWorkflow& workflow) {
-  if (!workflow.game) return std::nullopt;
+  if (!workflow.rollout.game) return std::nullopt;
   const RoleInfo* trained = nullptr;
-  for (const auto& r : workflow.roles) {
+  for (const auto& r : workflow.rollout.roles) {
     if (r.trained()) {
       trained = &r;
       break;
     }
   }
   if (trained == nullptr || trained->seats.empty()) return std::nullopt;
-  for (const auto& term : workflow.rewards) {
+  for (const auto& term : workflow.rollout.rewards) {
     // An episode signal, or a per-turn one summed to the end (return-to-go).
     if (term.level != config::TRAJECTORY && !(term.level == config::TURN && term.to_go)) continue;
-    auto best = workflow.game->BestAchievable(term.signal, trained->seats.front(), workflow.ScriptedSeats());
+    auto best = workflow.rollout.game->BestAchievable(term.signal, trained->seats.front(), workflow.ScriptedSeats());
     if (!best) continue;
     BestScore b;
     b.signal = term.signal;
     b.value = *best;
-    b.metric = workflow.game->MetricOfSignal(term.signal, trained->seats.front());
+    b.metric = workflow.rollout.game->MetricOfSignal(term.signal, trained->seats.front());
     return b;
   }
   return std::nullopt;

@@ -27,11 +27,12 @@ JsonLine IterationLine(const CompiledWorkflow& w, int iteration, const RolloutBa
   line.Add("iteration", iteration);
   line.Add("episodes", static_cast<double>(batch.episodes.size()));
   line.Add("episodes_dropped", static_cast<double>(batch.dropped));
-  const std::vector<session::RoleCredit> by_role = CreditByRole(batch.records, static_cast<int>(w.roles.size()));
-  for (size_t r = 0; r < w.roles.size(); ++r) {
-    if (!w.roles[r].trained()) continue;
+  const std::vector<session::RoleCredit> by_role =
+      CreditByRole(batch.records, static_cast<int>(w.rollout.roles.size()));
+  for (size_t r = 0; r < w.rollout.roles.size(); ++r) {
+    if (!w.rollout.roles[r].trained()) continue;
     const session::RoleCredit& rc = by_role[r];
-    const std::string& name = w.roles[r].name;
+    const std::string& name = w.rollout.roles[r].name;
     line.Add("reward/" + name, rc.reward_mean());
     line.Add("advantage_mean/" + name, rc.advantage_mean());
     line.Add("advantage_std/" + name, rc.advantage_std());
@@ -63,7 +64,12 @@ JsonLine IterationLine(const CompiledWorkflow& w, int iteration, const RolloutBa
 class ReinforcementObjective : public TrainingObjective {
  public:
   ReinforcementObjective(const CompiledWorkflow& w, PolicyService& policy, SessionEvents& events)
-      : w_(w), policy_(policy), events_(events), credit_(w.credit), rollout_(w, policy), rng_(Rng::Mix(w.seed, 1)) {}
+      : w_(w),
+        policy_(policy),
+        events_(events),
+        credit_(w.credit),
+        rollout_(w.rollout, policy),
+        rng_(Rng::Mix(w.seed, 1)) {}
 
   int iterations() const override { return w_.run.iterations; }
   int checkpoint_every() const override { return w_.run.checkpoint_every; }
@@ -114,13 +120,13 @@ class ReinforcementObjective : public TrainingObjective {
 
   // A demonstration as the call its role would have made.
   CallRecord RecordOf(const Demonstration& d) const {
-    const RoleInfo& role = w_.roles.at(d.role);
+    const RoleInfo& role = w_.rollout.roles.at(d.role);
     CallRecord r;
     r.role = d.role;
     r.model = role.model;
     r.role_slot = role.slot;
     r.phase = "sft";
-    const PromptCodec& codec = w_.Codec(d.role);
+    const PromptCodec& codec = w_.rollout.Codec(d.role);
     r.prompt = codec.reads_text() ? codec.TextPrompt(d.role, d.prompt_text) : rollout_.Prompt(d.role, d.prompt).tokens;
     r.response = codec.Answer(d.response, static_cast<int>(d.response.size()));
     if (r.response.back() != codec.eos()) r.response.push_back(codec.eos());

@@ -23,7 +23,7 @@ class SessionEvents;
 struct IterationReport {
   bool has_line = false;  // a line for metrics.jsonl (the loop adds time/elapsed_s)
   JsonLine line;
-  double episodes_per_s = 0.0;         // for the session event
+  double episodes_per_s = 0.0;          // for the session event
   double forward_calls_per_turn = 0.0;  // for the session event
   std::string progress;                 // the progress line's figures
 };
@@ -48,8 +48,8 @@ class RunObjective {
 struct RunLoopSpec {
   std::string dir;
   bool resume = false;
-  bool progress = true;  // the progress line
-  bool tty = false;      // the progress line rewrites itself (a terminal) or prints lines
+  bool progress = true;                     // the progress line
+  bool tty = false;                         // the progress line rewrites itself (a terminal) or prints lines
   const std::atomic<bool>* stop = nullptr;  // set (Ctrl-C): checkpoint and stop
   int stop_at = 0;                          // > 0: checkpoint and stop at this iteration (tests)
   double max_minutes = 0;                   // > 0: stop once this much time has run
@@ -59,8 +59,8 @@ struct RunLoopSpec {
 };
 
 struct RunLoopEnd {
-  int iterations = 0;       // done, in all
-  double seconds = 0.0;     // of iterating, resumed runs' earlier time included
+  int iterations = 0;        // done, in all
+  double seconds = 0.0;      // of iterating, resumed runs' earlier time included
   bool interrupted = false;  // Ctrl-C or stop_at
   bool time_limit = false;   // stopped at max_minutes
 };

@@ -40,9 +40,10 @@ std::map<std::string, Spread> SpreadOverSeeds(const std::vector<SeedRun>& runs) 
 }
 
 std::vector<SeedRun> Simulate(const CompiledWorkflow& w, const SimulateOptions& o, std::ostream& log) {
-  if (!w.game) throw ConfigError(w.file + ": troupe run plays games; a pipeline needs its models (troupe train)");
+  if (!w.rollout.game)
+    throw ConfigError(w.file + ": troupe run plays games; a pipeline needs its models (troupe train)");
   std::vector<std::unique_ptr<ScriptedStrategy>> strategies;
-  for (const RoleInfo& r : w.roles) {
+  for (const RoleInfo& r : w.rollout.roles) {
     if (r.trained()) {
       throw ConfigError(w.file + ": role '" + r.name +
                         "' plays on a model; troupe run plays scripted and rule-based seats only (troupe train, "
@@ -60,13 +61,13 @@ std::vector<SeedRun> Simulate(const CompiledWorkflow& w, const SimulateOptions& 
   std::vector<SeedRun> runs;
   const double start = Seconds();
   SessionEvents* events = o.events != nullptr && o.events->enabled() ? o.events : nullptr;
-  if (events) events->RunStarted(w.proto.name().empty() ? w.game->Name() : w.proto.name(), 0);
+  if (events) events->RunStarted(w.proto.name().empty() ? w.rollout.game->Name() : w.proto.name(), 0);
   for (int k = 0; k < o.seeds; ++k) {
     SeedRun run;
     run.seed = w.seed + static_cast<uint64_t>(k);
     Rng rng(Rng::Mix(run.seed, 0x52554E));  // the scripted seats' draws
     const double t0 = Seconds();
-    std::unique_ptr<State> state = w.game->NewInitialState(run.seed);
+    std::unique_ptr<State> state = w.rollout.game->NewInitialState(run.seed);
     std::map<std::string, ChartSeries> seed_curves;
     if (events) {
       events->BeginIteration(k + 1, false);
@@ -80,7 +81,7 @@ std::vector<SeedRun> Simulate(const CompiledWorkflow& w, const SimulateOptions& 
       } else {
         std::vector<SeatOutput> outputs;
         for (const Decision& d : pending) {
-          outputs.push_back({d.seat, strategies.at(w.seat_role.at(d.seat))->Act(*state, d, rng)});
+          outputs.push_back({d.seat, strategies.at(w.rollout.seat_role.at(d.seat))->Act(*state, d, rng)});
         }
         state->Apply(outputs);
       }
@@ -112,7 +113,7 @@ std::vector<SeedRun> Simulate(const CompiledWorkflow& w, const SimulateOptions& 
     if (o.progress) {
       log << "seed " << run.seed << ": " << run.steps << " steps in " << std::fixed << std::setprecision(3)
           << run.seconds << " s;" << std::defaultfloat;
-      for (const std::string& key : w.game->HeadlineMetrics(0)) {
+      for (const std::string& key : w.rollout.game->HeadlineMetrics(0)) {
         if (run.metrics.count(key)) log << " " << key << " " << run.metrics.at(key);
       }
       log << "\n";
@@ -123,7 +124,7 @@ std::vector<SeedRun> Simulate(const CompiledWorkflow& w, const SimulateOptions& 
   if (!o.out_dir.empty()) {
     for (const auto& [key, series] : curves) {
       WriteLineChartPng((fs::path(o.out_dir) / "plots" / (key + ".png")).string(), series,
-                        {(w.proto.name().empty() ? w.game->Name() : w.proto.name()) + ": " + key +
+                        {(w.proto.name().empty() ? w.rollout.game->Name() : w.proto.name()) + ": " + key +
                              (series.size() > 1 ? " (" + std::to_string(series.size()) + " seeds)" : ""),
                          "step"});
     }

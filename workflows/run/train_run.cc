@@ -145,7 +145,7 @@ class TrainingRun {
     spec.stop_at = options_.stop_at;
     spec.max_minutes = w_.run.max_minutes;
     spec.events = &events_;
-    spec.checkpoint_state["vocab"] = w_.vocab.Fingerprint();
+    spec.checkpoint_state["vocab"] = w_.rollout.vocab.Fingerprint();
     spec.save_models = [this](const std::string& d) { hub_.Save(d); };
     spec.load_models = [this](const std::string& d) { hub_.Load(d, true); };
     return spec;
@@ -167,7 +167,7 @@ class TrainingRun {
   void Resume() {
     std::string ckpt;
     RunState state = loop_.Resume(&ckpt);
-    if (state["vocab"] != w_.vocab.Fingerprint()) {
+    if (state["vocab"] != w_.rollout.vocab.Fingerprint()) {
       throw CheckpointError("checkpoint " + ckpt + " was trained on another vocabulary (the game or roles changed)");
     }
     if (fs::exists(dir_ / "eval_untrained.json")) {
@@ -208,7 +208,7 @@ class TrainingRun {
 TrainResult Train(const CompiledWorkflow& w, const TrainOptions& options, std::ostream& out) {
   SetTorchThreads(w.run.threads);
   bool trained_role = false;
-  for (const auto& r : w.roles) trained_role = trained_role || r.trained();
+  for (const auto& r : w.rollout.roles) trained_role = trained_role || r.trained();
   if (!trained_role) throw ConfigError(w.file, 0, 0, "nothing to train: every role is scripted");
   SessionEvents events(w, options.publish.empty() ? w.runtime.publish : options.publish, options.record,
                        options.resume);
