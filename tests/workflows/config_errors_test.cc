@@ -16,6 +16,7 @@
 #include "core/device_support.h"
 #include "workflows/config/compiled_workflow.h"
 #include "workflows/config/config_loader.h"
+#include "workflows/config/workflow_reference.h"
 #include "workflows/config/defaults.h"
 #include "tests/workflows/config_test_support.h"
 
@@ -351,29 +352,8 @@ TEST_CASE("defaults come from one table and the resolved workflow states every v
 
 TEST_CASE("the schema's comments state the same defaults as the defaults tables", "[config][defaults]") {
   // Every default the table holds, by (message, field), as text.
-  std::map<std::pair<std::string, std::string>, std::string> table;
-  std::function<void(const google::protobuf::Message&)> collect = [&](const google::protobuf::Message& m) {
-    std::vector<const google::protobuf::FieldDescriptor*> fields;
-    m.GetReflection()->ListFields(m, &fields);
-    for (const auto* f : fields) {
-      if (f->type() == google::protobuf::FieldDescriptor::TYPE_MESSAGE) {
-        if (f->is_repeated()) collect(m.GetReflection()->GetRepeatedMessage(m, f, 0));
-        else collect(m.GetReflection()->GetMessage(m, f));
-        continue;
-      }
-      std::string value;
-      google::protobuf::TextFormat::PrintFieldValueToString(m, f, -1, &value);
-      table[{m.GetDescriptor()->name(), f->name()}] = value;
-    }
-  };
-  collect(WorkflowDefaults());
-  // Each architecture's options default in its own folder.
-  for (const std::string& name : ArchitectureNames()) {
-    config::ModelSpec model;
-    model.GetReflection()->MutableMessage(&model, config::ModelSpec::descriptor()->FindFieldByName(name));
-    ApplyArchitectureDefaults(&model);
-    collect(ArchitectureOptions(model));
-  }
+  // Every default the tables hold (the workflow's and each architecture's), by (message, field).
+  const std::map<std::pair<std::string, std::string>, std::string> table = WorkflowDefaultValues();
   // Fields of workflow.proto whose comment says "default VALUE".
   std::ifstream in(troupe::testing::SourceDir() + "/comms/proto/workflow.proto");
   const std::regex message_line(R"(^message (\w+) \{)");

@@ -62,8 +62,9 @@ std::string Cell(std::string text) {
   return out;
 }
 
-// Every default the tables hold, by (message, field), as the text format prints it.
-std::map<std::pair<std::string, std::string>, std::string> Defaults() {
+}  // namespace
+
+std::map<std::pair<std::string, std::string>, std::string> WorkflowDefaultValues() {
   std::map<std::pair<std::string, std::string>, std::string> table;
   std::function<void(const pb::Message&)> collect = [&](const pb::Message& m) {
     std::vector<const pb::FieldDescriptor*> fields;
@@ -88,6 +89,8 @@ std::map<std::pair<std::string, std::string>, std::string> Defaults() {
   }
   return table;
 }
+
+namespace {
 
 // A heading's anchor as Markdown renderers make it ("ModelSpec" -> "modelspec").
 std::string Anchor(std::string name) {
@@ -138,7 +141,7 @@ std::string WorkflowReferenceMarkdown() {
       used_in[f.type_name().substr(f.type_name().rfind('.') + 1)].push_back(m.name() + "." + f.name());
     }
   }
-  const auto defaults = Defaults();
+  const auto defaults = WorkflowDefaultValues();
   std::ostringstream out;
   out << "# Workflow file reference\n\n"
       << "Every field a workflow file (protobuf text format) may set, with its type, its default and what it\n"
