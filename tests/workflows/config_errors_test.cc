@@ -145,6 +145,8 @@ TEST_CASE("a CUDA device this LibTorch build cannot use is refused at validation
   REQUIRE(CudaDeviceCount().has_value());
   const std::string text = WithLine(7, "model { name: \"m\" device: \"cuda:99\" }");
   CHECK_THAT(ErrorOf(text), Catch::StartsWith(At(text, 7, "device")) && Catch::Contains("this build of LibTorch"));
+  const std::string huge = WithLine(7, "model { name: \"m\" device: \"cuda:99999999999999999999\" }");
+  CHECK_THAT(ErrorOf(huge), Catch::StartsWith(At(huge, 7, "device")) && Catch::Contains("this build of LibTorch"));
   if (*CudaDeviceCount() == 0) {
     const std::string first = WithLine(7, "model { name: \"m\" device: \"cuda:0\" }");
     CHECK_THAT(ErrorOf(first), Catch::StartsWith(At(first, 7, "device")) && Catch::Contains("has no CUDA devices"));

@@ -139,7 +139,8 @@ void CheckDevice(const LoadedWorkflow& w, int i) {
   }
   const std::optional<int> cuda = CudaDeviceCount();
   if (d.rfind("cuda:", 0) != 0 || !cuda) return;
-  if (std::stoll(d.substr(5)) >= *cuda) {
+  const std::string index = d.substr(5);
+  if (index.size() > 4 || std::stoi(index) >= *cuda) {
     w.Fail({{"model", i}, {"device"}},
            "model '" + w.proto.model(i).name() + "': device '" + d + "', but this build of LibTorch " +
                (*cuda == 0 ? std::string("has no CUDA devices (a CPU build, or no GPU here)")
