@@ -25,6 +25,15 @@ TroupeParts TroupePartsOf(const ModelConfig& c) {
   return TroupeParts().num_roles(c.num_roles).lora_rank(c.lora_rank).latent(c.latent).latent_in_width(c.latent_in_width);
 }
 
+int64_t FieldParameterCount(PolicyModelImpl& model, const ModelConfig& c) {
+  const Architecture& architecture = ArchitectureOf(c);
+  int64_t n = 0;
+  for (const auto& p : model.named_parameters()) {
+    if (architecture.IsFieldParameter(p.key())) n += p.value().numel();
+  }
+  return n;
+}
+
 PolicyModel BuildPolicyModel(const ModelConfig& c) {
   PolicyModel model = ArchitectureOf(c).Build(c);
   model->set_bf16(c.bf16);

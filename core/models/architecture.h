@@ -51,6 +51,10 @@ TroupeParts TroupePartsOf(const ModelConfig& config);
 // The architecture config.spec names.
 const Architecture& ArchitectureOf(const ModelConfig& config);
 
+// The parameters of `model` that are the field's (what its Hugging Face folder
+// holds; troupe's own parts not counted).
+int64_t FieldParameterCount(PolicyModelImpl& model, const ModelConfig& config);
+
 // What the pool and the trainers call.
 PolicyModel BuildPolicyModel(const ModelConfig& config);
 void SavePolicyModel(PolicyModelImpl& model, const ModelConfig& config, const std::string& dir);

@@ -80,13 +80,7 @@ class FolderLanguageModel : public LanguageModel {
 
   int vocab_size() const override { return static_cast<int>(model_->vocab_size()); }
   int max_len() const override { return static_cast<int>(model_->max_len()); }
-  int64_t parameter_count() const override {
-    int64_t n = 0;
-    for (const auto& p : model_->named_parameters()) {
-      if (ArchitectureOf(config_).IsFieldParameter(p.key())) n += p.value().numel();
-    }
-    return n;
-  }
+  int64_t parameter_count() const override { return FieldParameterCount(*model_, config_); }
 
  private:
   ModelConfig config_;

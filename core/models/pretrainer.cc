@@ -83,13 +83,7 @@ double Pretrainer::Loss(const std::vector<int>& tokens, int batch, int length) {
   return impl_->LossOf(input, target).item<double>();
 }
 
-int64_t Pretrainer::parameter_count() const {
-  int64_t n = 0;
-  for (const auto& p : impl_->model->named_parameters()) {
-    if (ArchitectureOf(impl_->config).IsFieldParameter(p.key())) n += p.value().numel();
-  }
-  return n;
-}
+int64_t Pretrainer::parameter_count() const { return FieldParameterCount(*impl_->model, impl_->config); }
 
 void Pretrainer::WriteModel(const std::string& dir) const {
   ArchitectureOf(impl_->config).WriteHfFolder(*impl_->model, impl_->config, dir);

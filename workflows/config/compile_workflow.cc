@@ -13,6 +13,7 @@
 #include "workflows/config/compiled_workflow.h"
 #include "workflows/config/config_loader.h"
 #include "workflows/config/defaults.h"
+#include "workflows/config/model_options.h"
 #include "workflows/specs/enums.h"
 #include "workflows/specs/model_spec.h"
 #include "workflows/config/prompt_codec.h"
@@ -112,18 +113,6 @@ constexpr char kMakeBaseModel[] =
     " (troupe's base model is made by `troupe pretrain workflows/shipped/base_model.textproto --out "
     "runs/base_model`, into runs/base_model/model)";
 
-// The field holding model i's architecture options (or its hf_dir), for error positions.
-std::vector<PathStep> OptionsPath(const LoadedWorkflow& w, int i, const std::string& architecture,
-                                  const std::string& field = "") {
-  std::vector<PathStep> path{{"model", i}};
-  if (w.proto.model(i).has_hf_dir()) return path.push_back({"hf_dir"}), path;
-  // A model that names no architecture gets the default one: point at the model.
-  if (w.proto.model(i).architecture_case() == config::ModelSpec::ARCHITECTURE_NOT_SET) return path;
-  path.push_back({architecture.c_str()});  // the caller's strings outlive the path
-  if (!field.empty()) path.push_back({field.c_str()});
-  return path;
-}
-
 // Whether the workflow file sets `field` of the model's architecture options.
 bool WritesOption(const config::ModelSpec& model, const char* field) {
   if (model.architecture_case() == config::ModelSpec::ARCHITECTURE_NOT_SET) return false;
@@ -168,11 +157,7 @@ void CompileModels(const LoadedWorkflow& w, CompiledWorkflow& c) {
       w.Fail({{"model", i}, {"hf_dir"}}, "model '" + m.name() + "': " + e.what() + (missing ? kMakeBaseModel : ""));
     }
     mc.index = static_cast<int>(c.models.size());
-    const ArchitectureSpec& arch = ArchitectureSpecOf(mc.spec);
-    for (const OptionProblem& p : arch.Validate(mc.spec)) {
-      w.Fail(OptionsPath(w, i, arch.name(), p.field), "model '" + m.name() + "': " + p.message);
-    }
-    if (mc.lr <= 0) w.Fail({{"model", i}, {"optimizer"}, {"lr"}}, "learning rate must be positive");
+    CheckModelOptions(w, i, mc);
     if (mc.grad_clip < 0) w.Fail({{"model", i}, {"optimizer"}, {"grad_clip"}}, "grad_clip must be 0 (off) or positive");
     c.models.push_back(mc);
   }
@@ -516,7 +501,7 @@ void ValidatePromptLengths(const LoadedWorkflow& w, const CompiledWorkflow& c) {
     const config::ModelSpec& spec = w.proto.model(i);
     const bool written = spec.has_hf_dir() || WritesOption(spec, "max_len");
     w.Fail(
-        written ? OptionsPath(w, i, ArchitectureSpecOf(m.spec).name(), "max_len") : std::vector<PathStep>{{"model", i}},
+        written ? ModelOptionsPath(w, i, ArchitectureSpecOf(m.spec).name(), "max_len") : std::vector<PathStep>{{"model", i}},
         "model '" + m.name + "': max_len " + std::to_string(max_len) + (written ? "" : " (the default)") +
             " is too short for role '" + role->name + "': the longest '" + worst->phase + "' prompt " +
             c.rollout.game->Name() + " can give it is " + std::to_string(prompt) + " tokens, and its answer " +

@@ -9,6 +9,7 @@
 #include "core/text/corpora.h"
 #include "workflows/config/config_loader.h"
 #include "workflows/config/defaults.h"
+#include "workflows/config/model_options.h"
 #include "workflows/specs/model_spec.h"
 
 namespace troupe {
@@ -34,14 +35,8 @@ CompiledPretrain CompilePretrain(const LoadedWorkflow& w) {
     w.Fail({{"model", 0}}, "pretraining writes a Hugging Face folder, which " + arch.name() +
                                " has none: give the model llama { } or gpt2 { } (or hf_dir)");
   }
-  for (const OptionProblem& p : arch.Validate(c.model.spec)) {
-    const std::string name = arch.name();
-    std::vector<PathStep> where{{"model", 0}, {m.has_hf_dir() ? "hf_dir" : name.c_str()}};
-    if (!m.has_hf_dir() && !p.field.empty()) where.push_back({p.field.c_str()});
-    w.Fail(where, "model '" + m.name() + "': " + p.message);
-  }
   c.model.index = 0;
-  if (c.model.lr <= 0) w.Fail({{"model", 0}, {"optimizer"}, {"lr"}}, "learning rate must be positive");
+  CheckModelOptions(w, 0, c.model);
   const config::PretrainSpec& p = c.proto.pretrain();
   if (p.corpus_size() == 0) {
     w.Fail({{"pretrain"}}, "pretrain needs at least one corpus: " + JoinNames(CorpusNames()));

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "core/base/errors.h"
+#include "core/models/checkpoint.h"
 
 namespace troupe {
 

@@ -5,7 +5,6 @@
 
 #include <string>
 
-#include "core/models/checkpoint.h"
 #include "workflows/config/compiled_workflow.h"
 
 namespace troupe {

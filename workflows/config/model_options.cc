@@ -1,0 +1,28 @@
+// Checks of a model entry shared by every kind of workflow.
+#include "workflows/config/model_options.h"
+
+#include "core/models/architecture_spec.h"
+
+namespace troupe {
+
+std::vector<PathStep> ModelOptionsPath(const LoadedWorkflow& w, int i, const std::string& architecture,
+                                       const std::string& field) {
+  std::vector<PathStep> path{{"model", i}};
+  if (w.proto.model(i).has_hf_dir()) return path.push_back({"hf_dir"}), path;
+  // A model that names no architecture gets the default one: point at the model.
+  if (w.proto.model(i).architecture_case() == config::ModelSpec::ARCHITECTURE_NOT_SET) return path;
+  path.push_back({architecture.c_str()});
+  if (!field.empty()) path.push_back({field.c_str()});
+  return path;
+}
+
+void CheckModelOptions(const LoadedWorkflow& w, int i, const ModelConfig& model) {
+  const ArchitectureSpec& arch = ArchitectureSpecOf(model.spec);
+  const std::string name = arch.name();
+  for (const OptionProblem& p : arch.Validate(model.spec)) {
+    w.Fail(ModelOptionsPath(w, i, name, p.field), "model '" + model.name + "': " + p.message);
+  }
+  if (model.lr <= 0) w.Fail({{"model", i}, {"optimizer"}, {"lr"}}, "learning rate must be positive");
+}
+
+}  // namespace troupe
