@@ -215,6 +215,15 @@ TEST_CASE("troupe run plays a simulation-only workflow: metrics per step, plots,
   std::string line;
   while (std::getline(metrics, line)) ++lines;
   CHECK(lines == 90);
+  // The same sink as training's: TensorBoard events too, a run (folder) per seed.
+  for (const char* seed : {"seed_1", "seed_2", "seed_3"}) {
+    INFO(seed);
+    int event_files = 0;
+    for (const auto& e : fs::directory_iterator(out / seed)) {
+      event_files += e.path().filename().string().rfind("events.out.tfevents.", 0) == 0;
+    }
+    CHECK(event_files == 1);
+  }
   for (const char* plot : {"population_end", "gini_end", "step_trades", "step_price"}) {
     INFO(plot);
     CHECK(PngSize((out / "plots" / (std::string(plot) + ".png")).string()) == std::pair<int, int>{800, 450});

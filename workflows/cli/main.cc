@@ -422,7 +422,7 @@ int Simulate(const Args& a) {
                 << s.half_width << "\n";
     }
   }
-  if (!a.out.empty()) std::cout << "wrote " << a.out << "/metrics.jsonl, plots/, summary.json\n";
+  if (!a.out.empty()) std::cout << "wrote " << a.out << "/metrics.jsonl, TensorBoard runs seed_N/, plots/, summary.json\n";
   return 0;
 }
 

@@ -49,6 +49,12 @@ JsonLine& JsonLine::Add(const std::string& key, double value) {
   return *this;
 }
 
+JsonLine& JsonLine::AddInteger(const std::string& key, uint64_t value) {
+  parts_.push_back("\"" + JsonEscape(key) + "\":" + std::to_string(value));
+  numbers_.emplace_back(key, static_cast<double>(value));
+  return *this;
+}
+
 JsonLine& JsonLine::Add(const std::string& key, const std::string& value) {
   parts_.push_back("\"" + JsonEscape(key) + "\":\"" + JsonEscape(value) + "\"");
   return *this;

@@ -17,6 +17,8 @@ class JsonLine {
  public:
   JsonLine& Add(const std::string& key, double value);
   JsonLine& Add(const std::string& key, const std::string& value);
+  // Written exactly (a 64-bit seed keeps every digit); TensorBoard gets it as a number.
+  JsonLine& AddInteger(const std::string& key, uint64_t value);
   std::string Str() const;
   const std::vector<std::pair<std::string, double>>& numbers() const { return numbers_; }
 

@@ -2,30 +2,34 @@
 #include "workflows/report/metrics_sink.h"
 
 #include <cstdio>
-#include <fstream>
-#include <map>
+#include <filesystem>
 
+#include "core/base/errors.h"
 #include "workflows/report/session_events.h"
 
 namespace troupe {
 
-namespace {
-const std::string& Prepared(const std::string& path, bool resume, int64_t keep_lines) {
-  if (resume) TruncateLines(path, keep_lines);
-  else std::remove(path.c_str());
-  return path;
-}
-}  // namespace
-
 MetricsSink::MetricsSink(const std::string& dir, SessionEvents* events, bool resume, int64_t keep_lines)
-    : path_(Prepared(dir + "/metrics.jsonl", resume, keep_lines)), tensorboard_(dir), events_(events) {}
+    : dir_(dir), events_(events) {
+  const std::string path = dir + "/metrics.jsonl";
+  if (resume) TruncateLines(path, keep_lines);
+  jsonl_.open(path, resume ? std::ios::app : std::ios::trunc);
+  if (!jsonl_) throw Error("cannot write " + path);
+}
 
-void MetricsSink::Write(int step, const JsonLine& line, double episodes_per_s, double forward_calls_per_turn) {
-  {
-    std::ofstream f(path_, std::ios::app);
-    f << line.Str() << "\n";
+MetricsSink::~MetricsSink() = default;
+
+void MetricsSink::Write(int step, const JsonLine& line, double episodes_per_s, double forward_calls_per_turn,
+                        const std::string& series) {
+  jsonl_ << line.Str() << "\n";
+  jsonl_.flush();  // a line is on disk once written: a crash loses no step before it
+  std::unique_ptr<TensorBoardWriter>& tensorboard = tensorboard_[series];
+  if (!tensorboard) {  // the event file starts with the first scalars
+    const std::string folder = series.empty() ? dir_ : dir_ + "/" + series;
+    std::filesystem::create_directories(folder);
+    tensorboard = std::make_unique<TensorBoardWriter>(folder);
   }
-  tensorboard_.Scalars(step, line.numbers());
+  tensorboard->Scalars(step, line.numbers());
   if (events_ == nullptr) return;
   events_->Metrics(step, std::map<std::string, double>(line.numbers().begin(), line.numbers().end()), episodes_per_s,
                    forward_calls_per_turn);

@@ -1,8 +1,13 @@
 // Where a run's per-step figures go, all three at once: a line of
-// metrics.jsonl, TensorBoard scalars and a session event. The run loop
-// (run_loop.h) writes through it, so every run kind fills the same sinks.
+// metrics.jsonl, TensorBoard scalars and a session event. Every run kind
+// writes through it: the run loop (run_loop.h) for training and pretraining,
+// and `troupe run` (simulate_run.h), whose seeds are TensorBoard runs of
+// their own.
 #pragma once
 
+#include <fstream>
+#include <map>
+#include <memory>
 #include <string>
 
 #include "workflows/report/metrics_log.h"
@@ -14,15 +19,22 @@ class SessionEvents;
 class MetricsSink {
  public:
   // Starts metrics.jsonl in `dir` afresh, or (resume) keeps its first `keep_lines`
-  // lines; TensorBoard events go to a new event file in `dir`; session events
+  // lines; TensorBoard events go to a new event file in `dir` (from the first
+  // Write on); session events
   // to `events` when there are any (null: none).
   MetricsSink(const std::string& dir, SessionEvents* events, bool resume, int64_t keep_lines);
-  // One step's figures; `episodes_per_s` and `forward_calls_per_turn` travel on the session event.
-  void Write(int step, const JsonLine& line, double episodes_per_s, double forward_calls_per_turn);
+  ~MetricsSink();
+  // One step's figures; `episodes_per_s` and `forward_calls_per_turn` travel on
+  // the session event. A non-empty `series` puts the TensorBoard scalars in
+  // their own run, the folder dir/series, so series that restart their steps
+  // (the seeds of `troupe run`) are curves side by side.
+  void Write(int step, const JsonLine& line, double episodes_per_s = 0.0, double forward_calls_per_turn = 0.0,
+             const std::string& series = "");
 
  private:
-  std::string path_;
-  TensorBoardWriter tensorboard_;
+  std::string dir_;
+  std::ofstream jsonl_;
+  std::map<std::string, std::unique_ptr<TensorBoardWriter>> tensorboard_;  // by series
   SessionEvents* events_;
 };
 

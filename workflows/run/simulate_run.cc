@@ -11,6 +11,7 @@
 
 #include "core/base/errors.h"
 #include "workflows/report/line_chart.h"
+#include "workflows/report/metrics_sink.h"
 #include "workflows/report/session_events.h"
 
 namespace troupe {
@@ -22,8 +23,6 @@ namespace {
 double Seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
-
-nlohmann::json Number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
 }  // namespace
 
@@ -51,11 +50,10 @@ std::vector<SeedRun> Simulate(const CompiledWorkflow& w, const SimulateOptions& 
     }
     strategies.push_back(StrategyFactory::Get().Create(r.scripted));
   }
-  std::ofstream metrics;
+  std::unique_ptr<MetricsSink> metrics;  // metrics.jsonl and TensorBoard, a run per seed
   if (!o.out_dir.empty()) {
     fs::create_directories(fs::path(o.out_dir) / "plots");
-    metrics.open(fs::path(o.out_dir) / "metrics.jsonl", std::ios::trunc);
-    if (!metrics) throw Error("cannot write " + (fs::path(o.out_dir) / "metrics.jsonl").string());
+    metrics = std::make_unique<MetricsSink>(o.out_dir, nullptr, false, 0);
   }
   std::map<std::string, std::vector<ChartSeries>> curves;  // metric -> one series per seed
   std::vector<SeedRun> runs;
@@ -89,16 +87,16 @@ std::vector<SeedRun> Simulate(const CompiledWorkflow& w, const SimulateOptions& 
       // A step is a turn of the game (a world tick, a round): decisions within one are not steps.
       if (state->Turn() == turn && !state->IsTerminal()) continue;
       run.steps = std::max(run.steps + 1, state->Turn());
-      if (o.out_dir.empty()) continue;
-      const std::map<std::string, double> m = state->Metrics();
-      nlohmann::json line = {{"seed", run.seed}, {"step", run.steps}};
-      for (const auto& [key, v] : m) {
-        line[key] = Number(v);
+      if (!metrics) continue;
+      JsonLine line;
+      line.AddInteger("seed", run.seed).AddInteger("step", static_cast<uint64_t>(run.steps));
+      for (const auto& [key, v] : state->Metrics()) {
+        line.Add(key, v);
         ChartSeries& s = seed_curves[key];
         s.x.push_back(run.steps);
         s.y.push_back(v);
       }
-      metrics << line.dump() << "\n";
+      metrics->Write(run.steps, line, 0.0, 0.0, "seed_" + std::to_string(run.seed));
     }
     run.seconds = Seconds() - t0;
     run.metrics = state->Metrics();

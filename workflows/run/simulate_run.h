@@ -1,7 +1,9 @@
 // `troupe run`: a workflow played without training, seed after seed. Seats
 // are scripted (or nobody decides: the game runs by its own rules, as
-// Sugarscape does); each tick's episode metrics go to metrics.jsonl, each
-// metric's curve over the ticks (one line per seed) to plots/NAME.png, and the
+// Sugarscape does); each tick's episode metrics go through the metrics sink
+// every run kind writes through (metrics_sink.h: metrics.jsonl, and
+// TensorBoard with a run per seed), each metric's curve over the ticks (one
+// line per seed) to plots/NAME.png, and the
 // seeds' means with 95% intervals to summary.json and a table.
 #pragma once
 
