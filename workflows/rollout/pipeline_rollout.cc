@@ -147,27 +147,58 @@ bool FitPrompt(PromptParts* prompt, int limit) {
 
 }  // namespace
 
-RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
-  const CompiledPipeline& p = *workflow_.pipeline;
-  RolloutBatch batch;
-  const int E = options.episodes;
-  const int eval_count = options.eval_first >= 0 ? p.task->EvalQueryCount() : 0;
-  std::vector<PipelineEpisode> eps(E);
-  for (int e = 0; e < E; ++e) {
-    const int group = e / std::max(1, options.group_size);
-    eps[e].query = eval_count > 0 ? p.task->EvalQuery((options.eval_first + e) % eval_count)
-                                  : p.task->MakeQuery(Rng::Mix(options.seed, static_cast<uint64_t>(group)));
-    eps[e].outputs.assign(p.nodes.size(), {});
-    eps[e].visits.assign(p.nodes.size(), 0);
-    eps[e].frontier = p.start;
-  }
-  const int64_t calls_before = policy_.forward_calls();
-  std::vector<std::vector<size_t>> episode_records(E);
-  RolloutObserver* observer = options.observer;
-  if (observer) {
-    for (int e = 0; e < E; ++e) observer->EpisodeStarted(e, e / std::max(1, options.group_size));
+// One RunPipeline call: its episodes and, tick by tick, the steps of a tick:
+// Collect the frontier's work (role-node prompts per model, tool calls per
+// tool node), RunTools, Generate (the models' answers, and the oracle's where
+// it answers), then the outputs of both (ApplyTools, ApplyGenerations), and
+// Advance each episode along the edges whose conditions hold. Summarize scores
+// every episode and gives its calls their rewards.
+class Rollout::PipelineRun {
+ public:
+  PipelineRun(Rollout& r, const RolloutOptions& options, Rng& rng)
+      : r_(r),
+        w_(r.workflow_),
+        p_(*r.workflow_.pipeline),
+        options_(options),
+        rng_(rng),
+        E_(options.episodes),
+        observer_(options.observer),
+        eps_(E_),
+        episode_records_(E_) {
+    const int eval_count = options.eval_first >= 0 ? p_.task->EvalQueryCount() : 0;
+    for (int e = 0; e < E_; ++e) {
+      const int group = e / std::max(1, options.group_size);
+      eps_[e].query = eval_count > 0 ? p_.task->EvalQuery((options.eval_first + e) % eval_count)
+                                     : p_.task->MakeQuery(Rng::Mix(options.seed, static_cast<uint64_t>(group)));
+      eps_[e].outputs.assign(p_.nodes.size(), {});
+      eps_[e].visits.assign(p_.nodes.size(), 0);
+      eps_[e].frontier = p_.start;
+    }
   }
 
+  RolloutBatch Run() {
+    const int64_t calls_before = r_.policy_.forward_calls();
+    if (observer_) {
+      for (int e = 0; e < E_; ++e) observer_->EpisodeStarted(e, e / std::max(1, options_.group_size));
+    }
+    for (;;) {
+      Tick tick;
+      tick.by_model.resize(r_.policy_.size());
+      if (!Collect(&tick)) break;
+      RunTools(&tick);  // before the outputs change this tick
+      Generate(&tick);
+      ApplyTools(&tick);
+      ApplyGenerations(&tick);
+      Advance();
+    }
+    for (int e = 0; e < E_; ++e) batch_.episodes.push_back(Summarize(e));
+    r_.Finish(options_, episode_records_, &batch_);
+    batch_.forward_calls = r_.policy_.forward_calls() - calls_before;
+    return std::move(batch_);
+  }
+
+ private:
+  // A role node's call this tick.
   struct Pending {
     int episode;
     int node;
@@ -175,115 +206,134 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
     int latent_steps = 0;  // a sender: vectors to send (after <bot>) before its text
     bool oracle = false;   // the oracle writes its text (a sender's vectors still come from its model)
   };
+  struct Tick {
+    std::vector<std::vector<Pending>> by_model;        // role nodes per model (then one list the oracle answers alone)
+    std::vector<std::vector<Generation>> gens_of;      // their answers, in the same shape
+    std::vector<Pending> oracle;                       // role nodes only the oracle answers (demonstrations)
+    std::map<int, std::vector<int>> tool_episodes;     // tool node -> episodes calling it this tick
+    std::map<int, std::vector<ToolCall>> calls_of;     // tool node -> its calls, per those episodes
+    std::map<int, std::vector<ToolResult>> tool_results;
+  };
+
   // Roles that send latent messages: K vectors after the prompt, then <eot> and the text.
-  auto sends = [&](const PipelineNode& node) { return workflow_.roles[node.role].message_mode != config::TEXT; };
-  for (bool active = true; active;) {
-    active = false;
-    std::vector<std::vector<Pending>> by_model(policy_.size());
-    std::vector<Pending> oracle;  // role nodes the oracle answers (demonstrations)
-    std::map<int, std::vector<int>> tool_episodes;  // tool node -> episodes calling it this tick
-    for (int e = 0; e < E; ++e) {
-      PipelineEpisode& ep = eps[e];
+  bool Sends(const PipelineNode& node) const { return w_.roles[node.role].message_mode != config::TEXT; }
+
+  // Each running episode's frontier: end nodes end it, tool nodes queue their
+  // calls, role nodes their prompts. False when no episode runs any more.
+  bool Collect(Tick* tick) {
+    bool active = false;
+    for (int e = 0; e < E_; ++e) {
+      PipelineEpisode& ep = eps_[e];
       if (ep.done) continue;
-      if (ep.frontier.empty() || ep.steps >= p.max_steps) {
+      if (ep.frontier.empty() || ep.steps >= p_.max_steps) {
         ep.done = true;
         continue;
       }
       active = true;
       for (int n : ep.frontier) {
-        const PipelineNode& node = p.nodes[n];
+        const PipelineNode& node = p_.nodes[n];
         if (node.kind == config::END_NODE) {
           ep.done = ep.finished = true;
           continue;
         }
         ep.worked = true;
-        if (node.kind == config::TOOL_NODE) {
-          tool_episodes[n].push_back(e);
-        } else {
-          const std::string text = node.prompt.empty() ? DefaultPrompt(node, ep) : node.prompt.Render(ep.query.question, ep.outputs);
-          const RoleInfo& role = workflow_.roles[node.role];
-          Pending pending{e, n, NodePrompt(workflow_, node, ep, text, [&](const std::vector<std::string>& words) {
-                            return Prompt(node.role, words).tokens;
-                          })};
-          // Demonstrations have the rollouts' shape: a sender's oracle text follows the
-          // vectors its model sends (asked of the model: readers read them as data).
-          if (sends(node)) pending.latent_steps = role.latent_vectors;
-          pending.oracle = options.scripted_for_trained || node.oracle;
-          const int room = node.max_tokens + (pending.latent_steps > 0 ? pending.latent_steps + 2 : 0);
-          ep.truncated += FitPrompt(&pending.prompt, workflow_.max_len.at(role.model) - room);
-          if (pending.latent_steps > 0) pending.prompt.tokens.push_back(workflow_.Codec(node.role).MessageMarkers().first);
-          if (pending.oracle && pending.latent_steps == 0) oracle.push_back(std::move(pending));
-          else by_model[role.model].push_back(std::move(pending));
-        }
+        if (node.kind == config::TOOL_NODE) tick->tool_episodes[n].push_back(e);
+        else QueueRoleNode(e, n, tick);
       }
     }
-    if (!active) break;
+    return active;
+  }
 
-    // Tools: one batched call per tool node, before the outputs change this tick.
-    std::map<int, std::vector<ToolResult>> tool_results;
-    std::map<int, std::vector<ToolCall>> calls_of;
-    for (const auto& [n, episodes] : tool_episodes) {
-      const PipelineNode& node = p.nodes[n];
+  void QueueRoleNode(int e, int n, Tick* tick) {
+    PipelineEpisode& ep = eps_[e];
+    const PipelineNode& node = p_.nodes[n];
+    const std::string text =
+        node.prompt.empty() ? DefaultPrompt(node, ep) : node.prompt.Render(ep.query.question, ep.outputs);
+    const RoleInfo& role = w_.roles[node.role];
+    Pending pending{e, n, NodePrompt(w_, node, ep, text, [&](const std::vector<std::string>& words) {
+                      return r_.Prompt(node.role, words).tokens;
+                    })};
+    // Demonstrations have the rollouts' shape: a sender's oracle text follows the
+    // vectors its model sends (asked of the model: readers read them as data).
+    if (Sends(node)) pending.latent_steps = role.latent_vectors;
+    pending.oracle = options_.scripted_for_trained || node.oracle;
+    const int room = node.max_tokens + (pending.latent_steps > 0 ? pending.latent_steps + 2 : 0);
+    ep.truncated += FitPrompt(&pending.prompt, w_.max_len.at(role.model) - room);
+    if (pending.latent_steps > 0) pending.prompt.tokens.push_back(w_.Codec(node.role).MessageMarkers().first);
+    if (pending.oracle && pending.latent_steps == 0) tick->oracle.push_back(std::move(pending));
+    else tick->by_model[role.model].push_back(std::move(pending));
+  }
+
+  // One batched call per tool node.
+  void RunTools(Tick* tick) {
+    for (const auto& [n, episodes] : tick->tool_episodes) {
+      const PipelineNode& node = p_.nodes[n];
       std::vector<ToolCall> calls;
       for (int e : episodes) {
-        ToolCall call{&eps[e].query, {}};
-        if (node.input_question) call.inputs = {eps[e].query.question};
-        else if (node.input) call.inputs = node.input->Items(eps[e].outputs);
-        else for (int in : node.inputs) call.inputs.push_back(eps[e].outputs[in].raw);
+        ToolCall call{&eps_[e].query, {}};
+        if (node.input_question) call.inputs = {eps_[e].query.question};
+        else if (node.input) call.inputs = node.input->Items(eps_[e].outputs);
+        else for (int in : node.inputs) call.inputs.push_back(eps_[e].outputs[in].raw);
         calls.push_back(std::move(call));
       }
-      tool_results[n] = RunTool(*p.tools[n], calls, node.retries);
-      calls_of[n] = std::move(calls);
+      tick->tool_results[n] = RunTool(*p_.tools[n], calls, node.retries);
+      tick->calls_of[n] = std::move(calls);
     }
+  }
 
-    // Role nodes: one Generate per model.
-    std::vector<std::vector<GenerateQuery>> queries(by_model.size());
-    for (size_t m = 0; m < by_model.size(); ++m) {
-      for (const auto& q : by_model[m]) {
-        const PipelineNode& node = p.nodes[q.node];
+  // One Generate per model; then the oracle's answers where it answers.
+  void Generate(Tick* tick) {
+    std::vector<std::vector<GenerateQuery>> queries(tick->by_model.size());
+    for (size_t m = 0; m < tick->by_model.size(); ++m) {
+      for (const auto& q : tick->by_model[m]) {
+        const PipelineNode& node = p_.nodes[q.node];
         // An oracle sender only sends its vectors (and one token, replaced by the oracle's text).
-        GenerateQuery query{workflow_.roles[node.role].slot, &q.prompt.tokens, q.oracle ? 1 : node.max_tokens, nullptr,
+        GenerateQuery query{w_.roles[node.role].slot, &q.prompt.tokens, q.oracle ? 1 : node.max_tokens, nullptr,
                             q.episode};
         if (!q.prompt.soft.empty()) {
           query.soft_inputs = &q.prompt.soft;
           query.soft_width = q.prompt.soft_width;
         }
         query.latent_steps = q.latent_steps;
-        if (q.latent_steps > 0) query.latent_end = workflow_.Codec(node.role).MessageMarkers().second;
+        if (q.latent_steps > 0) query.latent_end = w_.Codec(node.role).MessageMarkers().second;
         queries[m].push_back(query);
       }
     }
-    std::vector<std::vector<Generation>> gens_of = GenerateTick(queries, options, rng, &batch);
-    // The oracle's answers, as the tokens a model would have sampled.
-    auto write_oracle = [&](const Pending& q, Generation* g) {
-      const PipelineNode& node = p.nodes[q.node];
-      const PromptCodec& codec = workflow_.Codec(node.role);
-      const std::string text = OracleAnswer(p, q.node, eps[q.episode].visits[q.node], eps[q.episode].query);
-      g->tokens = codec.reads_text() ? codec.Answer({text}, 1 << 20) : codec.Answer(WordsOfText(text), 1 << 20);
-      if (static_cast<int>(g->tokens.size()) > node.max_tokens) g->tokens.resize(static_cast<size_t>(node.max_tokens));
-      g->logprobs.assign(g->tokens.size(), 0.0f);
-    };
-    for (size_t m = 0; m < by_model.size(); ++m) {
-      for (size_t i = 0; i < by_model[m].size(); ++i) {
-        if (by_model[m][i].oracle && !gens_of[m][i].lost) write_oracle(by_model[m][i], &gens_of[m][i]);
+    tick->gens_of = r_.GenerateTick(queries, options_, rng_, &batch_);
+    for (size_t m = 0; m < tick->by_model.size(); ++m) {
+      for (size_t i = 0; i < tick->by_model[m].size(); ++i) {
+        if (tick->by_model[m][i].oracle && !tick->gens_of[m][i].lost)
+          WriteOracle(tick->by_model[m][i], &tick->gens_of[m][i]);
       }
     }
-    if (!oracle.empty()) {
-      by_model.emplace_back();
-      gens_of.emplace_back();
-      for (Pending& q : oracle) {
-        Generation g;
-        write_oracle(q, &g);
-        by_model.back().push_back(std::move(q));
-        gens_of.back().push_back(std::move(g));
-      }
+    if (tick->oracle.empty()) return;
+    tick->by_model.emplace_back();
+    tick->gens_of.emplace_back();
+    for (Pending& q : tick->oracle) {
+      Generation g;
+      WriteOracle(q, &g);
+      tick->by_model.back().push_back(std::move(q));
+      tick->gens_of.back().push_back(std::move(g));
     }
+  }
 
-    for (const auto& [n, episodes] : tool_episodes) {
-      const PipelineNode& node = p.nodes[n];
+  // The oracle's answer, as the tokens a model would have sampled.
+  void WriteOracle(const Pending& q, Generation* g) const {
+    const PipelineNode& node = p_.nodes[q.node];
+    const PromptCodec& codec = w_.Codec(node.role);
+    const std::string text = OracleAnswer(p_, q.node, eps_[q.episode].visits[q.node], eps_[q.episode].query);
+    g->tokens = codec.reads_text() ? codec.Answer({text}, 1 << 20) : codec.Answer(WordsOfText(text), 1 << 20);
+    if (static_cast<int>(g->tokens.size()) > node.max_tokens) g->tokens.resize(static_cast<size_t>(node.max_tokens));
+    g->logprobs.assign(g->tokens.size(), 0.0f);
+  }
+
+  // Tool results become the nodes' outputs; a failed call ends its episode unless the node fails open.
+  void ApplyTools(Tick* tick) {
+    for (const auto& [n, episodes] : tick->tool_episodes) {
+      const PipelineNode& node = p_.nodes[n];
       for (size_t k = 0; k < episodes.size(); ++k) {
-        PipelineEpisode& ep = eps[episodes[k]];
-        ToolResult& r = tool_results[n][k];
+        PipelineEpisode& ep = eps_[episodes[k]];
+        ToolResult& r = tick->tool_results[n][k];
         NodeOutput out;
         out.ran = true;
         out.valid = r.ok;
@@ -297,131 +347,139 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
           if (out.raw.empty() && !items.empty()) out.raw = items.front();
           if (key == "ids") ep.retrieved.insert(ep.retrieved.end(), items.begin(), items.end());
         }
-        if (observer && observer->Detailed(episodes[k])) {
-          const ToolCall& call = calls_of[n][k];
-          observer->ToolRan(episodes[k], node.name, ep.steps, call.inputs, out.values, out.valid);
+        if (observer_ && observer_->Detailed(episodes[k])) {
+          observer_->ToolRan(episodes[k], node.name, ep.steps, tick->calls_of[n][k].inputs, out.values, out.valid);
         }
         ep.outputs[n] = std::move(out);
       }
     }
-    for (size_t m = 0; m < by_model.size(); ++m) {
-      auto& pend = by_model[m];
-      auto& gens = gens_of[m];
-      for (size_t i = 0; i < pend.size(); ++i) {
-        Pending& q = pend[i];
-        PipelineEpisode& ep = eps[q.episode];
-        const PipelineNode& node = p.nodes[q.node];
-        if (gens[i].lost) {
-          ep.dropped = ep.done = true;
-          continue;
-        }
-        // Byte-level tokens may end inside a character: later prompts read valid UTF-8.
-        const std::string text = ToValidUtf8(workflow_.Codec(node.role).Text(gens[i].tokens));
-        const int runs = ep.outputs[q.node].runs + 1;
-        ep.outputs[q.node] = node.parser->Parse(text);
-        ep.outputs[q.node].runs = runs;
-        // Its turn: how many times this node ran before in the episode (GRPO groups by query, role and turn).
-        CallRecord rec = NewRecord(q.episode, options.group_size, node.role, 0, ep.visits[q.node]++, node.name);
-        if (q.latent_steps > 0) {  // a sender: readers get its vectors
-          NodeOutput& out = ep.outputs[q.node];
-          out.latents = gens[i].latents;
-          out.latent_width = workflow_.roles[node.role].latent_width;
-          out.values[kLatentsKey] = {std::string(1, kLatentMarker)};
-        }
-        if (node.oracle && !options.scripted_for_trained) {
-          // An ablated node (pipeline.oracle): its output stands, but it is no model's call.
-          if (observer && observer->Detailed(q.episode)) {
-            rec.prompt = std::move(q.prompt.tokens);
-            rec.response = std::move(gens[i].tokens);
-            rec.valid = ep.outputs[q.node].valid;
-            observer->Acted(q.episode, rec, {text}, true);
-          }
-          continue;
-        }
-        if (q.latent_steps > 0) {
-          // The record keeps the sender's own slots (between <bot> and <eot> at
-          // the prompt's end) for the trainer to recompute.
-          q.prompt.tokens.insert(q.prompt.tokens.end(), q.latent_steps, Vocab::kSoft);
-          q.prompt.tokens.push_back(workflow_.Codec(node.role).MessageMarkers().second);
-          rec.latent_steps = q.latent_steps;
-          rec.latents = std::move(gens[i].latents);
-          ep.latent_vectors += q.latent_steps;
-        }
-        rec.step = ep.steps;
-        rec.prompt = std::move(q.prompt.tokens);
-        rec.soft_inputs = std::move(q.prompt.soft);
-        rec.soft_width = q.prompt.soft_width;
-        rec.response = std::move(gens[i].tokens);
-        rec.logprobs = std::move(gens[i].logprobs);
-        rec.valid = ep.outputs[q.node].valid;
-        rec.format = rec.valid ? node.parser->valid_reward() : node.parser->invalid_reward();
-        ep.invalid += !rec.valid;
-        ++ep.calls;
-        batch.invalid += !rec.valid;
-        if (observer && observer->Detailed(q.episode)) observer->Acted(q.episode, rec, {text}, false);
-        ep.call_ticks.push_back({ep.steps, q.node == p.answer});
-        if (q.node == p.answer) {
-          PipelineOutcome answered;
-          const auto found = ep.outputs[q.node].values.find(node.parser->output_key());
-          if (found != ep.outputs[q.node].values.end() && !found->second.empty()) answered.answer = found->second.front();
-          const auto m = p.task->Score(ep.query, answered);
-          ep.answers.push_back({ep.steps, m.count("score") ? m.at("score") : 0.0});
-        }
-        episode_records[q.episode].push_back(batch.records.size());
-        batch.records.push_back(std::move(rec));
-      }
+  }
+
+  void ApplyGenerations(Tick* tick) {
+    for (size_t m = 0; m < tick->by_model.size(); ++m) {
+      for (size_t i = 0; i < tick->by_model[m].size(); ++i) Apply(tick->by_model[m][i], tick->gens_of[m][i]);
     }
-    // Next frontier: targets of edges whose condition holds on the outputs so far.
-    for (int e = 0; e < E; ++e) {
-      PipelineEpisode& ep = eps[e];
+  }
+
+  // A role node's answer: parsed into its output, and (unless the oracle stands
+  // in for an ablated node) a call record of its episode.
+  void Apply(Pending& q, Generation& gen) {
+    PipelineEpisode& ep = eps_[q.episode];
+    const PipelineNode& node = p_.nodes[q.node];
+    if (gen.lost) {
+      ep.dropped = ep.done = true;
+      return;
+    }
+    // Byte-level tokens may end inside a character: later prompts read valid UTF-8.
+    const std::string text = ToValidUtf8(w_.Codec(node.role).Text(gen.tokens));
+    const int runs = ep.outputs[q.node].runs + 1;
+    ep.outputs[q.node] = node.parser->Parse(text);
+    ep.outputs[q.node].runs = runs;
+    // Its turn: how many times this node ran before in the episode (GRPO groups by query, role and turn).
+    CallRecord rec = r_.NewRecord(q.episode, options_.group_size, node.role, 0, ep.visits[q.node]++, node.name);
+    if (q.latent_steps > 0) {  // a sender: readers get its vectors
+      NodeOutput& out = ep.outputs[q.node];
+      out.latents = gen.latents;
+      out.latent_width = w_.roles[node.role].latent_width;
+      out.values[kLatentsKey] = {std::string(1, kLatentMarker)};
+    }
+    if (node.oracle && !options_.scripted_for_trained) {
+      // An ablated node (pipeline.oracle): its output stands, but it is no model's call.
+      if (observer_ && observer_->Detailed(q.episode)) {
+        rec.prompt = std::move(q.prompt.tokens);
+        rec.response = std::move(gen.tokens);
+        rec.valid = ep.outputs[q.node].valid;
+        observer_->Acted(q.episode, rec, {text}, true);
+      }
+      return;
+    }
+    if (q.latent_steps > 0) {
+      // The record keeps the sender's own slots (between <bot> and <eot> at
+      // the prompt's end) for the trainer to recompute.
+      q.prompt.tokens.insert(q.prompt.tokens.end(), q.latent_steps, Vocab::kSoft);
+      q.prompt.tokens.push_back(w_.Codec(node.role).MessageMarkers().second);
+      rec.latent_steps = q.latent_steps;
+      rec.latents = std::move(gen.latents);
+      ep.latent_vectors += q.latent_steps;
+    }
+    rec.step = ep.steps;
+    rec.prompt = std::move(q.prompt.tokens);
+    rec.soft_inputs = std::move(q.prompt.soft);
+    rec.soft_width = q.prompt.soft_width;
+    rec.response = std::move(gen.tokens);
+    rec.logprobs = std::move(gen.logprobs);
+    rec.valid = ep.outputs[q.node].valid;
+    rec.format = rec.valid ? node.parser->valid_reward() : node.parser->invalid_reward();
+    ep.invalid += !rec.valid;
+    ++ep.calls;
+    batch_.invalid += !rec.valid;
+    if (observer_ && observer_->Detailed(q.episode)) observer_->Acted(q.episode, rec, {text}, false);
+    ep.call_ticks.push_back({ep.steps, q.node == p_.answer});
+    if (q.node == p_.answer) {
+      PipelineOutcome answered;
+      const auto found = ep.outputs[q.node].values.find(node.parser->output_key());
+      if (found != ep.outputs[q.node].values.end() && !found->second.empty()) answered.answer = found->second.front();
+      const auto scored = p_.task->Score(ep.query, answered);
+      ep.answers.push_back({ep.steps, scored.count("score") ? scored.at("score") : 0.0});
+    }
+    episode_records_[q.episode].push_back(batch_.records.size());
+    batch_.records.push_back(std::move(rec));
+  }
+
+  // Next frontier: targets of edges whose condition holds on the outputs so far.
+  void Advance() {
+    for (int e = 0; e < E_; ++e) {
+      PipelineEpisode& ep = eps_[e];
       if (ep.worked) ++ep.steps;  // ticks that ran a node
       ep.worked = false;
-      batch.turns = std::max<int64_t>(batch.turns, ep.steps);
+      batch_.turns = std::max<int64_t>(batch_.turns, ep.steps);
       if (ep.done) continue;
       std::set<int> next;
       for (int n : ep.frontier) {
-        for (const auto& edge : p.edges) {
+        for (const auto& edge : p_.edges) {
           if (edge.from == n && (!edge.when || edge.when->Holds(ep.outputs))) next.insert(edge.to);
         }
       }
       ep.frontier.assign(next.begin(), next.end());
     }
   }
-  const std::string& answer_key = p.nodes[p.answer].parser->output_key();
-  const bool latent_channels = std::any_of(p.nodes.begin(), p.nodes.end(), [&](const PipelineNode& n) {
-    return n.kind == config::ROLE_NODE && sends(n);
-  });
-  const bool has_tools = std::any_of(p.tools.begin(), p.tools.end(), [](const auto& t) { return t != nullptr; });
-  // Whether some tool retrieves (returns "ids"): then retrieval recall counts, also when it did not run.
-  const bool searches = std::any_of(p.tools.begin(), p.tools.end(), [](const auto& t) {
-    if (t == nullptr) return false;
-    const auto keys = t->Keys();
-    return std::find(keys.begin(), keys.end(), "ids") != keys.end();
-  });
-  for (int e = 0; e < E; ++e) {
-    PipelineEpisode& ep = eps[e];
+
+  // An ended episode's score and metrics; its calls get their rewards.
+  EpisodeSummary Summarize(int e) {
+    const std::string& answer_key = p_.nodes[p_.answer].parser->output_key();
+    const bool latent_channels = std::any_of(p_.nodes.begin(), p_.nodes.end(), [&](const PipelineNode& n) {
+      return n.kind == config::ROLE_NODE && Sends(n);
+    });
+    const bool has_tools = std::any_of(p_.tools.begin(), p_.tools.end(), [](const auto& t) { return t != nullptr; });
+    // Whether some tool retrieves (returns "ids"): then retrieval recall counts, also when it did not run.
+    const bool searches = std::any_of(p_.tools.begin(), p_.tools.end(), [](const auto& t) {
+      if (t == nullptr) return false;
+      const auto keys = t->Keys();
+      return std::find(keys.begin(), keys.end(), "ids") != keys.end();
+    });
+    PipelineEpisode& ep = eps_[e];
     PipelineOutcome outcome;
-    const auto it = ep.outputs[p.answer].values.find(answer_key);
-    if (it != ep.outputs[p.answer].values.end() && !it->second.empty()) outcome.answer = it->second.front();
+    const auto it = ep.outputs[p_.answer].values.find(answer_key);
+    if (it != ep.outputs[p_.answer].values.end() && !it->second.empty()) outcome.answer = it->second.front();
     outcome.retrieved = ep.retrieved;
     outcome.searched = searches;
     outcome.calls = ep.calls;
     EpisodeSummary s;
-    s.metrics = p.task->Score(ep.query, outcome);
+    s.metrics = p_.task->Score(ep.query, outcome);
     const double score = s.metrics.count("score") ? s.metrics["score"] : 0.0;
     const std::vector<double> gains = AnswerGains(ep.call_ticks, ep.answers);
     std::map<int, double> credit;  // per role: its calls' rewards in the episode
-    std::vector<int> receivers(workflow_.rewards.size(), 0);  // per term: the episode's calls it applies to
-    for (size_t r : episode_records[e]) {
-      for (size_t t = 0; t < receivers.size(); ++t) receivers[t] += TermApplies(workflow_.rewards[t], batch.records[r].role);
+    std::vector<int> receivers(w_.rewards.size(), 0);  // per term: the episode's calls it applies to
+    for (size_t r : episode_records_[e]) {
+      for (size_t t = 0; t < receivers.size(); ++t) receivers[t] += TermApplies(w_.rewards[t], batch_.records[r].role);
     }
-    for (size_t k = 0; k < episode_records[e].size(); ++k) {
-      CallRecord& rec = batch.records[episode_records[e][k]];
+    for (size_t k = 0; k < episode_records_[e].size(); ++k) {
+      CallRecord& rec = batch_.records[episode_records_[e][k]];
       rec.answer_gain = gains[k];
-      rec.reward = CallReward(workflow_, rec, nullptr, score, &rec.role_reward, &receivers);
+      rec.reward = CallReward(w_, rec, nullptr, score, &rec.role_reward, &receivers);
       credit[rec.role] += rec.reward;
     }
-    for (const auto& [role, r] : credit) s.metrics["credit/" + workflow_.roles[role].name] = r;
+    for (const auto& [role, r] : credit) s.metrics["credit/" + w_.roles[role].name] = r;
     s.metrics["steps"] = ep.steps;
     s.metrics["finished"] = ep.finished;
     s.metrics["invalid_outputs"] = ep.invalid;
@@ -431,11 +489,23 @@ RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
     if (latent_channels) s.metrics["latent_vectors"] = ep.latent_vectors;
     s.final_state = "question: " + ep.query.question + "\nanswer: " + outcome.answer + "\n";
     s.dropped = ep.dropped;
-    batch.episodes.push_back(std::move(s));
+    return s;
   }
-  Finish(options, episode_records, &batch);
-  batch.forward_calls = policy_.forward_calls() - calls_before;
-  return batch;
+
+  Rollout& r_;
+  const RolloutSpec& w_;
+  const CompiledPipeline& p_;
+  const RolloutOptions& options_;
+  Rng& rng_;
+  const int E_;
+  RolloutObserver* observer_;
+  std::vector<PipelineEpisode> eps_;
+  std::vector<std::vector<size_t>> episode_records_;  // per episode: its records' indices in batch_
+  RolloutBatch batch_;
+};
+
+RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {
+  return PipelineRun(*this, options, rng).Run();
 }
 
 }  // namespace troupe

@@ -108,7 +108,8 @@ class Rollout {
   PromptParts Prompt(int role, const Decision& decision, const std::vector<LatentMessage>* sent) const;
 
  private:
-  class GameRun;  // one RunGame call's episodes and ticks (rollout.cc)
+  class GameRun;      // one RunGame call's episodes and ticks (rollout.cc)
+  class PipelineRun;  // one RunPipeline call's episodes and ticks (pipeline_rollout.cc)
   RolloutBatch RunGame(const RolloutOptions& options, Rng& rng);
   RolloutBatch RunPipeline(const RolloutOptions& options, Rng& rng);
   CallRecord NewRecord(int episode, int group_size, int role, int seat, int turn, const std::string& phase) const;
