@@ -225,250 +225,307 @@ void CheckLatentReads(const LoadedWorkflow& w, const CompiledPipeline& p, const 
   }
 }
 
-}  // namespace
+// The pipeline graph compiled and checked in steps, each reporting at the
+// field it reads: node names, then each node (a role node's role and parser,
+// a tool node's tool and params), the edges, what prompts, tool inputs and
+// conditions read (known nodes and keys, in an order the graph allows), that
+// latent channels reach a prompt, the start nodes, reachability, cycles and
+// their bound, and the answer and oracle nodes.
+class PipelineGraphCheck {
+ public:
+  PipelineGraphCheck(const LoadedWorkflow& w, CompiledWorkflow& c)
+      : w_(w), c_(c), spec_(c.proto.pipeline()), p_(*c.rollout.pipeline), keys_(spec_.node_size()) {}
 
-void ValidatePipelineGraph(const LoadedWorkflow& w, CompiledWorkflow& c) {
-  const config::PipelineSpec& spec = c.proto.pipeline();  // with its defaults
-  CompiledPipeline& p = *c.rollout.pipeline;
-  std::map<std::string, int> index;
-  for (int i = 0; i < spec.node_size(); ++i) {
-    const config::NodeSpec& n = spec.node(i);
-    if (n.name().empty()) w.Fail({{"pipeline"}, {"node", i}}, "node needs a name");
-    if (n.name() == "question") {
-      w.Fail({{"pipeline"}, {"node", i}, {"name"}}, "'question' names the query's text in prompts and inputs; pick another node name");
+  void Run() {
+    Names();
+    std::set<int> used_roles;
+    for (int i = 0; i < spec_.node_size(); ++i) Node(i, &used_roles);
+    for (size_t r = 0; r < c_.rollout.roles.size(); ++r) {
+      if (used_roles.count(static_cast<int>(r)) == 0) {
+        w_.Fail({{"role", static_cast<int>(r)}, {"name"}},
+                "role '" + c_.rollout.roles[r].name + "' answers at no pipeline node");
+      }
     }
-    if (!index.emplace(n.name(), i).second) {
-      w.Fail({{"pipeline"}, {"node", i}, {"name"}}, "node '" + n.name() + "' is defined twice");
-    }
+    Edges();
+    reach_ = Reaches(g_, p_.nodes.size());
+    scope_.node = [&](const std::string& name) {
+      auto it = index_.find(name);
+      return it == index_.end() ? -1 : it->second;
+    };
+    scope_.keys = [&](int node) { return keys_[node]; };
+    for (int i = 0; i < spec_.node_size(); ++i) NodeReads(i);
+    LatentChannelsShown();
+    Conditions();
+    StartsAndReach();
+    Cycles();
+    AnswerAndOracles();
   }
-  if (spec.node_size() == 0) w.Fail({{"pipeline"}}, "pipeline has no nodes");
 
-  // Nodes: roles, tools and parsers; every node's output keys.
-  std::set<int> used_roles;
-  std::vector<std::vector<std::string>> keys(spec.node_size());
-  for (int i = 0; i < spec.node_size(); ++i) {
-    const config::NodeSpec& n = spec.node(i);
-    auto at = [i](const char* field) { return std::vector<PathStep>{{"pipeline"}, {"node", i}, {field}}; };
+ private:
+  std::vector<PathStep> At(int node, const char* field) const { return {{"pipeline"}, {"node", node}, {field}}; }
+
+  void Names() {
+    for (int i = 0; i < spec_.node_size(); ++i) {
+      const config::NodeSpec& n = spec_.node(i);
+      if (n.name().empty()) w_.Fail({{"pipeline"}, {"node", i}}, "node needs a name");
+      if (n.name() == "question") {
+        w_.Fail(At(i, "name"), "'question' names the query's text in prompts and inputs; pick another node name");
+      }
+      if (!index_.emplace(n.name(), i).second) w_.Fail(At(i, "name"), "node '" + n.name() + "' is defined twice");
+    }
+    if (spec_.node_size() == 0) w_.Fail({{"pipeline"}}, "pipeline has no nodes");
+  }
+
+  // A node: its kind's fields only, its role and parser or its tool; its output keys.
+  void Node(int i, std::set<int>* used_roles) {
+    const config::NodeSpec& n = spec_.node(i);
     PipelineNode node;
     node.name = n.name();
     node.kind = n.kind();
     node.max_tokens = n.max_tokens();
-    if (node.max_tokens <= 0) w.Fail(at("max_tokens"), "max_tokens must be positive");
+    if (node.max_tokens <= 0) w_.Fail(At(i, "max_tokens"), "max_tokens must be positive");
     std::unique_ptr<PipelineTool> tool;
     if (n.kind() != config::ROLE_NODE) {
       const std::pair<const char*, bool> role_only[] = {
           {"parser", n.has_parser()}, {"prompt", !n.prompt().empty()}, {"output_key", !n.output_key().empty()}};
       for (const auto& [field, set] : role_only) {
         if (set) {
-          w.Fail(at(field), std::string(field) + " belongs to role nodes; '" + n.name() + "' is a " +
-                                (n.kind() == config::TOOL_NODE ? "tool" : "end") + " node");
+          w_.Fail(At(i, field), std::string(field) + " belongs to role nodes; '" + n.name() + "' is a " +
+                                    (n.kind() == config::TOOL_NODE ? "tool" : "end") + " node");
         }
       }
     }
     if (n.kind() != config::TOOL_NODE) {
-      if (!n.input().empty()) w.Fail(at("input"), "input belongs to tool nodes; a role node's prompt names what it reads");
-      if (n.param_size() > 0) w.Fail(at("param"), "params belong to tool nodes");
+      if (!n.input().empty()) w_.Fail(At(i, "input"), "input belongs to tool nodes; a role node's prompt names what it reads");
+      if (n.param_size() > 0) w_.Fail(At(i, "param"), "params belong to tool nodes");
     }
     if (n.kind() == config::ROLE_NODE) {
-      node.role = c.RoleIndex(n.role());
-      if (node.role < 0) w.Fail(at("role"), "node '" + n.name() + "' names undefined role '" + n.role() + "'");
-      if (!c.rollout.roles[node.role].trained())
-        w.Fail(at("role"), "node '" + n.name() + "': pipeline roles must map to a model");
-      used_roles.insert(node.role);
-      const config::ParserSpec& ps = n.has_parser() ? n.parser() : WorkflowDefaults().pipeline().node(0).parser();
-      try {
-        node.parser = std::make_shared<OutputParser>(ps, n.output_key());
-      } catch (const Error& e) {
-        w.Fail(n.has_parser() ? at("parser") : at("output_key"), "node '" + n.name() + "': " + e.what());
-      }
-      keys[i] = node.parser->Keys();
-      keys[i].push_back(kLatentsKey);  // a sender's vectors; templates may read them across a latent channel only
+      RoleNode(i, &node);
+      used_roles->insert(node.role);
     } else if (n.kind() == config::TOOL_NODE) {
-      const std::vector<ParamSpec>* specs = PipelineToolParamRegistry::Get().Find(n.tool());
-      if (specs == nullptr) {
-        w.Fail(at("tool"), "node '" + n.name() + "': unknown tool '" + n.tool() +
-                               "' (registered: " + JoinNames(PipelineToolFactory::Get().Names()) + ")");
-      }
-      node.tool = n.tool();
-      const Params params = ResolveParams(w, *specs, n.param(), {{"pipeline"}, {"node", i}});
-      try {
-        tool = PipelineToolFactory::Get().Create(n.tool(), params);
-      } catch (const Error& e) {
-        w.Fail(at("tool"), "node '" + n.name() + "': tool '" + n.tool() + "': " + e.what());
-      }
-      node.retries = n.retries();
-      node.fail_open = n.fail_open();
-      if (node.retries < 0) w.Fail(at("retries"), "retries must be 0 or more");
-      keys[i] = tool->Keys();
-      keys[i].push_back("raw");
+      tool = ToolNode(i, &node);
     }
     for (int j = 0; j < n.inputs_size(); ++j) {
-      auto it = index.find(n.inputs(j));
-      if (it == index.end()) {
-        w.Fail({{"pipeline"}, {"node", i}, {"inputs", j}}, "node '" + n.name() + "' reads unknown node '" + n.inputs(j) + "'");
+      auto it = index_.find(n.inputs(j));
+      if (it == index_.end()) {
+        w_.Fail({{"pipeline"}, {"node", i}, {"inputs", j}}, "node '" + n.name() + "' reads unknown node '" + n.inputs(j) + "'");
       }
       node.inputs.push_back(it->second);
     }
-    p.nodes.push_back(std::move(node));
-    p.tools.push_back(std::move(tool));
+    p_.nodes.push_back(std::move(node));
+    p_.tools.push_back(std::move(tool));
   }
-  for (size_t r = 0; r < c.rollout.roles.size(); ++r) {
-    if (used_roles.count(static_cast<int>(r)) == 0) {
-      w.Fail({{"role", static_cast<int>(r)}, {"name"}},
-             "role '" + c.rollout.roles[r].name + "' answers at no pipeline node");
+
+  void RoleNode(int i, PipelineNode* node) {
+    const config::NodeSpec& n = spec_.node(i);
+    node->role = c_.RoleIndex(n.role());
+    if (node->role < 0) w_.Fail(At(i, "role"), "node '" + n.name() + "' names undefined role '" + n.role() + "'");
+    if (!c_.rollout.roles[node->role].trained())
+      w_.Fail(At(i, "role"), "node '" + n.name() + "': pipeline roles must map to a model");
+    const config::ParserSpec& ps = n.has_parser() ? n.parser() : WorkflowDefaults().pipeline().node(0).parser();
+    try {
+      node->parser = std::make_shared<OutputParser>(ps, n.output_key());
+    } catch (const Error& e) {
+      w_.Fail(n.has_parser() ? At(i, "parser") : At(i, "output_key"), "node '" + n.name() + "': " + e.what());
+    }
+    keys_[i] = node->parser->Keys();
+    keys_[i].push_back(kLatentsKey);  // a sender's vectors; templates may read them across a latent channel only
+  }
+
+  std::unique_ptr<PipelineTool> ToolNode(int i, PipelineNode* node) {
+    const config::NodeSpec& n = spec_.node(i);
+    const std::vector<ParamSpec>* specs = PipelineToolParamRegistry::Get().Find(n.tool());
+    if (specs == nullptr) {
+      w_.Fail(At(i, "tool"), "node '" + n.name() + "': unknown tool '" + n.tool() +
+                                 "' (registered: " + JoinNames(PipelineToolFactory::Get().Names()) + ")");
+    }
+    node->tool = n.tool();
+    const Params params = ResolveParams(w_, *specs, n.param(), {{"pipeline"}, {"node", i}});
+    std::unique_ptr<PipelineTool> tool;
+    try {
+      tool = PipelineToolFactory::Get().Create(n.tool(), params);
+    } catch (const Error& e) {
+      w_.Fail(At(i, "tool"), "node '" + n.name() + "': tool '" + n.tool() + "': " + e.what());
+    }
+    node->retries = n.retries();
+    node->fail_open = n.fail_open();
+    if (node->retries < 0) w_.Fail(At(i, "retries"), "retries must be 0 or more");
+    keys_[i] = tool->Keys();
+    keys_[i].push_back("raw");
+    return tool;
+  }
+
+  // Edges (their conditions are read once the graph is known).
+  void Edges() {
+    g_ = Digraph(p_.nodes.size());
+    for (int i = 0; i < spec_.edge_size(); ++i) {
+      const config::EdgeSpec& e = spec_.edge(i);
+      PipelineEdge edge;
+      for (const auto* end : {&e.from(), &e.to()}) {
+        if (index_.count(*end) == 0) {
+          w_.Fail({{"pipeline"}, {"edge", i}, {end == &e.from() ? "from" : "to"}}, "edge endpoint '" + *end + "' is not a node");
+        }
+      }
+      edge.from = index_[e.from()];
+      edge.to = index_[e.to()];
+      if (p_.nodes[edge.from].kind == config::END_NODE) {
+        w_.Fail({{"pipeline"}, {"edge", i}, {"from"}}, "edge leaves end node '" + e.from() + "'");
+      }
+      p_.edges.push_back(std::move(edge));
+      boost::add_edge(p_.edges.back().from, p_.edges.back().to, g_);
     }
   }
 
-  // Edges (their conditions are read below, once the graph is known).
-  Digraph g(p.nodes.size());
-  for (int i = 0; i < spec.edge_size(); ++i) {
-    const config::EdgeSpec& e = spec.edge(i);
-    PipelineEdge edge;
-    for (const auto* end : {&e.from(), &e.to()}) {
-      if (index.count(*end) == 0) {
-        w.Fail({{"pipeline"}, {"edge", i}, {end == &e.from() ? "from" : "to"}}, "edge endpoint '" + *end + "' is not a node");
-      }
-    }
-    edge.from = index[e.from()];
-    edge.to = index[e.to()];
-    if (p.nodes[edge.from].kind == config::END_NODE) {
-      w.Fail({{"pipeline"}, {"edge", i}, {"from"}}, "edge leaves end node '" + e.from() + "'");
-    }
-    p.edges.push_back(std::move(edge));
-    boost::add_edge(p.edges.back().from, p.edges.back().to, g);
-  }
-  const std::vector<std::vector<bool>> reach = Reaches(g, p.nodes.size());
-  RefScope scope;
-  scope.node = [&](const std::string& name) {
-    auto it = index.find(name);
-    return it == index.end() ? -1 : it->second;
-  };
-  scope.keys = [&](int node) { return keys[node]; };
   // A reference to `ref` read when `reader` runs (or when an edge leaves it):
   // `ref` must be able to run before, i.e. reach `reader`.
-  auto check_order = [&](const std::vector<NodeRef>& refs, int reader, const std::vector<PathStep>& path,
-                         const std::string& text) {
+  void CheckOrder(const std::vector<NodeRef>& refs, int reader, const std::vector<PathStep>& path,
+                  const std::string& text) const {
     for (const NodeRef& r : refs) {
-      const bool before = r.node == reader ? reach[reader][reader] : reach[r.node][reader];
+      const bool before = r.node == reader ? reach_[reader][reader] : reach_[r.node][reader];
       if (!before && !(r.node == reader && path.back().field == std::string("when"))) {
-        const std::string name = p.nodes[r.node].name;
-        FailInString(w, path, text.find(name), "'" + p.nodes[reader].name + "' reads '" + name +
-                                                   "', which cannot run before it (no path from '" + name + "' to '" +
-                                                   p.nodes[reader].name + "')");
+        const std::string name = p_.nodes[r.node].name;
+        FailInString(w_, path, text.find(name), "'" + p_.nodes[reader].name + "' reads '" + name +
+                                                    "', which cannot run before it (no path from '" + name + "' to '" +
+                                                    p_.nodes[reader].name + "')");
       }
     }
-  };
-  for (int i = 0; i < spec.node_size(); ++i) {
-    const config::NodeSpec& n = spec.node(i);
-    PipelineNode& node = p.nodes[i];
-    const std::vector<PathStep> prompt_at{{"pipeline"}, {"node", i}, {"prompt"}}, input_at{{"pipeline"}, {"node", i}, {"input"}};
+  }
+
+  // What a node reads: its prompt template, its tool input, its inputs.
+  void NodeReads(int i) {
+    const config::NodeSpec& n = spec_.node(i);
+    PipelineNode& node = p_.nodes[i];
+    const std::vector<PathStep> prompt_at = At(i, "prompt"), input_at = At(i, "input");
     try {
-      if (!n.prompt().empty()) node.prompt = PromptTemplate(n.prompt(), scope);
+      if (!n.prompt().empty()) node.prompt = PromptTemplate(n.prompt(), scope_);
     } catch (const PipelineExprError& e) {
-      FailInString(w, prompt_at, e.offset(), "prompt of '" + n.name() + "': " + e.what());
+      FailInString(w_, prompt_at, e.offset(), "prompt of '" + n.name() + "': " + e.what());
     }
-    check_order(node.prompt.refs(), i, prompt_at, n.prompt());
-    CheckLatentReads(w, p, node, i, prompt_at, n.prompt());
+    CheckOrder(node.prompt.refs(), i, prompt_at, n.prompt());
+    CheckLatentReads(w_, p_, node, i, prompt_at, n.prompt());
     if (n.input() == "question") {
       node.input_question = true;
     } else if (!n.input().empty()) {
       try {
-        node.input = ParseRef(n.input(), scope);
+        node.input = ParseRef(n.input(), scope_);
       } catch (const PipelineExprError& e) {
-        FailInString(w, input_at, e.offset(), "input of '" + n.name() + "': " + e.what());
+        FailInString(w_, input_at, e.offset(), "input of '" + n.name() + "': " + e.what());
       }
-      check_order({*node.input}, i, input_at, n.input());
+      CheckOrder({*node.input}, i, input_at, n.input());
       if (node.input->key == kLatentsKey) {
-        FailInString(w, input_at, n.input().find(kLatentsKey), "a tool reads text items; latent vectors are read by role nodes");
+        FailInString(w_, input_at, n.input().find(kLatentsKey), "a tool reads text items; latent vectors are read by role nodes");
       }
     }
-    for (int in : node.inputs) check_order({NodeRef{in}}, i, {{"pipeline"}, {"node", i}, {"inputs"}}, p.nodes[in].name);
+    for (int in : node.inputs) CheckOrder({NodeRef{in}}, i, At(i, "inputs"), p_.nodes[in].name);
   }
+
   // A latent channel's vectors must reach some prompt: a node of the reading
   // role shows {node.latents} of a node of the sending role.
-  for (int i = 0; i < w.proto.channel_size(); ++i) {
-    const config::ChannelSpec& ch = w.proto.channel(i);
-    if (!ReinforcementLatent(w, ch)) continue;
-    bool shown = false;
-    for (int r = 0; r < spec.node_size() && !shown; ++r) {
-      if (spec.node(r).role() != ch.to()) continue;
-      for (const NodeRef& ref : p.nodes[r].prompt.refs()) {
-        shown = shown || (ref.key == kLatentsKey && spec.node(ref.node).role() == ch.from());
+  void LatentChannelsShown() const {
+    for (int i = 0; i < w_.proto.channel_size(); ++i) {
+      const config::ChannelSpec& ch = w_.proto.channel(i);
+      if (!ReinforcementLatent(w_, ch)) continue;
+      bool shown = false;
+      for (int r = 0; r < spec_.node_size() && !shown; ++r) {
+        if (spec_.node(r).role() != ch.to()) continue;
+        for (const NodeRef& ref : p_.nodes[r].prompt.refs()) {
+          shown = shown || (ref.key == kLatentsKey && spec_.node(ref.node).role() == ch.from());
+        }
+      }
+      if (!shown) {
+        w_.Fail({{"channel", i}, {"mode"}}, "channel from '" + ch.from() + "' to '" + ch.to() + "' is " +
+                                                config::ChannelMode_Name(ch.mode()) + ", but no prompt of role '" +
+                                                ch.to() + "' shows its vectors: write {<" + ch.from() +
+                                                " node>.latents} in the reader's prompt template");
       }
     }
-    if (!shown) {
-      w.Fail({{"channel", i}, {"mode"}}, "channel from '" + ch.from() + "' to '" + ch.to() + "' is " +
-                                             config::ChannelMode_Name(ch.mode()) + ", but no prompt of role '" + ch.to() +
-                                             "' shows its vectors: write {<" + ch.from() +
-                                             " node>.latents} in the reader's prompt template");
-    }
-  }
-  for (int i = 0; i < spec.edge_size(); ++i) {
-    const std::string& text = spec.edge(i).when();
-    const std::vector<PathStep> when_at{{"pipeline"}, {"edge", i}, {"when"}};
-    try {
-      auto cond = std::make_shared<Condition>(text, scope);
-      if (!cond->empty()) p.edges[i].when = cond;
-    } catch (const PipelineExprError& e) {
-      FailInString(w, when_at, e.offset(), "condition: " + std::string(e.what()));
-    }
-    // An edge's condition is read when its source has run: it reads that node or one before it.
-    if (p.edges[i].when) check_order(p.edges[i].when->refs(), p.edges[i].from, when_at, text);
   }
 
-  if (spec.start_size() == 0) w.Fail({{"pipeline"}}, "pipeline has no start node");
-  for (int i = 0; i < spec.start_size(); ++i) {
-    auto it = index.find(spec.start(i));
-    if (it == index.end()) w.Fail({{"pipeline"}, {"start", i}}, "start node '" + spec.start(i) + "' is not a node");
-    p.start.push_back(it->second);
+  void Conditions() {
+    for (int i = 0; i < spec_.edge_size(); ++i) {
+      const std::string& text = spec_.edge(i).when();
+      const std::vector<PathStep> when_at{{"pipeline"}, {"edge", i}, {"when"}};
+      try {
+        auto cond = std::make_shared<Condition>(text, scope_);
+        if (!cond->empty()) p_.edges[i].when = cond;
+      } catch (const PipelineExprError& e) {
+        FailInString(w_, when_at, e.offset(), "condition: " + std::string(e.what()));
+      }
+      // An edge's condition is read when its source has run: it reads that node or one before it.
+      if (p_.edges[i].when) CheckOrder(p_.edges[i].when->refs(), p_.edges[i].from, when_at, text);
+    }
   }
 
-  // Reachability from the start nodes.
-  std::vector<boost::default_color_type> color(p.nodes.size(), boost::white_color);
-  auto color_map = boost::make_iterator_property_map(color.begin(), boost::get(boost::vertex_index, g));
-  for (int s : p.start) {
-    if (color[s] == boost::white_color) boost::breadth_first_visit(g, boost::vertex(s, g), boost::color_map(color_map));
-  }
-  bool end_reachable = false;
-  for (size_t i = 0; i < p.nodes.size(); ++i) {
-    if (color[i] == boost::white_color) {
-      w.Fail({{"pipeline"}, {"node", static_cast<int>(i)}, {"name"}},
-             "node '" + p.nodes[i].name + "' is unreachable from the start nodes");
+  // The start nodes; every node reachable from them, and some end node.
+  void StartsAndReach() {
+    if (spec_.start_size() == 0) w_.Fail({{"pipeline"}}, "pipeline has no start node");
+    for (int i = 0; i < spec_.start_size(); ++i) {
+      auto it = index_.find(spec_.start(i));
+      if (it == index_.end()) w_.Fail({{"pipeline"}, {"start", i}}, "start node '" + spec_.start(i) + "' is not a node");
+      p_.start.push_back(it->second);
     }
-    end_reachable = end_reachable || p.nodes[i].kind == config::END_NODE;
+    std::vector<boost::default_color_type> color(p_.nodes.size(), boost::white_color);
+    auto color_map = boost::make_iterator_property_map(color.begin(), boost::get(boost::vertex_index, g_));
+    for (int s : p_.start) {
+      if (color[s] == boost::white_color) boost::breadth_first_visit(g_, boost::vertex(s, g_), boost::color_map(color_map));
+    }
+    bool end_reachable = false;
+    for (size_t i = 0; i < p_.nodes.size(); ++i) {
+      if (color[i] == boost::white_color) {
+        w_.Fail(At(static_cast<int>(i), "name"), "node '" + p_.nodes[i].name + "' is unreachable from the start nodes");
+      }
+      end_reachable = end_reachable || p_.nodes[i].kind == config::END_NODE;
+    }
+    if (!end_reachable) w_.Fail({{"pipeline"}}, "pipeline has no end node");
   }
-  if (!end_reachable) w.Fail({{"pipeline"}}, "pipeline has no end node");
 
   // Cycles (a strong component of several nodes, or a self-loop) need max_steps.
-  std::vector<int> component(p.nodes.size());
-  const int count = boost::strong_components(
-      g, boost::make_iterator_property_map(component.begin(), boost::get(boost::vertex_index, g)));
-  p.has_cycle = count < static_cast<int>(p.nodes.size());
-  for (const auto& e : p.edges) p.has_cycle = p.has_cycle || e.from == e.to;
-  const bool bounded = w.proto.pipeline().has_max_steps();
-  if (p.has_cycle && !bounded) w.Fail({{"pipeline"}}, "pipeline graph has a cycle but no max_steps bound");
-  if (bounded && spec.max_steps() <= 0) w.Fail({{"pipeline"}, {"max_steps"}}, "max_steps must be positive");
-  // Without a cycle every node runs at most once: the default bound is the node count.
-  p.max_steps = bounded ? spec.max_steps() : static_cast<int>(p.nodes.size());
-  c.proto.mutable_pipeline()->set_max_steps(p.max_steps);
-
-  auto it = index.find(spec.answer());
-  if (it == index.end() || p.nodes[it->second].kind != config::ROLE_NODE) {
-    w.Fail({{"pipeline"}, {"answer"}}, "answer must name a role node, got '" + spec.answer() + "'");
+  void Cycles() {
+    std::vector<int> component(p_.nodes.size());
+    const int count = boost::strong_components(
+        g_, boost::make_iterator_property_map(component.begin(), boost::get(boost::vertex_index, g_)));
+    p_.has_cycle = count < static_cast<int>(p_.nodes.size());
+    for (const auto& e : p_.edges) p_.has_cycle = p_.has_cycle || e.from == e.to;
+    const bool bounded = w_.proto.pipeline().has_max_steps();
+    if (p_.has_cycle && !bounded) w_.Fail({{"pipeline"}}, "pipeline graph has a cycle but no max_steps bound");
+    if (bounded && spec_.max_steps() <= 0) w_.Fail({{"pipeline"}, {"max_steps"}}, "max_steps must be positive");
+    // Without a cycle every node runs at most once: the default bound is the node count.
+    p_.max_steps = bounded ? spec_.max_steps() : static_cast<int>(p_.nodes.size());
+    c_.proto.mutable_pipeline()->set_max_steps(p_.max_steps);
   }
-  p.answer = it->second;
 
-  for (int i = 0; i < spec.oracle_size(); ++i) {
-    const auto o = index.find(spec.oracle(i));
-    if (o == index.end() || p.nodes[o->second].kind != config::ROLE_NODE) {
-      w.Fail({{"pipeline"}, {"oracle", i}}, "oracle must name role nodes, got '" + spec.oracle(i) + "'");
+  void AnswerAndOracles() {
+    auto it = index_.find(spec_.answer());
+    if (it == index_.end() || p_.nodes[it->second].kind != config::ROLE_NODE) {
+      w_.Fail({{"pipeline"}, {"answer"}}, "answer must name a role node, got '" + spec_.answer() + "'");
     }
-    if (o->second == p.answer) {
-      w.Fail({{"pipeline"}, {"oracle", i}},
-             "the answer node '" + spec.oracle(i) + "' cannot be an oracle node: it would answer with the gold answer");
+    p_.answer = it->second;
+    for (int i = 0; i < spec_.oracle_size(); ++i) {
+      const auto o = index_.find(spec_.oracle(i));
+      if (o == index_.end() || p_.nodes[o->second].kind != config::ROLE_NODE) {
+        w_.Fail({{"pipeline"}, {"oracle", i}}, "oracle must name role nodes, got '" + spec_.oracle(i) + "'");
+      }
+      if (o->second == p_.answer) {
+        w_.Fail({{"pipeline"}, {"oracle", i}},
+                "the answer node '" + spec_.oracle(i) + "' cannot be an oracle node: it would answer with the gold answer");
+      }
+      p_.nodes[o->second].oracle = true;
     }
-    p.nodes[o->second].oracle = true;
   }
-}
+
+  const LoadedWorkflow& w_;
+  CompiledWorkflow& c_;
+  const config::PipelineSpec& spec_;  // with its defaults
+  CompiledPipeline& p_;
+  std::map<std::string, int> index_;          // node name -> index
+  std::vector<std::vector<std::string>> keys_;  // per node: the output keys others may read
+  Digraph g_;
+  std::vector<std::vector<bool>> reach_;  // reach_[a][b]: b runs after a, by one or more edges
+  RefScope scope_;
+};
+
+}  // namespace
+
+void ValidatePipelineGraph(const LoadedWorkflow& w, CompiledWorkflow& c) { PipelineGraphCheck(w, c).Run(); }
 
 }  // namespace troupe
