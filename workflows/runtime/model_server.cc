@@ -30,7 +30,7 @@ std::vector<CallRecord> ModelServer::Mine(const std::vector<CallRecord>& records
   return mine;
 }
 
-ModelTrainStats ModelServer::Train(const LearnerGroupSpec& learners, const std::function<ModelTrainStats()>& step) {
+ModelTrainStats ModelServer::StepInLearnerGroup(const LearnerGroupSpec& learners, const std::function<ModelTrainStats()>& step) {
   // In a group, all or nothing: a lost peer fails a collective midway, after some steps.
   const bool group = learners.world > 1;
   const std::string weights = group ? pool_.SaveBytes(0) : std::string(), state = group ? trainer_.SaveState() : std::string();
@@ -50,13 +50,13 @@ ModelTrainStats ModelServer::Train(const LearnerGroupSpec& learners, const std::
 
 ModelTrainStats ModelServer::Update(const std::vector<CallRecord>& records, const LearnerGroupSpec& learners) {
   const std::vector<CallRecord> mine = Mine(records);
-  return Train(learners, [&] { return trainer_.Update(mine).at(0); });
+  return StepInLearnerGroup(learners, [&] { return trainer_.Update(mine).at(0); });
 }
 
 ModelTrainStats ModelServer::Supervised(const std::vector<CallRecord>& demos, int steps,
                                         const LearnerGroupSpec& learners) {
   const std::vector<CallRecord> mine = Mine(demos);
-  return Train(learners, [&] { return trainer_.Supervised(mine, steps).at(0); });
+  return StepInLearnerGroup(learners, [&] { return trainer_.Supervised(mine, steps).at(0); });
 }
 
 HybridStepStats ModelServer::HybridStep(const HybridBatch& batch, const HybridSettings& settings) {

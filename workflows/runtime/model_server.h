@@ -43,7 +43,7 @@ class ModelServer {
 
  private:
   std::vector<CallRecord> Mine(const std::vector<CallRecord>& records) const;
-  ModelTrainStats Train(const LearnerGroupSpec& learners, const std::function<ModelTrainStats()>& step);
+  ModelTrainStats StepInLearnerGroup(const LearnerGroupSpec& learners, const std::function<ModelTrainStats()>& step);
   int model_index_;
   ModelPool pool_;
   Trainer trainer_;

@@ -298,7 +298,7 @@ std::vector<std::vector<Generation>> WorkerHub::Generate(const std::vector<Gener
   return out;
 }
 
-std::vector<ModelTrainStats> WorkerHub::Train(const std::vector<CallRecord>& records, bool supervised, int steps) {
+std::vector<ModelTrainStats> WorkerHub::TrainOnWorkers(const std::vector<CallRecord>& records, bool supervised, int steps) {
   std::vector<ModelTrainStats> stats(configs_.size());
   std::vector<wire::Envelope> requests(configs_.size());
   for (auto& r : requests) {
@@ -444,17 +444,17 @@ std::vector<HybridStepStats> WorkerHub::HybridStep(const HybridBatch& batch, con
 }
 
 std::vector<ModelTrainStats> WorkerHub::Update(const std::vector<CallRecord>& records) {
-  return Train(records, false, 0);
+  return TrainOnWorkers(records, false, 0);
 }
 
 std::vector<ModelTrainStats> WorkerHub::Supervised(const std::vector<CallRecord>& demos, int steps) {
   // A few steps a request: a long warm start of a large model must not look
   // like a silent worker (request_timeout_ms bounds each request).
   constexpr int kStepsPerRequest = 10;
-  if (steps <= kStepsPerRequest) return Train(demos, true, steps);
+  if (steps <= kStepsPerRequest) return TrainOnWorkers(demos, true, steps);
   std::vector<ModelTrainStats> total;
   for (int done = 0; done < steps; done += kStepsPerRequest) {
-    std::vector<ModelTrainStats> part = Train(demos, true, std::min(kStepsPerRequest, steps - done));
+    std::vector<ModelTrainStats> part = TrainOnWorkers(demos, true, std::min(kStepsPerRequest, steps - done));
     if (total.empty()) {
       total = std::move(part);
       continue;

@@ -95,7 +95,7 @@ class WorkerHub : public PolicyService {
   void Handle(const std::string& identity, const wire::Envelope& envelope);
   void Lose(int worker, const std::string& why);
   std::vector<int> Alive(int model) const;
-  std::vector<ModelTrainStats> Train(const std::vector<CallRecord>& records, bool supervised, int steps);
+  std::vector<ModelTrainStats> TrainOnWorkers(const std::vector<CallRecord>& records, bool supervised, int steps);
   // One request per model to its first live replica, retried on the next when one is lost.
   void OnPrimaries(const std::function<wire::Envelope(int)>& request,
                    const std::function<void(int, const wire::Envelope&)>& on_reply);
