@@ -20,29 +20,23 @@ class FolderLanguageModel : public LanguageModel {
   }
 
   std::vector<float> Score(const std::vector<int>& ids) const override {
-    torch::NoGradGuard no_grad;
     std::vector<float> out;
-    const int64_t n = static_cast<int64_t>(ids.size()), window = max_len(), stride = std::max<int64_t>(1, window / 2);
-    // Window [begin, end) scores targets from `scored` on; the first window scores all of its own.
-    int64_t scored = 1;
-    for (int64_t begin = 0; scored < n; begin = std::min(begin + stride, n - 1)) {
-      const int64_t end = std::min(n, begin + window);
-      std::vector<int64_t> tokens(ids.begin() + begin, ids.begin() + end);
-      const int64_t T = end - begin;
-      const torch::Tensor input = torch::tensor(tokens, torch::kLong).view({1, T});
-      const torch::Tensor logp =
-          torch::log_softmax(model_->forward(input, torch::arange(T, torch::kLong).view({1, T}),
-                                             torch::ones({1, T}, torch::kBool), {})
-                                 .logits[0],
-                             -1);
+    ForEachWindow(ids, [&](const torch::Tensor& logits, int64_t first, int64_t end) {
       // The targets' log-probabilities in one gather, copied out once.
       const torch::Tensor targets =
-          torch::tensor(std::vector<int64_t>(ids.begin() + scored, ids.begin() + end), torch::kLong).unsqueeze(1);
-      const torch::Tensor chosen =
-          logp.narrow(0, scored - 1 - begin, end - scored).gather(1, targets).squeeze(1).contiguous();
+          torch::tensor(std::vector<int64_t>(ids.begin() + first, ids.begin() + end), torch::kLong).unsqueeze(1);
+      const torch::Tensor chosen = torch::log_softmax(logits, -1).gather(1, targets).squeeze(1).contiguous();
       out.insert(out.end(), chosen.data_ptr<float>(), chosen.data_ptr<float>() + chosen.numel());
-      scored = end;
-    }
+    });
+    return out;
+  }
+
+  std::vector<int> Predict(const std::vector<int>& ids) const override {
+    std::vector<int> out;
+    ForEachWindow(ids, [&](const torch::Tensor& logits, int64_t, int64_t) {
+      const torch::Tensor best = logits.argmax(-1).contiguous();
+      out.insert(out.end(), best.data_ptr<int64_t>(), best.data_ptr<int64_t>() + best.numel());
+    });
     return out;
   }
 
@@ -83,6 +77,27 @@ class FolderLanguageModel : public LanguageModel {
   int64_t parameter_count() const override { return FieldParameterCount(*model_, config_); }
 
  private:
+  // The logits that predict ids[first..end) (one row per target), window by
+  // window: windows of at most max_len tokens, each after the first seeing the
+  // previous half window; the first window predicts all of its own targets.
+  template <typename Visit>
+  void ForEachWindow(const std::vector<int>& ids, Visit visit) const {
+    torch::NoGradGuard no_grad;
+    const int64_t n = static_cast<int64_t>(ids.size()), window = max_len(), stride = std::max<int64_t>(1, window / 2);
+    int64_t scored = 1;  // the first target not yet predicted
+    for (int64_t begin = 0; scored < n; begin = std::min(begin + stride, n - 1)) {
+      const int64_t end = std::min(n, begin + window);
+      std::vector<int64_t> tokens(ids.begin() + begin, ids.begin() + end);
+      const int64_t T = end - begin;
+      const torch::Tensor logits = model_->forward(torch::tensor(tokens, torch::kLong).view({1, T}),
+                                                   torch::arange(T, torch::kLong).view({1, T}),
+                                                   torch::ones({1, T}, torch::kBool), {})
+                                       .logits[0];
+      visit(logits.narrow(0, scored - 1 - begin, end - scored), scored, end);
+      scored = end;
+    }
+  }
+
   ModelConfig config_;
   mutable PolicyModel model_;  // forward is not const in the frontend
 };

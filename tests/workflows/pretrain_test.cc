@@ -142,6 +142,12 @@ TEST_CASE("a tiny base model learns from real text and ends as a model folder tr
   REQUIRE(first.size() == 63);
   for (size_t i = 0; i < first.size(); ++i) CHECK(all[i] == first[i]);
   for (float v : all) CHECK((std::isfinite(v) && v < 0));
+  // Predict (teacher-forced argmax, the induction probe's reading) agrees with greedy generation.
+  const std::vector<int> prompt(long_ids.begin(), long_ids.begin() + 20);
+  const std::vector<int> predicted = lm->Predict(prompt);
+  REQUIRE(predicted.size() == prompt.size() - 1);
+  CHECK(predicted.back() == lm->Generate(prompt, 1, true, 1.0, 0, {}).at(0));
+  CHECK(lm->Predict(long_ids).size() == long_ids.size() - 1);
 }
 
 TEST_CASE("a pretraining run split by a resume equals the unsplit run", "[pretrain][resume]") {

@@ -12,6 +12,7 @@
 #include "core/models/language_model.h"
 #include "core/models/model_pool.h"
 #include "core/text/tokenizer_folder.h"
+#include "workflows/run/reading_probes.h"
 
 namespace troupe::cli {
 
@@ -66,6 +67,27 @@ int Generate(const TextArgs& a) {
   return 0;
 }
 
+int Probe(const TextArgs& a) {
+  const Tokenizer tokenizer = LoadTokenizer(a.tokenizer.empty() ? a.model : a.tokenizer);
+  const auto model = LanguageModel::Load(a.model);
+  const std::vector<ProbeScore> probes = ProbeReading(*model, tokenizer);
+  if (a.json) {
+    nlohmann::json j = nlohmann::json::object();
+    for (const ProbeScore& p : probes) j[p.name] = {{"score", p.score}, {"count", p.count}, {"examples", p.examples}};
+    std::cout << j.dump() << "\n";
+    return 0;
+  }
+  std::cout << "probe        score   count\n" << std::fixed << std::setprecision(3);
+  for (const ProbeScore& p : probes) {
+    std::cout << std::left << std::setw(10) << p.name << std::right << std::setw(8) << p.score << std::setw(8)
+              << p.count << "\n";
+  }
+  for (const ProbeScore& p : probes) {
+    for (const std::string& e : p.examples) std::cout << p.name << ": " << nlohmann::json(e).dump() << "\n";
+  }
+  return 0;
+}
+
 }  // namespace
 
 void AddLmCommands(CLI::App& app, TextArgs& a) {
@@ -73,7 +95,9 @@ void AddLmCommands(CLI::App& app, TextArgs& a) {
   lm->require_subcommand(1);
   CLI::App* score = lm->add_subcommand("score", "token ids and per-token log-probabilities of a text");
   CLI::App* generate = lm->add_subcommand("generate", "continue a prompt");
-  for (CLI::App* c : {score, generate}) {
+  CLI::App* probe = lm->add_subcommand(
+      "probe", "in-context reading: induction, copying a name, answering from invented passages (scores in [0, 1])");
+  for (CLI::App* c : {score, generate, probe}) {
     c->add_option("--model", a.model, "a folder with config.json, model.safetensors and tokenizer.json")->required();
     c->add_option("--tokenizer", a.tokenizer, "a tokenizer.json elsewhere than the model folder");
     c->add_option("--threads", a.threads, "LibTorch threads (default 2)");
@@ -91,6 +115,7 @@ void AddLmCommands(CLI::App& app, TextArgs& a) {
 int RunLmCommand(CLI::App& command, const TextArgs& a) {
   SetTorchThreads(a.threads);
   if (command.get_name() == "score") return Score(a);
+  if (command.get_name() == "probe") return Probe(a);
   return Generate(a);
 }
 

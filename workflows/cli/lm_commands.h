@@ -1,4 +1,4 @@
-// `troupe lm score` and `troupe lm generate` on a Hugging Face model folder.
+// `troupe lm score`, `troupe lm generate` and `troupe lm probe` on a Hugging Face model folder.
 #pragma once
 
 #include "workflows/cli/text_commands.h"

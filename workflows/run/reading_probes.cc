@@ -1,0 +1,203 @@
+// The reading probes: fixed items drawn from a seed, scored by greedy answers.
+#include "workflows/run/reading_probes.h"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+#include "core/base/errors.h"
+#include "core/models/language_model.h"
+#include "core/rng.h"
+#include "core/text/tokenizer.h"
+
+namespace troupe {
+
+namespace {
+
+constexpr int kExamples = 3;  // items each probe keeps to show
+
+// Syllables no English word is made of in this order often; names of 2-3 of
+// them are (almost surely) in no corpus.
+const char* const kOnsets[] = {"b", "d", "f", "g", "k", "l", "m", "n", "p", "qu", "r", "s", "t", "v", "z", "th", "br", "dr", "kr", "st"};
+const char* const kVowels[] = {"a", "e", "i", "o", "u", "ai", "ei", "ou"};
+const char* const kCodas[] = {"", "", "", "n", "l", "r", "s", "th", "m"};
+
+template <typename T, size_t N>
+const T& Pick(const T (&options)[N], Rng& rng) {
+  return options[rng.Below(static_cast<int>(N))];
+}
+
+std::string Pick(const std::vector<std::string>& options, Rng& rng) {
+  return options[rng.Below(static_cast<int>(options.size()))];
+}
+
+// The text a greedy continuation of `prompt` gives, `max_new` tokens at most.
+std::string Continue(const LanguageModel& model, const Tokenizer& tokenizer, const std::string& prompt, int max_new) {
+  const std::vector<int> ids = tokenizer.Encode(prompt, false);
+  if (static_cast<int>(ids.size()) + max_new > model.max_len()) {
+    throw ModelError("a reading probe's prompt (" + std::to_string(ids.size()) + " tokens) does not fit max_len " +
+                     std::to_string(model.max_len()));
+  }
+  return tokenizer.Decode(model.Generate(ids, max_new, true, 1.0, 0, {}));
+}
+
+// Whether `got` starts with `expected` as a whole word (nothing alphanumeric right after it).
+bool StartsWithWord(const std::string& got, const std::string& expected) {
+  if (got.compare(0, expected.size(), expected) != 0) return false;
+  return got.size() == expected.size() || !std::isalnum(static_cast<unsigned char>(got[expected.size()]));
+}
+
+void Keep(ProbeScore* probe, const std::string& prompt, const std::string& expected, const std::string& got) {
+  if (static_cast<int>(probe->examples.size()) >= kExamples) return;
+  const std::string tail = prompt.size() > 160 ? "..." + prompt.substr(prompt.size() - 160) : prompt;
+  probe->examples.push_back(tail + " | expected: " + expected + " | got: " + got);
+}
+
+// Names for one item, all different.
+std::vector<std::string> DistinctNames(Rng& rng, int n) {
+  std::set<std::string> seen;
+  std::vector<std::string> names;
+  while (static_cast<int>(names.size()) < n) {
+    std::string name = InventedName(rng.Next());
+    if (seen.insert(name).second) names.push_back(std::move(name));
+  }
+  return names;
+}
+
+ProbeScore Induction(const LanguageModel& model, const Tokenizer& tokenizer, const ProbeOptions& o) {
+  // Ordinary tokens: not the bytes alone, not added (special) tokens.
+  std::set<int> added;
+  for (const AddedToken& t : tokenizer.model().added) added.insert(t.id);
+  std::vector<int> ordinary;
+  const int vocab = std::min(tokenizer.vocab_size(), model.vocab_size());
+  for (int id = vocab > 512 ? 256 : 0; id < vocab; ++id) {
+    if (!added.count(id)) ordinary.push_back(id);
+  }
+  if (ordinary.size() < 2) throw ModelError("the induction probe needs a vocabulary of ordinary tokens");
+  ProbeScore probe{"induction"};
+  Rng rng(Rng::Mix(o.seed, 1));
+  const int L = o.induction_length;
+  int right = 0;
+  for (int s = 0; s < o.induction_sequences; ++s) {
+    std::vector<int> ids;
+    for (int i = 0; i < L; ++i) ids.push_back(ordinary[rng.Below(static_cast<int>(ordinary.size()))]);
+    ids.insert(ids.end(), ids.begin(), ids.end());
+    if (static_cast<int>(ids.size()) > model.max_len()) {
+      throw ModelError("the induction probe's sequences (" + std::to_string(ids.size()) + " tokens) do not fit max_len " +
+                       std::to_string(model.max_len()));
+    }
+    // predicted[i] follows ids[0..i]: the second copy's tokens 1..L-1 are predicted at L..2L-2.
+    const std::vector<int> predicted = model.Predict(ids);
+    int seq_right = 0;
+    for (int k = 1; k < L; ++k) seq_right += predicted[L + k - 1] == ids[L + k];
+    right += seq_right;
+    probe.count += L - 1;
+    if (s < kExamples) {
+      probe.examples.push_back("sequence " + std::to_string(s + 1) + ": " + std::to_string(seq_right) + " of " +
+                               std::to_string(L - 1) + " tokens of the second copy predicted");
+    }
+  }
+  probe.score = probe.count > 0 ? double(right) / probe.count : 0.0;
+  return probe;
+}
+
+ProbeScore Copy(const LanguageModel& model, const Tokenizer& tokenizer, const ProbeOptions& o) {
+  static const std::vector<std::string> cues = {
+      "The ship was named",       "Her oldest friend was called", "The new town on the river is called",
+      "The password for the gate is", "The prize that year went to", "Everyone in the village knew the miller as"};
+  static const std::vector<std::string> fillers = {
+      "It rained for most of the week.", "The roads were closed until spring.",
+      "Nobody expected the harvest to be so large.", "The council met again in the autumn.",
+      "Trade with the coast grew slowly.", "Many of the old houses were rebuilt in stone."};
+  ProbeScore probe{"copy"};
+  Rng rng(Rng::Mix(o.seed, 2));
+  int right = 0;
+  for (int i = 0; i < o.copy_items; ++i) {
+    // A name of 1-4 tokens, as the tokenizer cuts it after a space.
+    std::string name;
+    std::vector<int> name_ids;
+    do {
+      name = InventedName(rng.Next());
+      name_ids = tokenizer.Encode(" " + name, false);
+    } while (name_ids.size() > 4);
+    const std::string cue = Pick(cues, rng);
+    std::string prompt = cue + " " + name + ".";
+    for (int f = 0, n = 1 + rng.Below(3); f < n; ++f) prompt += " " + Pick(fillers, rng);
+    prompt += " " + cue;
+    const std::string got = Continue(model, tokenizer, prompt, static_cast<int>(name_ids.size()) + 1);
+    const bool ok = StartsWithWord(got, " " + name);
+    right += ok;
+    ++probe.count;
+    if (!ok) Keep(&probe, prompt, name, got);
+  }
+  probe.score = probe.count > 0 ? double(right) / probe.count : 0.0;
+  return probe;
+}
+
+// One invented country's passages in the Factbook's form ("Title: text", as the retriever shows them).
+struct Country {
+  std::string name, capital, language;
+};
+
+std::vector<std::string> Passages(const Country& c, Rng& rng) {
+  const int lat = rng.Below(70), lon = rng.Below(170), utc = rng.Below(12) + 1;
+  const int official = 50 + rng.Below(45);
+  return {c.name + " - Government - Capital: geographic coordinates: " + std::to_string(lat) + " " +
+              std::to_string(rng.Below(60)) + " N, " + std::to_string(lon) + " " + std::to_string(rng.Below(60)) +
+              " E; name: " + c.capital + "; time difference: UTC+" + std::to_string(utc),
+          c.name + " - People and Society - Languages: " + c.language + " (official) " + std::to_string(official) +
+              "%, English " + std::to_string(100 - official) + "%"};
+}
+
+ProbeScore Needle(const LanguageModel& model, const Tokenizer& tokenizer, const ProbeOptions& o) {
+  ProbeScore probe{"needle"};
+  Rng rng(Rng::Mix(o.seed, 3));
+  int right = 0;
+  for (int i = 0; i < o.needle_items; ++i) {
+    const std::vector<std::string> names = DistinctNames(rng, 3 * o.needle_countries);
+    std::vector<Country> countries;
+    std::vector<std::string> passages;
+    for (int c = 0; c < o.needle_countries; ++c) {
+      // Languages are named after their country, as many are ("Zorvish").
+      countries.push_back({names[3 * c], names[3 * c + 1], names[3 * c + 2] + "ish"});
+      for (std::string& p : Passages(countries.back(), rng)) passages.push_back(std::move(p));
+    }
+    for (size_t k = passages.size(); k > 1; --k) std::swap(passages[k - 1], passages[rng.Below(static_cast<int>(k))]);
+    const Country& asked = countries[rng.Below(o.needle_countries)];
+    const bool capital = rng.Below(2) == 0;
+    std::string prompt;
+    for (const std::string& p : passages) prompt += p + "\n";
+    prompt += "\nQuestion: " +
+              (capital ? "What is the capital of " + asked.name + "?" : "What language is spoken in " + asked.name + "?") +
+              "\nAnswer:";
+    const std::string& answer = capital ? asked.capital : asked.language;
+    const int max_new = static_cast<int>(tokenizer.Encode(" " + answer, false).size()) + 1;
+    const std::string got = Continue(model, tokenizer, prompt, max_new);
+    const bool ok = StartsWithWord(got, " " + answer);
+    right += ok;
+    ++probe.count;
+    if (!ok) Keep(&probe, prompt, answer, got);
+  }
+  probe.score = probe.count > 0 ? double(right) / probe.count : 0.0;
+  return probe;
+}
+
+}  // namespace
+
+std::string InventedName(uint64_t draw) {
+  Rng rng(draw);
+  std::string name;
+  for (int s = 0, n = 2 + rng.Below(2); s < n; ++s) {
+    name += Pick(kOnsets, rng);
+    name += Pick(kVowels, rng);
+    if (s + 1 == n || rng.Below(3) == 0) name += Pick(kCodas, rng);
+  }
+  name[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(name[0])));
+  return name;
+}
+
+std::vector<ProbeScore> ProbeReading(const LanguageModel& model, const Tokenizer& tokenizer, const ProbeOptions& o) {
+  return {Induction(model, tokenizer, o), Copy(model, tokenizer, o), Needle(model, tokenizer, o)};
+}
+
+}  // namespace troupe
