@@ -11,6 +11,7 @@
 #include "games/qa/factbook_qa.h"
 #include "games/qa/passage_index.h"
 #include "games/qa/qa_dataset.h"
+#include "games/qa/reading_documents.h"
 #include "tests/test_paths.h"
 
 namespace troupe::qa {
@@ -151,6 +152,56 @@ TEST_CASE("the passage index finds supporting passages and is built once per cor
   CHECK(changed->built_now());
   CHECK(changed->path() != index->path());
   CHECK(changed->passages().size() == 100);
+}
+
+
+TEST_CASE("reading documents rename their countries and ask what their passages say", "[qa][reading]") {
+  const FactbookQa& data = EuropeSlice();
+  ReadingDocumentOptions options;
+  options.list_share = 0.0;
+  const ReadingDocuments reading(data.passages, options);
+  CHECK(reading.countries() >= 40);
+  std::set<std::string> real_countries, real_capitals;
+  for (const auto& p : data.passages) {
+    real_countries.insert(p.title.substr(0, p.title.find(" - ")));
+    if (p.title.find(" - Government - Capital") != std::string::npos) {
+      const size_t at = p.text.find("name: ");
+      if (at != std::string::npos) real_capitals.insert(p.text.substr(at + 6, p.text.find(';', at) - at - 6));
+    }
+  }
+  int questions = 0;
+  for (uint64_t i = 0; i < 50; ++i) {
+    const std::string doc = reading.Document(i);
+    INFO(doc);
+    CHECK(doc == reading.Document(i));  // fixed by the index
+    const size_t first_question = doc.find("Question: ");
+    REQUIRE(first_question != std::string::npos);
+    const std::string passages = doc.substr(0, first_question);
+    // Every title names an invented country: no real one, and no real capital, is shown.
+    for (size_t at = 0; (at = passages.find(" - ", at)) != std::string::npos; ++at) {
+      const size_t line = passages.rfind('\n', at) + 1;
+      CHECK(real_countries.count(passages.substr(line, at - line)) == 0);
+    }
+    // Each answer is a span of the passages, so reading (not memory) answers it.
+    for (size_t at = doc.find("\nAnswer: "); at != std::string::npos; at = doc.find("\nAnswer: ", at + 1)) {
+      const std::string answer = doc.substr(at + 9, doc.find('\n', at + 9) - at - 9);
+      CHECK_FALSE(answer.empty());
+      CHECK(passages.find(answer) != std::string::npos);
+      CHECK(real_capitals.count(answer) == 0);
+      ++questions;
+    }
+  }
+  CHECK(questions >= 100);
+  // Left-out pages are never shown; a list document repeats its names.
+  options.left_out_pages.clear();
+  for (const auto& p : data.passages) options.left_out_pages.insert(p.id.substr(0, p.id.find(':')));
+  CHECK_THROWS_AS(ReadingDocuments(data.passages, options), Error);
+  options.left_out_pages.clear();
+  options.list_share = 1.0;
+  const std::string list = ReadingDocuments(data.passages, options).Document(3);
+  const size_t newline = list.find('\n');
+  const std::string first = list.substr(list.find(':') + 1, newline - list.find(':') - 1);
+  CHECK(list.substr(newline + 1).find(first) != std::string::npos);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 // one. Pretraining workflows are checked like the others.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -177,6 +178,9 @@ TEST_CASE("a pretraining workflow is checked whole, with errors at their line", 
   std::string unseen_without_factbook = kTiny;
   unseen_without_factbook.replace(unseen_without_factbook.find("heldout_every"), 0, "unseen_questions: \"q.jsonl\"\n  ");
   CHECK_THROWS_WITH(Tiny(unseen_without_factbook), Catch::Contains("tiny.textproto:10:3") && Catch::Contains("no corpus is 'factbook'"));
+  std::string reading = kTiny;
+  reading.replace(reading.find("heldout_every"), 0, "reading_share: 0.95\n  ");
+  CHECK_THROWS_WITH(Tiny(reading), Catch::Contains("tiny.textproto:10:3") && Catch::Contains("reading_share is between 0 and 0.9"));
   // A game workflow is not pretrained, and a pretraining one is not trained with `troupe train`.
   CHECK_THROWS_WITH(CompileWorkflow(ParseWorkflowText(kTiny, "tiny.textproto")),
                     Catch::Contains("troupe pretrain"));
@@ -217,4 +221,33 @@ TEST_CASE("unseen questions leave their supporting Factbook pages out of pretrai
   CHECK(b.size() == a.size() - 2);
   CHECK(log_unseen.str().find("left out 2 Factbook pages") != std::string::npos);
   CHECK(log_all.str().find("left out") == std::string::npos);
+}
+
+TEST_CASE("reading documents are mixed into the corpus stream, each inside one training sequence", "[pretrain][reading]") {
+  std::vector<int> corpus(1000);
+  for (int i = 0; i < 1000; ++i) corpus[i] = 1000 + i;
+  std::vector<std::vector<int>> reading;
+  for (int k = 0; k < 12; ++k) reading.push_back(std::vector<int>(5 + 2 * k, -1 - k));  // each shorter than a sequence
+  const int L = 32, eot = 0;
+  const std::vector<int> mixed = MixWithinSequences(corpus, reading, L, eot);
+  // Every corpus token once, in order.
+  std::vector<int> kept;
+  for (int t : mixed) {
+    if (t >= 1000) kept.push_back(t);
+  }
+  CHECK(kept == corpus);
+  // Each document whole, followed by <|endoftext|>, in one sequence [cL, cL + L).
+  for (int k = 0; k < 12; ++k) {
+    INFO("document " << k);
+    const auto first = std::find(mixed.begin(), mixed.end(), -1 - k);
+    REQUIRE(first != mixed.end());
+    const size_t at = static_cast<size_t>(first - mixed.begin()), size = reading[k].size();
+    CHECK(std::count(mixed.begin(), mixed.end(), -1 - k) == static_cast<long>(size));
+    CHECK(mixed[at + size] == eot);
+    CHECK(at / L == (at + size) / L);
+  }
+  // Spread through the corpus, not bunched at one end.
+  const auto last = std::find(mixed.begin(), mixed.end(), -12);
+  CHECK(static_cast<size_t>(last - mixed.begin()) > mixed.size() / 2);
+  CHECK(std::find(mixed.begin(), mixed.end(), -1) - mixed.begin() < 40);
 }

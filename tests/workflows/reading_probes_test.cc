@@ -15,6 +15,7 @@
 #include "core/models/language_model.h"
 #include "core/text/bpe_trainer.h"
 #include "core/text/corpora.h"
+#include "core/text/invented_names.h"
 #include "tests/test_support.h"
 #include "workflows/run/reading_probes.h"
 

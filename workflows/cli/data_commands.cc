@@ -1,4 +1,4 @@
-// `troupe data qa` (see data_commands.h).
+// `troupe data qa` and `troupe data reading` (see data_commands.h).
 #include "workflows/cli/data_commands.h"
 
 #include <CLI/CLI.hpp>
@@ -8,6 +8,8 @@
 
 #include "games/qa/factbook_qa.h"
 #include "games/qa/passage_index.h"
+#include "games/qa/reading_documents.h"
+#include "games/qa/qa_dataset.h"
 
 namespace troupe::cli {
 
@@ -39,11 +41,22 @@ void AddDataCommands(CLI::App& app, DataArgs& args) {
   qa->add_option("--comparisons", args.comparisons, "comparison questions per country")->check(CLI::Range(0, 100));
   qa->add_option("--seed", args.seed, "seed of the split and of comparison pairs");
   qa->add_flag("--index", args.index, "also build (or open) the passages' search index and time it");
+  CLI::App* reading = data->add_subcommand(
+      "reading", "print reading documents, as pretraining with pretrain.reading_share reads them");
+  reading->add_option("--count", args.count, "documents to print (default 3)")->check(CLI::Range(1, 100000));
+  reading->add_option("--seed", args.seed, "their seed (pretraining derives its own from the workflow's)");
 }
 
 int RunDataCommand(CLI::App& app, const DataArgs& args) {
   CLI::App* data = app.get_subcommands().front();
   if (data->get_name() != "data") return -1;
+  if (data->get_subcommands().front()->get_name() == "reading") {
+    qa::ReadingDocumentOptions options;
+    options.seed = args.seed;
+    const qa::ReadingDocuments reading(qa::ReadPassages(qa::EnsureDefaultQaData() + "/passages.jsonl"), options);
+    for (int i = 0; i < args.count; ++i) std::cout << reading.Document(static_cast<uint64_t>(i)) << "\n";
+    return 0;
+  }
   qa::FactbookQaOptions options = qa::CachedFactbookQaOptions();
   options.regions = args.regions;
   options.test_share = args.test_share;

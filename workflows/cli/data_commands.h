@@ -1,5 +1,6 @@
 // `troupe data qa`: builds the Factbook QA dataset (passages, train and test
-// questions) from the cached sources and reports its counts.
+// questions) from the cached sources and reports its counts. `troupe data
+// reading`: prints the reading documents pretraining mixes in.
 #pragma once
 
 #include <string>
@@ -18,6 +19,7 @@ struct DataArgs {
   int comparisons = 4;
   unsigned long long seed = 1;
   bool index = false;  // also build the search index
+  int count = 3;       // reading documents to print
 };
 
 void AddDataCommands(CLI::App& app, DataArgs& args);

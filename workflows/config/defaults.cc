@@ -72,6 +72,7 @@ constexpr char kDefaults[] = R"pb(
     checkpoint_every: 200
     threads: 2
     max_minutes: 0
+    reading_share: 0
   }
   runtime {
     heartbeat_ms: 200

@@ -71,6 +71,10 @@ CompiledPretrain CompilePretrain(const LoadedWorkflow& w) {
   if (p.min_lr_ratio() < 0 || p.min_lr_ratio() > 1) {
     w.Fail({{"pretrain"}, {"min_lr_ratio"}}, "min_lr_ratio is between 0 and 1");
   }
+  if (p.reading_share() < 0 || p.reading_share() > 0.9) {
+    w.Fail({{"pretrain"}, {"reading_share"}}, "reading_share is between 0 and 0.9 (the rest is the corpora)");
+  }
+  c.reading_share = p.reading_share();
   c.heldout_every = p.heldout_every();
   c.tokenizer = p.tokenizer();
   c.vocab_size = p.vocab_size();

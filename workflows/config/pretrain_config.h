@@ -35,6 +35,7 @@ struct CompiledPretrain {
   double max_minutes = 0.0;
   std::vector<std::string> sample_prompts;
   std::vector<std::string> unseen_questions;  // question files whose supporting Factbook pages are left out
+  double reading_share = 0.0;                 // of the training tokens, from reading documents
 };
 
 CompiledPretrain CompilePretrain(const LoadedWorkflow& workflow);

@@ -27,8 +27,11 @@
 #include "core/text/bpe_trainer.h"
 #include "core/text/corpora.h"
 #include "core/text/tokenizer_folder.h"
+#include "games/qa/factbook_qa.h"
+#include "games/qa/reading_documents.h"
 #include "workflows/report/metrics_log.h"
 #include "workflows/report/run_clock.h"
+#include "workflows/run/reading_probes.h"
 #include "workflows/run/run_loop.h"
 
 namespace troupe {
@@ -72,22 +75,79 @@ PretrainDocuments ReadPretrainDocuments(const CompiledPretrain& w, const std::se
   return docs;
 }
 
+std::vector<int> MixWithinSequences(const std::vector<int>& corpus, const std::vector<std::vector<int>>& reading,
+                                    int length, int eot) {
+  std::vector<int> out;
+  out.reserve(corpus.size() + reading.size() * 160);
+  size_t from = 0;  // the corpus tokens used so far
+  auto take = [&](size_t n) {
+    n = std::min(n, corpus.size() - from);
+    out.insert(out.end(), corpus.begin() + from, corpus.begin() + from + n);
+    from += n;
+  };
+  for (size_t k = 0; k < reading.size(); ++k) {
+    const size_t due = corpus.size() * k / reading.size();  // the corpus's share before document k
+    if (due > from) take(due - from);
+    const size_t used = out.size() % length, size = reading[k].size() + 1;
+    if (used + size > static_cast<size_t>(length)) take(length - used);
+    if (out.size() % length + size > static_cast<size_t>(length)) out.resize(out.size() + length - out.size() % length, eot);
+    out.insert(out.end(), reading[k].begin(), reading[k].end());
+    out.push_back(eot);
+  }
+  take(corpus.size() - from);
+  return out;
+}
+
 namespace {
 
-Splits TokenizeCorpora(const CompiledPretrain& w, PretrainDocuments docs, const Tokenizer& tokenizer, std::ostream& out) {
+// The reading documents' token ids, document after document, until `budget`
+// tokens; a document longer than a training sequence is left out (its
+// questions would be cut off from its passages).
+std::vector<std::vector<int>> ReadingDocumentIds(const CompiledPretrain& w, const std::set<std::string>& unseen,
+                                                 const Tokenizer& tokenizer, int64_t budget, int seq_len) {
+  qa::ReadingDocumentOptions options;
+  options.seed = Rng::Mix(w.seed, 0x5245);
+  options.left_out_pages = unseen;
+  const qa::ReadingDocuments reading(qa::ReadPassages(qa::EnsureDefaultQaData() + "/passages.jsonl"), options);
+  std::vector<std::vector<int>> docs;
+  for (int64_t tokens = 0, i = 0; tokens < budget; ++i) {
+    std::vector<int> ids = tokenizer.Encode(reading.Document(static_cast<uint64_t>(i)), false);
+    if (static_cast<int>(ids.size()) >= seq_len) continue;
+    tokens += static_cast<int64_t>(ids.size()) + 1;
+    docs.push_back(std::move(ids));
+  }
+  return docs;
+}
+
+Splits TokenizeCorpora(const CompiledPretrain& w, PretrainDocuments docs, const Tokenizer& tokenizer,
+                       const std::set<std::string>& unseen, std::ostream& out) {
   const auto eot = tokenizer.TokenId("<|endoftext|>");
   if (!eot) throw TokenizerError("the tokenizer has no <|endoftext|> token to separate documents");
   std::vector<Document>& train = docs.train;
   // The training documents in an order fixed by the seed, so every corpus is spread over the run.
   Rng rng(Rng::Mix(w.seed, 31));
   for (size_t i = train.size(); i > 1; --i) std::swap(train[i - 1], train[rng.Below(static_cast<int>(i))]);
+  // With reading documents, the corpora fill their share of max_tokens and the reading documents the rest.
+  const int64_t corpus_budget =
+      w.max_tokens > 0 ? static_cast<int64_t>(std::llround(w.max_tokens * (1.0 - w.reading_share))) : 0;
   Splits s;
+  int64_t corpus_tokens = 0;
   for (const Document& d : train) {
-    if (w.max_tokens > 0 && static_cast<int64_t>(s.train.size()) >= w.max_tokens) break;
+    if (corpus_budget > 0 && corpus_tokens >= corpus_budget) break;
     const std::vector<int> ids = tokenizer.Encode(d.text, false);
     s.train.insert(s.train.end(), ids.begin(), ids.end());
     s.train.push_back(*eot);
+    corpus_tokens += static_cast<int64_t>(ids.size()) + 1;
     ++s.train_documents;
+  }
+  if (w.reading_share > 0) {
+    const int64_t reading_budget =
+        w.max_tokens > 0 ? w.max_tokens - corpus_tokens
+                         : static_cast<int64_t>(corpus_tokens * w.reading_share / (1.0 - w.reading_share));
+    const std::vector<std::vector<int>> reading = ReadingDocumentIds(w, unseen, tokenizer, reading_budget, w.seq_len);
+    out << "data: " << reading.size() << " reading documents mixed in, each within one training sequence\n";
+    s.train_documents += reading.size();
+    s.train = MixWithinSequences(s.train, reading, w.seq_len, *eot);
   }
   if (w.max_tokens > 0 && static_cast<int64_t>(s.train.size()) > w.max_tokens) s.train.resize(w.max_tokens);
   for (const Document& d : docs.heldout) {
@@ -268,7 +328,8 @@ class PretrainRun {
     }
     PretrainDocuments documents = ReadPretrainDocuments(w_, o_.unseen_factbook_pages.value_or(std::set<std::string>{}), out_);
     const Tokenizer tokenizer = TokenizerOfRun(documents.train);
-    const Splits data = TokenizeCorpora(w_, std::move(documents), tokenizer, out_);
+    const Splits data = TokenizeCorpora(w_, std::move(documents), tokenizer,
+                                        o_.unseen_factbook_pages.value_or(std::set<std::string>{}), out_);
     const int L = w_.seq_len, B = w_.batch;
     const int64_t chunks = Chunks(data.train, L);
     if (chunks < B) throw Error("too little training text for one batch of " + std::to_string(B) + " x " +
@@ -366,6 +427,21 @@ class PretrainRun {
       continuations.push_back({{"prompt", prompt}, {"continuation", text}});
     }
     WriteFileAtomically((dir_ / "samples.txt").string(), samples.str());
+    // Whether it reads its context (reading_probes.h); a model too short for the probes' prompts is not probed.
+    nlohmann::json probes = nlohmann::json::object();
+    std::string probe_line;
+    try {
+      for (const ProbeScore& p : ProbeReading(*lm, tokenizer)) {
+        probes[p.name] = {{"score", p.score}, {"count", p.count}};
+        result_.probes[p.name] = p.score;
+        std::ostringstream f;
+        f << std::fixed << std::setprecision(3) << p.score;
+        probe_line += (probe_line.empty() ? "" : ", ") + p.name + " " + f.str();
+      }
+    } catch (const ModelError& e) {
+      probes = {{"not_run", e.what()}};
+      probe_line = std::string("not run: ") + e.what();
+    }
     result_.finished = true;
     const nlohmann::json summary = {{"parameters", result_.parameters},
                                     {"steps", result_.steps},
@@ -376,11 +452,13 @@ class PretrainRun {
                                     {"heldout_perplexity", result_.heldout_perplexity},
                                     {"unigram_perplexity", result_.unigram_perplexity},
                                     {"bigram_perplexity", result_.bigram_perplexity},
+                                    {"probes", probes},
                                     {"samples", continuations}};
     WriteFileAtomically((dir_ / "summary.json").string(), summary.dump(2) + "\n");
     out_ << std::fixed << std::setprecision(1) << "held-out perplexity " << result_.heldout_perplexity
          << " (unigram " << result_.unigram_perplexity << ", bigram " << result_.bigram_perplexity << ") after "
-         << result_.steps << " steps in " << FormatDuration(result_.seconds) << "\nmodel: " << folder.string()
+         << result_.steps << " steps in " << FormatDuration(result_.seconds) << "\nreading probes: " << probe_line
+         << "\nmodel: " << folder.string()
          << "\nsamples: " << (dir_ / "samples.txt").string() << "\n";
   }
 

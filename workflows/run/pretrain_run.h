@@ -10,6 +10,7 @@
 #include <iosfwd>
 #include <optional>
 #include <set>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,7 @@ struct PretrainResult {
   double heldout_perplexity = 0.0;  // of the final model, on every held-out target
   double unigram_perplexity = 0.0;  // add-one unigram counts of the training tokens
   double bigram_perplexity = 0.0;   // bigram interpolated with the unigram (weight best on held-out)
+  std::map<std::string, double> probes;  // reading probe -> score (none when the model is too short for them)
   bool finished = false;
 };
 
@@ -52,6 +54,13 @@ struct PretrainDocuments {
 };
 PretrainDocuments ReadPretrainDocuments(const CompiledPretrain& workflow, const std::set<std::string>& unseen,
                                         std::ostream& out);
+
+// The corpora's token stream with the reading documents spread evenly through
+// it, each (shorter than `length`, with `eot` after it) inside one training sequence: sequences start
+// every `length` tokens, so corpus text fills the rest of a sequence a
+// document would otherwise cross the end of (<|endoftext|> once the corpus is used up).
+std::vector<int> MixWithinSequences(const std::vector<int>& corpus, const std::vector<std::vector<int>>& reading,
+                                    int length, int eot);
 
 PretrainResult Pretrain(const CompiledPretrain& workflow, const PretrainOptions& options, std::ostream& out);
 

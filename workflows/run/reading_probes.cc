@@ -8,6 +8,7 @@
 #include "core/base/errors.h"
 #include "core/models/language_model.h"
 #include "core/rng.h"
+#include "core/text/invented_names.h"
 #include "core/text/tokenizer.h"
 
 namespace troupe {
@@ -15,17 +16,6 @@ namespace troupe {
 namespace {
 
 constexpr int kExamples = 3;  // items each probe keeps to show
-
-// Syllables no English word is made of in this order often; names of 2-3 of
-// them are (almost surely) in no corpus.
-const char* const kOnsets[] = {"b", "d", "f", "g", "k", "l", "m", "n", "p", "qu", "r", "s", "t", "v", "z", "th", "br", "dr", "kr", "st"};
-const char* const kVowels[] = {"a", "e", "i", "o", "u", "ai", "ei", "ou"};
-const char* const kCodas[] = {"", "", "", "n", "l", "r", "s", "th", "m"};
-
-template <typename T, size_t N>
-const T& Pick(const T (&options)[N], Rng& rng) {
-  return options[rng.Below(static_cast<int>(N))];
-}
 
 std::string Pick(const std::vector<std::string>& options, Rng& rng) {
   return options[rng.Below(static_cast<int>(options.size()))];
@@ -183,18 +173,6 @@ ProbeScore Needle(const LanguageModel& model, const Tokenizer& tokenizer, const 
 }
 
 }  // namespace
-
-std::string InventedName(uint64_t draw) {
-  Rng rng(draw);
-  std::string name;
-  for (int s = 0, n = 2 + rng.Below(2); s < n; ++s) {
-    name += Pick(kOnsets, rng);
-    name += Pick(kVowels, rng);
-    if (s + 1 == n || rng.Below(3) == 0) name += Pick(kCodas, rng);
-  }
-  name[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(name[0])));
-  return name;
-}
 
 std::vector<ProbeScore> ProbeReading(const LanguageModel& model, const Tokenizer& tokenizer, const ProbeOptions& o) {
   return {Induction(model, tokenizer, o), Copy(model, tokenizer, o), Needle(model, tokenizer, o)};

@@ -42,7 +42,4 @@ struct ProbeOptions {
 std::vector<ProbeScore> ProbeReading(const LanguageModel& model, const Tokenizer& tokenizer,
                                      const ProbeOptions& options = {});
 
-// A name made of 2-3 syllables ("Quellin", "Zorvia"), capitalised.
-std::string InventedName(uint64_t draw);
-
 }  // namespace troupe

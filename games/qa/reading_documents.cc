@@ -1,0 +1,213 @@
+// Reading documents: renamed Factbook passages and questions answered by their spans.
+#include "games/qa/reading_documents.h"
+
+#include <algorithm>
+#include <cctype>
+#include <functional>
+#include <map>
+
+#include "core/base/errors.h"
+#include "core/rng.h"
+#include "core/text/invented_names.h"
+
+namespace troupe::qa {
+
+namespace {
+
+constexpr size_t kPassageChars = 160;  // of each passage: documents stay short enough for a training sequence
+
+std::string Trim(std::string s) {
+  const auto space = [](unsigned char c) { return std::isspace(c) != 0; };
+  while (!s.empty() && space(s.back())) s.pop_back();
+  size_t i = 0;
+  while (i < s.size() && space(s[i])) ++i;
+  return s.substr(i);
+}
+
+int Words(const std::string& s) {
+  int n = 0;
+  bool in = false;
+  for (char c : s) {
+    const bool w = !std::isspace(static_cast<unsigned char>(c));
+    n += w && !in;
+    in = w;
+  }
+  return n;
+}
+
+// The text from `after` (or the start) up to the first of `stops` or " ("; "" when longer than `max_words` or empty.
+std::string Span(const std::string& text, const std::string& after, const std::string& stops, int max_words) {
+  size_t from = 0;
+  if (!after.empty()) {
+    from = text.find(after);
+    if (from == std::string::npos) return "";
+    from += after.size();
+  }
+  // A parenthesis ends a span too: "Arabic (official)", "5 July 1962 (from France)".
+  const size_t to = std::min(text.find(" (", from), stops.empty() ? std::string::npos : text.find_first_of(stops, from));
+  std::string span = Trim(text.substr(from, to == std::string::npos ? std::string::npos : to - from));
+  if (span.empty() || Words(span) > max_words) return "";
+  return span;
+}
+
+// A Factbook field a question can ask about: where its answer stands in the passage and how to ask.
+struct Relation {
+  std::string field;  // the title after "Country - "
+  std::function<std::string(const std::string&)> answer;
+  std::vector<std::string> questions;  // "{c}" stands for the country
+};
+
+const std::vector<Relation>& Relations() {
+  static const std::vector<Relation> relations = {
+      {"Government - Capital", [](const std::string& t) { return Span(t, "name: ", ";", 4); },
+       {"What is the capital of {c}?", "Which city is the capital of {c}?", "Name the capital city of {c}.",
+        "{c} has its capital in which city?", "What city serves as the capital of {c}?",
+        "Where is the seat of government of {c}?"}},
+      {"People and Society - Languages", [](const std::string& t) { return Span(t, "", ",;0123456789", 3); },
+       {"What language is spoken in {c}?", "Which language do people in {c} speak?", "Name a language of {c}.",
+        "What is the main language of {c}?"}},
+      {"People and Society - Population",
+       [](const std::string& t) { return !t.empty() && std::isdigit(static_cast<unsigned char>(t[0])) ? Span(t, "", ";", 2) : ""; },
+       {"What is the population of {c}?", "How many people live in {c}?", "How large is the population of {c}?"}},
+      {"Geography - Area", [](const std::string& t) { return Span(t, "total: ", ";", 3); },
+       {"What is the total area of {c}?", "How big is {c}?", "How large is {c} in area?"}},
+      {"Geography - Location", [](const std::string& t) { return Span(t, "", ",;", 4); },
+       {"Where is {c}?", "Where is {c} located?", "In which part of the world does {c} lie?"}},
+      {"Government - Government type", [](const std::string& t) { return Span(t, "", ";", 5); },
+       {"What type of government does {c} have?", "How is {c} governed?", "What is the government type of {c}?"}},
+      {"Government - Independence", [](const std::string& t) { return Span(t, "", ";", 5); },
+       {"When did {c} become independent?", "On what date did {c} gain independence?"}},
+      {"Government - National holiday", [](const std::string& t) { return Span(t, "", ",;", 5); },
+       {"What is the national holiday of {c}?", "Which day does {c} celebrate as its national holiday?"}},
+      {"Economy - Exchange rates", [](const std::string& t) { return Span(t, "", ";-", 4); },
+       {"What is the currency of {c}?", "Which money is used in {c}?", "What do people in {c} pay with?"}},
+      {"Geography - Coastline", [](const std::string& t) { return Span(t, "", ";", 3); },
+       {"How long is the coastline of {c}?", "What is the length of the coast of {c}?"}},
+      {"Geography - Natural resources", [](const std::string& t) { return Span(t, "", ",;", 3); },
+       {"Name a natural resource of {c}.", "What natural resource does {c} have?"}},
+  };
+  return relations;
+}
+
+void ReplaceAll(std::string* s, const std::string& from, const std::string& to) {
+  if (from.empty()) return;
+  for (size_t at = s->find(from); at != std::string::npos; at = s->find(from, at + to.size())) s->replace(at, from.size(), to);
+}
+
+template <typename T>
+void Shuffle(std::vector<T>* v, Rng& rng) {
+  for (size_t i = v->size(); i > 1; --i) std::swap((*v)[i - 1], (*v)[rng.Below(static_cast<int>(i))]);
+}
+
+}  // namespace
+
+ReadingDocuments::ReadingDocuments(const std::vector<Passage>& passages, ReadingDocumentOptions options)
+    : options_(std::move(options)) {
+  std::map<std::string, Country> by_name;
+  for (const Passage& p : passages) {
+    const size_t dash = p.title.find(" - ");
+    const size_t colon = p.id.find(':');
+    if (dash == std::string::npos) continue;
+    if (colon != std::string::npos && options_.left_out_pages.count(p.id.substr(0, colon))) continue;
+    Country& c = by_name[p.title.substr(0, dash)];
+    c.name = p.title.substr(0, dash);
+    Passage shown = p;
+    if (shown.text.size() > kPassageChars) shown.text.resize(kPassageChars);
+    if (p.title.substr(dash + 3) == "Government - Capital") c.capital = Span(shown.text, "name: ", ";", 4);
+    c.passages.push_back(std::move(shown));
+  }
+  for (auto& [name, c] : by_name) {
+    if (!c.capital.empty() && c.name.size() >= 4) countries_.push_back(std::move(c));
+  }
+  if (countries_.size() < static_cast<size_t>(options_.countries_per_document)) {
+    throw Error("reading documents need Factbook passages of at least " +
+                std::to_string(options_.countries_per_document) + " countries with a capital; got " +
+                std::to_string(countries_.size()));
+  }
+}
+
+std::string ReadingDocuments::Document(uint64_t index) const {
+  Rng rng(Rng::Mix(options_.seed, 0x52454144, index));
+  return rng.Uniform() < options_.list_share ? Lists(rng.Next()) : Passages(rng.Next());
+}
+
+std::string ReadingDocuments::Passages(uint64_t draw) const {
+  Rng rng(draw);
+  // The countries, renamed: the country, its capital, and words made from the country's name ("Algerian").
+  std::vector<const Country*> chosen;
+  while (chosen.size() < static_cast<size_t>(options_.countries_per_document)) {
+    const Country* c = &countries_[rng.Below(static_cast<int>(countries_.size()))];
+    if (std::find(chosen.begin(), chosen.end(), c) == chosen.end()) chosen.push_back(c);
+  }
+  std::vector<std::pair<std::string, std::string>> renames;  // real -> invented
+  for (const Country* c : chosen) {
+    renames.emplace_back(c->capital, InventedName(rng.Next()));
+    // A city-state's capital is the country ("Gibraltar"): one invented name for both.
+    renames.emplace_back(c->name, c->name == c->capital ? renames.back().second : InventedName(rng.Next()));
+  }
+  auto renamed = [&](std::string s) {
+    for (const auto& [from, to] : renames) {
+      ReplaceAll(&s, from, to);
+      std::string upper = from, upper_to = to;  // "BUCHAREST (capital)"
+      for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+      for (char& ch : upper_to) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+      ReplaceAll(&s, upper, upper_to);
+    }
+    return s;
+  };
+  // Per country: its capital passage and one or two others.
+  struct Asked {
+    std::string country, question, answer;
+  };
+  std::vector<std::string> shown;
+  std::vector<Asked> askable;
+  for (size_t k = 0; k < chosen.size(); ++k) {
+    const Country& c = *chosen[k];
+    const std::string name = renames[2 * k + 1].second;
+    std::vector<const Passage*> picked;
+    std::vector<const Passage*> others;
+    for (const Passage& p : c.passages) {
+      const std::string field = p.title.substr(p.title.find(" - ") + 3);
+      if (field == "Government - Capital") picked.push_back(&p);
+      else others.push_back(&p);
+    }
+    Shuffle(&others, rng);
+    const size_t extra = std::min<size_t>(others.size(), 1 + rng.Below(2));
+    picked.insert(picked.end(), others.begin(), others.begin() + extra);
+    for (const Passage* p : picked) {
+      const std::string text = renamed(p->text);
+      shown.push_back(renamed(p->title) + ": " + text);
+      const std::string field = p->title.substr(p->title.find(" - ") + 3);
+      for (const Relation& r : Relations()) {
+        if (r.field != field) continue;
+        const std::string answer = r.answer(text);
+        if (answer.empty()) continue;
+        std::string question = r.questions[rng.Below(static_cast<int>(r.questions.size()))];
+        ReplaceAll(&question, "{c}", name);
+        askable.push_back({name, question, answer});
+      }
+    }
+  }
+  Shuffle(&shown, rng);
+  Shuffle(&askable, rng);
+  std::string doc = rng.Below(2) == 0 ? "Passages:\n" : "";
+  for (const std::string& s : shown) doc += s + "\n";
+  doc += "\n";
+  const size_t asked = std::min<size_t>(askable.size(), static_cast<size_t>(options_.questions_per_document));
+  for (size_t q = 0; q < asked; ++q) doc += "Question: " + askable[q].question + "\nAnswer: " + askable[q].answer + "\n";
+  return doc;
+}
+
+std::string ReadingDocuments::Lists(uint64_t draw) const {
+  Rng rng(draw);
+  static const char* const kHeads[][2] = {{"Names:", "Again:"}, {"The list:", "The same list:"},
+                                          {"Say these words:", "Said again:"}, {"Guests:", "Guests, in order:"}};
+  const auto& head = kHeads[rng.Below(4)];
+  std::vector<std::string> names;
+  for (int i = 0, n = 6 + rng.Below(20); i < n; ++i) names.push_back(InventedName(rng.Next()));
+  std::string list;
+  for (const std::string& n : names) list += " " + n;
+  return std::string(head[0]) + list + "\n" + head[1] + list + "\n";
+}
+
+}  // namespace troupe::qa

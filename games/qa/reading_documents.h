@@ -1,0 +1,50 @@
+// Reading documents for pretraining: a base model learns to look back into
+// its context and copy a span only if its data rewards that, and text from
+// the corpora rarely does (what a page says is mostly what the model has seen
+// before). Each document here takes a few countries' Factbook passages,
+// renames every country and its capital with invented names (so no memory
+// holds the answers), shows the passages as the retriever does ("Title:
+// text"), then asks questions whose answers are spans of them, in varied
+// wording. Some documents instead repeat a list of invented names, the plain
+// copying an induction head learns from.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "games/qa/qa_dataset.h"
+
+namespace troupe::qa {
+
+struct ReadingDocumentOptions {
+  uint64_t seed = 1;
+  int countries_per_document = 3;  // one or more asked about, the others distractors
+  int questions_per_document = 2;
+  double list_share = 0.2;  // share of documents that are repeated name lists instead
+  // Factbook pages (GEC codes, as UnseenFactbookPages gives them) whose passages are never used.
+  std::set<std::string> left_out_pages;
+};
+
+// The passages a reading document can ask about, by country (those with a capital passage).
+class ReadingDocuments {
+ public:
+  ReadingDocuments(const std::vector<Passage>& passages, ReadingDocumentOptions options);
+  // Document `index` (the same index gives the same text).
+  std::string Document(uint64_t index) const;
+  size_t countries() const { return countries_.size(); }
+
+ private:
+  struct Country {
+    std::string name;     // as the titles name it
+    std::string capital;  // as the capital passage names it
+    std::vector<Passage> passages;
+  };
+  std::string Passages(uint64_t index) const;
+  std::string Lists(uint64_t index) const;
+  std::vector<Country> countries_;
+  ReadingDocumentOptions options_;
+};
+
+}  // namespace troupe::qa
