@@ -9,6 +9,7 @@
 #include "core/base/errors.h"
 #include "core/rng.h"
 #include "core/text/invented_names.h"
+#include "games/qa/factbook_qa.h"
 
 namespace troupe::qa {
 
@@ -208,6 +209,14 @@ std::string ReadingDocuments::Lists(uint64_t draw) const {
   std::string list;
   for (const std::string& n : names) list += " " + n;
   return std::string(head[0]) + list + "\n" + head[1] + list + "\n";
+}
+
+std::function<std::string(uint64_t)> FactbookReadingDocuments(uint64_t seed, std::set<std::string> left_out_pages) {
+  ReadingDocumentOptions options;
+  options.seed = seed;
+  options.left_out_pages = std::move(left_out_pages);
+  auto reading = std::make_shared<const ReadingDocuments>(ReadPassages(EnsureDefaultQaData() + "/passages.jsonl"), options);
+  return [reading](uint64_t index) { return reading->Document(index); };
 }
 
 }  // namespace troupe::qa

@@ -10,6 +10,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -46,5 +48,9 @@ class ReadingDocuments {
   std::vector<Country> countries_;
   ReadingDocumentOptions options_;
 };
+
+// Reading documents from the default Factbook QA passages (built first when
+// missing), never from `left_out_pages`; `seed` fixes them.
+std::function<std::string(uint64_t)> FactbookReadingDocuments(uint64_t seed, std::set<std::string> left_out_pages);
 
 }  // namespace troupe::qa

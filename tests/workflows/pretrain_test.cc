@@ -181,6 +181,11 @@ TEST_CASE("a pretraining workflow is checked whole, with errors at their line", 
   std::string reading = kTiny;
   reading.replace(reading.find("heldout_every"), 0, "reading_share: 0.95\n  ");
   CHECK_THROWS_WITH(Tiny(reading), Catch::Contains("tiny.textproto:10:3") && Catch::Contains("reading_share is between 0 and 0.9"));
+  reading.replace(reading.find("0.95"), 4, "0.3");
+  PretrainOptions without_documents;
+  without_documents.out_dir = Temp("no-reading-documents");
+  std::ostringstream sink;
+  CHECK_THROWS_WITH(Pretrain(Tiny(reading), without_documents, sink), Catch::Contains("no reading documents"));
   // A game workflow is not pretrained, and a pretraining one is not trained with `troupe train`.
   CHECK_THROWS_WITH(CompileWorkflow(ParseWorkflowText(kTiny, "tiny.textproto")),
                     Catch::Contains("troupe pretrain"));

@@ -9,7 +9,6 @@
 #include "games/qa/factbook_qa.h"
 #include "games/qa/passage_index.h"
 #include "games/qa/reading_documents.h"
-#include "games/qa/qa_dataset.h"
 
 namespace troupe::cli {
 
@@ -51,10 +50,8 @@ int RunDataCommand(CLI::App& app, const DataArgs& args) {
   CLI::App* data = app.get_subcommands().front();
   if (data->get_name() != "data") return -1;
   if (data->get_subcommands().front()->get_name() == "reading") {
-    qa::ReadingDocumentOptions options;
-    options.seed = args.seed;
-    const qa::ReadingDocuments reading(qa::ReadPassages(qa::EnsureDefaultQaData() + "/passages.jsonl"), options);
-    for (int i = 0; i < args.count; ++i) std::cout << reading.Document(static_cast<uint64_t>(i)) << "\n";
+    const auto reading = qa::FactbookReadingDocuments(args.seed, {});
+    for (int i = 0; i < args.count; ++i) std::cout << reading(static_cast<uint64_t>(i)) << "\n";
     return 0;
   }
   qa::FactbookQaOptions options = qa::CachedFactbookQaOptions();

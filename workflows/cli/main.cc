@@ -34,7 +34,9 @@
 #include "workflows/run/evaluate.h"
 #include "workflows/config/pretrain_config.h"
 #include "workflows/run/pretrain_run.h"
+#include "core/rng.h"
 #include "games/qa/factbook_qa.h"
+#include "games/qa/reading_documents.h"
 #include "workflows/report/session_events.h"
 #include "workflows/run/simulate_run.h"
 #include "workflows/run/train_run.h"
@@ -251,6 +253,10 @@ int Pretrain(const Args& a) {
   o.progress = !a.quiet;
   o.stop = &g_stop_training;
   if (!w.unseen_questions.empty()) o.unseen_factbook_pages = troupe::qa::UnseenFactbookPages(w.unseen_questions);
+  if (w.reading_share > 0) {
+    o.reading_document = troupe::qa::FactbookReadingDocuments(troupe::Rng::Mix(w.seed, 0x5245),
+                                                              o.unseen_factbook_pages.value_or(std::set<std::string>{}));
+  }
   StopOnSignals();
   std::cout << "run folder: " << o.out_dir << "\n";
   const troupe::PretrainResult r = troupe::Pretrain(w, o, std::cout);

@@ -27,8 +27,6 @@
 #include "core/text/bpe_trainer.h"
 #include "core/text/corpora.h"
 #include "core/text/tokenizer_folder.h"
-#include "games/qa/factbook_qa.h"
-#include "games/qa/reading_documents.h"
 #include "workflows/report/metrics_log.h"
 #include "workflows/report/run_clock.h"
 #include "workflows/run/reading_probes.h"
@@ -103,15 +101,11 @@ namespace {
 // The reading documents' token ids, document after document, until `budget`
 // tokens; a document longer than a training sequence is left out (its
 // questions would be cut off from its passages).
-std::vector<std::vector<int>> ReadingDocumentIds(const CompiledPretrain& w, const std::set<std::string>& unseen,
+std::vector<std::vector<int>> ReadingDocumentIds(const std::function<std::string(uint64_t)>& document,
                                                  const Tokenizer& tokenizer, int64_t budget, int seq_len) {
-  qa::ReadingDocumentOptions options;
-  options.seed = Rng::Mix(w.seed, 0x5245);
-  options.left_out_pages = unseen;
-  const qa::ReadingDocuments reading(qa::ReadPassages(qa::EnsureDefaultQaData() + "/passages.jsonl"), options);
   std::vector<std::vector<int>> docs;
   for (int64_t tokens = 0, i = 0; tokens < budget; ++i) {
-    std::vector<int> ids = tokenizer.Encode(reading.Document(static_cast<uint64_t>(i)), false);
+    std::vector<int> ids = tokenizer.Encode(document(static_cast<uint64_t>(i)), false);
     if (static_cast<int>(ids.size()) >= seq_len) continue;
     tokens += static_cast<int64_t>(ids.size()) + 1;
     docs.push_back(std::move(ids));
@@ -120,7 +114,7 @@ std::vector<std::vector<int>> ReadingDocumentIds(const CompiledPretrain& w, cons
 }
 
 Splits TokenizeCorpora(const CompiledPretrain& w, PretrainDocuments docs, const Tokenizer& tokenizer,
-                       const std::set<std::string>& unseen, std::ostream& out) {
+                       const std::function<std::string(uint64_t)>& reading_document, std::ostream& out) {
   const auto eot = tokenizer.TokenId("<|endoftext|>");
   if (!eot) throw TokenizerError("the tokenizer has no <|endoftext|> token to separate documents");
   std::vector<Document>& train = docs.train;
@@ -144,7 +138,7 @@ Splits TokenizeCorpora(const CompiledPretrain& w, PretrainDocuments docs, const 
     const int64_t reading_budget =
         w.max_tokens > 0 ? w.max_tokens - corpus_tokens
                          : static_cast<int64_t>(corpus_tokens * w.reading_share / (1.0 - w.reading_share));
-    const std::vector<std::vector<int>> reading = ReadingDocumentIds(w, unseen, tokenizer, reading_budget, w.seq_len);
+    const std::vector<std::vector<int>> reading = ReadingDocumentIds(reading_document, tokenizer, reading_budget, w.seq_len);
     out << "data: " << reading.size() << " reading documents mixed in, each within one training sequence\n";
     s.train_documents += reading.size();
     s.train = MixWithinSequences(s.train, reading, w.seq_len, *eot);
@@ -326,10 +320,12 @@ class PretrainRun {
     if (!w_.unseen_questions.empty() && !o_.unseen_factbook_pages) {
       throw ConfigError("pretrain.unseen_questions: the pages they name were not resolved (troupe pretrain does)");
     }
+    if (w_.reading_share > 0 && !o_.reading_document) {
+      throw ConfigError("pretrain.reading_share: no reading documents were given (troupe pretrain makes them)");
+    }
     PretrainDocuments documents = ReadPretrainDocuments(w_, o_.unseen_factbook_pages.value_or(std::set<std::string>{}), out_);
     const Tokenizer tokenizer = TokenizerOfRun(documents.train);
-    const Splits data = TokenizeCorpora(w_, std::move(documents), tokenizer,
-                                        o_.unseen_factbook_pages.value_or(std::set<std::string>{}), out_);
+    const Splits data = TokenizeCorpora(w_, std::move(documents), tokenizer, o_.reading_document, out_);
     const int L = w_.seq_len, B = w_.batch;
     const int64_t chunks = Chunks(data.train, L);
     if (chunks < B) throw Error("too little training text for one batch of " + std::to_string(B) + " x " +

@@ -10,6 +10,7 @@
 #include <iosfwd>
 #include <optional>
 #include <set>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -29,6 +30,10 @@ struct PretrainOptions {
   // left out of the corpus: resolved by the caller (qa::UnseenFactbookPages),
   // required when the workflow names unseen questions.
   std::optional<std::set<std::string>> unseen_factbook_pages;
+  // Reading document `index` (the same index, the same text), required when
+  // the workflow mixes them in (pretrain.reading_share): made by the caller
+  // (qa::FactbookReadingDocuments), as the run layer reads no game data.
+  std::function<std::string(uint64_t)> reading_document;
 };
 
 struct PretrainResult {

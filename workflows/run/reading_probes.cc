@@ -37,10 +37,19 @@ bool StartsWithWord(const std::string& got, const std::string& expected) {
   return got.size() == expected.size() || !std::isalnum(static_cast<unsigned char>(got[expected.size()]));
 }
 
-void Keep(ProbeScore* probe, const std::string& prompt, const std::string& expected, const std::string& got) {
-  if (static_cast<int>(probe->examples.size()) >= kExamples) return;
-  const std::string tail = prompt.size() > 160 ? "..." + prompt.substr(prompt.size() - 160) : prompt;
-  probe->examples.push_back(tail + " | expected: " + expected + " | got: " + got);
+// One item of the copy or needle probe: right when the greedy continuation of
+// `prompt` is " answer", a whole word; a few wrong ones are kept to show.
+bool ScoreItem(const LanguageModel& model, const Tokenizer& tokenizer, const std::string& prompt,
+               const std::string& answer, ProbeScore* probe) {
+  const int max_new = static_cast<int>(tokenizer.Encode(" " + answer, false).size()) + 1;
+  const std::string got = Continue(model, tokenizer, prompt, max_new);
+  const bool right = StartsWithWord(got, " " + answer);
+  ++probe->count;
+  if (!right && static_cast<int>(probe->examples.size()) < kExamples) {
+    const std::string tail = prompt.size() > 160 ? "..." + prompt.substr(prompt.size() - 160) : prompt;
+    probe->examples.push_back(tail + " | expected: " + answer + " | got: " + got);
+  }
+  return right;
 }
 
 // Names for one item, all different.
@@ -114,11 +123,7 @@ ProbeScore Copy(const LanguageModel& model, const Tokenizer& tokenizer, const Pr
     std::string prompt = cue + " " + name + ".";
     for (int f = 0, n = 1 + rng.Below(3); f < n; ++f) prompt += " " + Pick(fillers, rng);
     prompt += " " + cue;
-    const std::string got = Continue(model, tokenizer, prompt, static_cast<int>(name_ids.size()) + 1);
-    const bool ok = StartsWithWord(got, " " + name);
-    right += ok;
-    ++probe.count;
-    if (!ok) Keep(&probe, prompt, name, got);
+    right += ScoreItem(model, tokenizer, prompt, name, &probe);
   }
   probe.score = probe.count > 0 ? double(right) / probe.count : 0.0;
   return probe;
@@ -160,13 +165,7 @@ ProbeScore Needle(const LanguageModel& model, const Tokenizer& tokenizer, const 
     prompt += "\nQuestion: " +
               (capital ? "What is the capital of " + asked.name + "?" : "What language is spoken in " + asked.name + "?") +
               "\nAnswer:";
-    const std::string& answer = capital ? asked.capital : asked.language;
-    const int max_new = static_cast<int>(tokenizer.Encode(" " + answer, false).size()) + 1;
-    const std::string got = Continue(model, tokenizer, prompt, max_new);
-    const bool ok = StartsWithWord(got, " " + answer);
-    right += ok;
-    ++probe.count;
-    if (!ok) Keep(&probe, prompt, answer, got);
+    right += ScoreItem(model, tokenizer, prompt, capital ? asked.capital : asked.language, &probe);
   }
   probe.score = probe.count > 0 ? double(right) / probe.count : 0.0;
   return probe;
