@@ -186,6 +186,9 @@ TEST_CASE("a pretraining workflow is checked whole, with errors at their line", 
   without_documents.out_dir = Temp("no-reading-documents");
   std::ostringstream sink;
   CHECK_THROWS_WITH(Pretrain(Tiny(reading), without_documents, sink), Catch::Contains("no reading documents"));
+  std::string induction = kTiny;
+  induction.replace(induction.find("heldout_every"), 0, "reading_share: 0.5\n  induction_share: 0.5\n  ");
+  CHECK_THROWS_WITH(Tiny(induction), Catch::Contains("tiny.textproto:11:3") && Catch::Contains("at most 0.9"));
   // A game workflow is not pretrained, and a pretraining one is not trained with `troupe train`.
   CHECK_THROWS_WITH(CompileWorkflow(ParseWorkflowText(kTiny, "tiny.textproto")),
                     Catch::Contains("troupe pretrain"));
@@ -255,4 +258,20 @@ TEST_CASE("reading documents are mixed into the corpus stream, each inside one t
   const auto last = std::find(mixed.begin(), mixed.end(), -12);
   CHECK(static_cast<size_t>(last - mixed.begin()) > mixed.size() / 2);
   CHECK(std::find(mixed.begin(), mixed.end(), -1) - mixed.begin() < 40);
+}
+
+TEST_CASE("repeated random sequences take their share of the pretraining tokens", "[pretrain][reading]") {
+  std::string text = kTiny;
+  text.replace(text.find("heldout_every"), 0, "induction_share: 0.3\n  ");
+  PretrainOptions o;
+  o.out_dir = Temp("induction");
+  o.progress = false;
+  std::ostringstream log;
+  const PretrainResult r = Pretrain(Tiny(text), o, log);
+  INFO(log.str());
+  CHECK(r.finished);
+  CHECK(r.train_tokens == 24000);  // max_tokens: the corpus's share and the sequences' together
+  CHECK_THAT(log.str(), Catch::Contains("repeated random sequences mixed in"));
+  // The tiny model's 64 positions cannot hold the probes' prompts: the summary says so.
+  CHECK_THAT(testing::ReadFile(o.out_dir + "/summary.json"), Catch::Contains("not_run"));
 }

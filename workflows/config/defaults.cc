@@ -73,6 +73,7 @@ constexpr char kDefaults[] = R"pb(
     threads: 2
     max_minutes: 0
     reading_share: 0
+    induction_share: 0
   }
   runtime {
     heartbeat_ms: 200

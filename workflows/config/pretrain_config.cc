@@ -74,7 +74,12 @@ CompiledPretrain CompilePretrain(const LoadedWorkflow& w) {
   if (p.reading_share() < 0 || p.reading_share() > 0.9) {
     w.Fail({{"pretrain"}, {"reading_share"}}, "reading_share is between 0 and 0.9 (the rest is the corpora)");
   }
+  if (p.induction_share() < 0 || p.reading_share() + p.induction_share() > 0.9) {
+    w.Fail({{"pretrain"}, {"induction_share"}},
+           "induction_share is 0 or more, and with reading_share at most 0.9 (the rest is the corpora)");
+  }
   c.reading_share = p.reading_share();
+  c.induction_share = p.induction_share();
   c.heldout_every = p.heldout_every();
   c.tokenizer = p.tokenizer();
   c.vocab_size = p.vocab_size();

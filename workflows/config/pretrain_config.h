@@ -36,6 +36,7 @@ struct CompiledPretrain {
   std::vector<std::string> sample_prompts;
   std::vector<std::string> unseen_questions;  // question files whose supporting Factbook pages are left out
   double reading_share = 0.0;                 // of the training tokens, from reading documents
+  double induction_share = 0.0;               // of the training tokens, random sequences repeated
 };
 
 CompiledPretrain CompilePretrain(const LoadedWorkflow& workflow);

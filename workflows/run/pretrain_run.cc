@@ -113,6 +113,31 @@ std::vector<std::vector<int>> ReadingDocumentIds(const std::function<std::string
   return docs;
 }
 
+// Random sequences of ordinary tokens (8-64 of them, never added tokens nor,
+// in a vocabulary of more than 512, bare bytes), each followed by itself, until
+// `budget` tokens: the plainest lesson in predicting from the context.
+std::vector<std::vector<int>> RepeatedSequences(const CompiledPretrain& w, const Tokenizer& tokenizer, int64_t budget) {
+  std::set<int> added;
+  for (const AddedToken& t : tokenizer.model().added) added.insert(t.id);
+  std::vector<int> ordinary;
+  for (int id = tokenizer.vocab_size() > 512 ? 256 : 0; id < tokenizer.vocab_size(); ++id) {
+    if (!added.count(id)) ordinary.push_back(id);
+  }
+  Rng rng(Rng::Mix(w.seed, 43));
+  const int longest = std::min(64, (w.seq_len - 1) / 2);
+  std::vector<std::vector<int>> docs;
+  for (int64_t tokens = 0; tokens < budget;) {
+    std::vector<int> ids;
+    for (int i = 0, n = std::min(8, longest) + rng.Below(std::max(1, longest - 7)); i < n; ++i) {
+      ids.push_back(ordinary[rng.Below(static_cast<int>(ordinary.size()))]);
+    }
+    ids.insert(ids.end(), ids.begin(), ids.end());
+    tokens += static_cast<int64_t>(ids.size()) + 1;
+    docs.push_back(std::move(ids));
+  }
+  return docs;
+}
+
 Splits TokenizeCorpora(const CompiledPretrain& w, PretrainDocuments docs, const Tokenizer& tokenizer,
                        const std::function<std::string(uint64_t)>& reading_document, std::ostream& out) {
   const auto eot = tokenizer.TokenId("<|endoftext|>");
@@ -121,9 +146,10 @@ Splits TokenizeCorpora(const CompiledPretrain& w, PretrainDocuments docs, const 
   // The training documents in an order fixed by the seed, so every corpus is spread over the run.
   Rng rng(Rng::Mix(w.seed, 31));
   for (size_t i = train.size(); i > 1; --i) std::swap(train[i - 1], train[rng.Below(static_cast<int>(i))]);
-  // With reading documents, the corpora fill their share of max_tokens and the reading documents the rest.
+  // With reading documents and repeated sequences, the corpora fill their share of max_tokens and those the rest.
+  const double short_share = w.reading_share + w.induction_share;
   const int64_t corpus_budget =
-      w.max_tokens > 0 ? static_cast<int64_t>(std::llround(w.max_tokens * (1.0 - w.reading_share))) : 0;
+      w.max_tokens > 0 ? static_cast<int64_t>(std::llround(w.max_tokens * (1.0 - short_share))) : 0;
   Splits s;
   int64_t corpus_tokens = 0;
   for (const Document& d : train) {
@@ -134,14 +160,26 @@ Splits TokenizeCorpora(const CompiledPretrain& w, PretrainDocuments docs, const 
     corpus_tokens += static_cast<int64_t>(ids.size()) + 1;
     ++s.train_documents;
   }
-  if (w.reading_share > 0) {
-    const int64_t reading_budget =
-        w.max_tokens > 0 ? w.max_tokens - corpus_tokens
-                         : static_cast<int64_t>(corpus_tokens * w.reading_share / (1.0 - w.reading_share));
-    const std::vector<std::vector<int>> reading = ReadingDocumentIds(reading_document, tokenizer, reading_budget, w.seq_len);
-    out << "data: " << reading.size() << " reading documents mixed in, each within one training sequence\n";
-    s.train_documents += reading.size();
-    s.train = MixWithinSequences(s.train, reading, w.seq_len, *eot);
+  if (short_share > 0) {
+    // Each share's tokens: of max_tokens, or in proportion to the corpora's tokens when there is no max_tokens.
+    auto budget = [&](double share) {
+      return static_cast<int64_t>(w.max_tokens > 0 ? w.max_tokens * share : corpus_tokens * share / (1.0 - short_share));
+    };
+    std::vector<std::vector<int>> short_docs;
+    if (w.reading_share > 0) {
+      short_docs = ReadingDocumentIds(reading_document, tokenizer, budget(w.reading_share), w.seq_len);
+      out << "data: " << short_docs.size() << " reading documents";
+    }
+    if (w.induction_share > 0) {
+      std::vector<std::vector<int>> repeated = RepeatedSequences(w, tokenizer, budget(w.induction_share));
+      out << (short_docs.empty() ? "data: " : ", ") << repeated.size() << " repeated random sequences";
+      for (auto& r : repeated) short_docs.push_back(std::move(r));
+    }
+    out << " mixed in, each within one training sequence\n";
+    Rng mix(Rng::Mix(w.seed, 37));
+    for (size_t i = short_docs.size(); i > 1; --i) std::swap(short_docs[i - 1], short_docs[mix.Below(static_cast<int>(i))]);
+    s.train_documents += short_docs.size();
+    s.train = MixWithinSequences(s.train, short_docs, w.seq_len, *eot);
   }
   if (w.max_tokens > 0 && static_cast<int64_t>(s.train.size()) > w.max_tokens) s.train.resize(w.max_tokens);
   for (const Document& d : docs.heldout) {
