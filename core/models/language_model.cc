@@ -89,10 +89,11 @@ class FolderLanguageModel : public LanguageModel {
       const int64_t end = std::min(n, begin + window);
       std::vector<int64_t> tokens(ids.begin() + begin, ids.begin() + end);
       const int64_t T = end - begin;
-      const torch::Tensor logits = model_->forward(torch::tensor(tokens, torch::kLong).view({1, T}),
-                                                   torch::arange(T, torch::kLong).view({1, T}),
-                                                   torch::ones({1, T}, torch::kBool), {})
-                                       .logits[0];
+      const torch::Tensor logits =
+          model_
+              ->forward(torch::tensor(tokens, torch::kLong).view({1, T}), torch::arange(T, torch::kLong).view({1, T}),
+                        torch::ones({1, T}, torch::kBool), {})
+              .logits[0];
       visit(logits.narrow(0, scored - 1 - begin, end - scored), scored, end);
       scored = end;
     }

@@ -10,7 +10,7 @@ namespace troupe {
 namespace {
 
 // Syllables no English word is made of in this order often.
-const char* const kOnsets[] = {"b", "d", "f", "g", "k", "l", "m", "n", "p", "qu",
+const char* const kOnsets[] = {"b", "d", "f", "g", "k", "l",  "m",  "n",  "p",  "qu",
                                "r", "s", "t", "v", "z", "th", "br", "dr", "kr", "st"};
 const char* const kVowels[] = {"a", "e", "i", "o", "u", "ai", "ei", "ou"};
 const char* const kCodas[] = {"", "", "", "n", "l", "r", "s", "th", "m"};

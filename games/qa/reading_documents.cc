@@ -45,7 +45,8 @@ std::string Span(const std::string& text, const std::string& after, const std::s
     from += after.size();
   }
   // A parenthesis ends a span too: "Arabic (official)", "5 July 1962 (from France)".
-  const size_t to = std::min(text.find(" (", from), stops.empty() ? std::string::npos : text.find_first_of(stops, from));
+  const size_t to =
+      std::min(text.find(" (", from), stops.empty() ? std::string::npos : text.find_first_of(stops, from));
   std::string span = Trim(text.substr(from, to == std::string::npos ? std::string::npos : to - from));
   if (span.empty() || Words(span) > max_words) return "";
   return span;
@@ -60,31 +61,43 @@ struct Relation {
 
 const std::vector<Relation>& Relations() {
   static const std::vector<Relation> relations = {
-      {"Government - Capital", [](const std::string& t) { return Span(t, "name: ", ";", 4); },
+      {"Government - Capital",
+       [](const std::string& t) { return Span(t, "name: ", ";", 4); },
        {"What is the capital of {c}?", "Which city is the capital of {c}?", "Name the capital city of {c}.",
         "{c} has its capital in which city?", "What city serves as the capital of {c}?",
         "Where is the seat of government of {c}?"}},
-      {"People and Society - Languages", [](const std::string& t) { return Span(t, "", ",;0123456789", 3); },
+      {"People and Society - Languages",
+       [](const std::string& t) { return Span(t, "", ",;0123456789", 3); },
        {"What language is spoken in {c}?", "Which language do people in {c} speak?", "Name a language of {c}.",
         "What is the main language of {c}?"}},
       {"People and Society - Population",
-       [](const std::string& t) { return !t.empty() && std::isdigit(static_cast<unsigned char>(t[0])) ? Span(t, "", ";", 2) : ""; },
+       [](const std::string& t) {
+         return !t.empty() && std::isdigit(static_cast<unsigned char>(t[0])) ? Span(t, "", ";", 2) : "";
+       },
        {"What is the population of {c}?", "How many people live in {c}?", "How large is the population of {c}?"}},
-      {"Geography - Area", [](const std::string& t) { return Span(t, "total: ", ";", 3); },
+      {"Geography - Area",
+       [](const std::string& t) { return Span(t, "total: ", ";", 3); },
        {"What is the total area of {c}?", "How big is {c}?", "How large is {c} in area?"}},
-      {"Geography - Location", [](const std::string& t) { return Span(t, "", ",;", 4); },
+      {"Geography - Location",
+       [](const std::string& t) { return Span(t, "", ",;", 4); },
        {"Where is {c}?", "Where is {c} located?", "In which part of the world does {c} lie?"}},
-      {"Government - Government type", [](const std::string& t) { return Span(t, "", ";", 5); },
+      {"Government - Government type",
+       [](const std::string& t) { return Span(t, "", ";", 5); },
        {"What type of government does {c} have?", "How is {c} governed?", "What is the government type of {c}?"}},
-      {"Government - Independence", [](const std::string& t) { return Span(t, "", ";", 5); },
+      {"Government - Independence",
+       [](const std::string& t) { return Span(t, "", ";", 5); },
        {"When did {c} become independent?", "On what date did {c} gain independence?"}},
-      {"Government - National holiday", [](const std::string& t) { return Span(t, "", ",;", 5); },
+      {"Government - National holiday",
+       [](const std::string& t) { return Span(t, "", ",;", 5); },
        {"What is the national holiday of {c}?", "Which day does {c} celebrate as its national holiday?"}},
-      {"Economy - Exchange rates", [](const std::string& t) { return Span(t, "", ";-", 4); },
+      {"Economy - Exchange rates",
+       [](const std::string& t) { return Span(t, "", ";-", 4); },
        {"What is the currency of {c}?", "Which money is used in {c}?", "What do people in {c} pay with?"}},
-      {"Geography - Coastline", [](const std::string& t) { return Span(t, "", ";", 3); },
+      {"Geography - Coastline",
+       [](const std::string& t) { return Span(t, "", ";", 3); },
        {"How long is the coastline of {c}?", "What is the length of the coast of {c}?"}},
-      {"Geography - Natural resources", [](const std::string& t) { return Span(t, "", ",;", 3); },
+      {"Geography - Natural resources",
+       [](const std::string& t) { return Span(t, "", ",;", 3); },
        {"Name a natural resource of {c}.", "What natural resource does {c} have?"}},
   };
   return relations;
@@ -92,7 +105,8 @@ const std::vector<Relation>& Relations() {
 
 void ReplaceAll(std::string* s, const std::string& from, const std::string& to) {
   if (from.empty()) return;
-  for (size_t at = s->find(from); at != std::string::npos; at = s->find(from, at + to.size())) s->replace(at, from.size(), to);
+  for (size_t at = s->find(from); at != std::string::npos; at = s->find(from, at + to.size()))
+    s->replace(at, from.size(), to);
 }
 
 template <typename T>
@@ -195,14 +209,17 @@ std::string ReadingDocuments::Passages(uint64_t draw) const {
   for (const std::string& s : shown) doc += s + "\n";
   doc += "\n";
   const size_t asked = std::min<size_t>(askable.size(), static_cast<size_t>(options_.questions_per_document));
-  for (size_t q = 0; q < asked; ++q) doc += "Question: " + askable[q].question + "\nAnswer: " + askable[q].answer + "\n";
+  for (size_t q = 0; q < asked; ++q)
+    doc += "Question: " + askable[q].question + "\nAnswer: " + askable[q].answer + "\n";
   return doc;
 }
 
 std::string ReadingDocuments::Lists(uint64_t draw) const {
   Rng rng(draw);
-  static const char* const kHeads[][2] = {{"Names:", "Again:"}, {"The list:", "The same list:"},
-                                          {"Say these words:", "Said again:"}, {"Guests:", "Guests, in order:"}};
+  static const char* const kHeads[][2] = {{"Names:", "Again:"},
+                                          {"The list:", "The same list:"},
+                                          {"Say these words:", "Said again:"},
+                                          {"Guests:", "Guests, in order:"}};
   const auto& head = kHeads[rng.Below(4)];
   std::vector<std::string> names;
   for (int i = 0, n = 6 + rng.Below(20); i < n; ++i) names.push_back(InventedName(rng.Next()));
@@ -215,7 +232,8 @@ std::function<std::string(uint64_t)> FactbookReadingDocuments(uint64_t seed, std
   ReadingDocumentOptions options;
   options.seed = seed;
   options.left_out_pages = std::move(left_out_pages);
-  auto reading = std::make_shared<const ReadingDocuments>(ReadPassages(EnsureDefaultQaData() + "/passages.jsonl"), options);
+  auto reading =
+      std::make_shared<const ReadingDocuments>(ReadPassages(EnsureDefaultQaData() + "/passages.jsonl"), options);
   return [reading](uint64_t index) { return reading->Document(index); };
 }
 

@@ -154,7 +154,6 @@ TEST_CASE("the passage index finds supporting passages and is built once per cor
   CHECK(changed->passages().size() == 100);
 }
 
-
 TEST_CASE("reading documents rename their countries and ask what their passages say", "[qa][reading]") {
   const FactbookQa& data = EuropeSlice();
   ReadingDocumentOptions options;

@@ -180,7 +180,8 @@ TEST_CASE("a pretraining workflow is checked whole, with errors at their line", 
   CHECK_THROWS_WITH(Tiny(unseen_without_factbook), Catch::Contains("tiny.textproto:10:3") && Catch::Contains("no corpus is 'factbook'"));
   std::string reading = kTiny;
   reading.replace(reading.find("heldout_every"), 0, "reading_share: 0.95\n  ");
-  CHECK_THROWS_WITH(Tiny(reading), Catch::Contains("tiny.textproto:10:3") && Catch::Contains("reading_share is between 0 and 0.9"));
+  CHECK_THROWS_WITH(Tiny(reading),
+                    Catch::Contains("tiny.textproto:10:3") && Catch::Contains("reading_share is between 0 and 0.9"));
   reading.replace(reading.find("0.95"), 4, "0.3");
   PretrainOptions without_documents;
   without_documents.out_dir = Temp("no-reading-documents");
@@ -231,7 +232,8 @@ TEST_CASE("unseen questions leave their supporting Factbook pages out of pretrai
   CHECK(log_all.str().find("left out") == std::string::npos);
 }
 
-TEST_CASE("reading documents are mixed into the corpus stream, each inside one training sequence", "[pretrain][reading]") {
+TEST_CASE("reading documents are mixed into the corpus stream, each inside one training sequence",
+          "[pretrain][reading]") {
   std::vector<int> corpus(1000);
   for (int i = 0; i < 1000; ++i) corpus[i] = 1000 + i;
   std::vector<std::vector<int>> reading;

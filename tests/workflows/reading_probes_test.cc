@@ -52,7 +52,9 @@ class RuleModel : public LanguageModel {
   int64_t parameter_count() const override { return 0; }
 
  private:
-  int Next(const std::vector<int>& ids, size_t n) const { return next_(std::vector<int>(ids.begin(), ids.begin() + n)); }
+  int Next(const std::vector<int>& ids, size_t n) const {
+    return next_(std::vector<int>(ids.begin(), ids.begin() + n));
+  }
   Rule next_;
   int vocab_;
 };
@@ -125,7 +127,8 @@ TEST_CASE("a bigram model of real text fails every reading probe", "[probe]") {
   for (size_t i = 1; i < ids.size(); ++i) ++counts[ids[i - 1]][ids[i]];
   std::map<int, int> best;
   for (const auto& [prev, next] : counts) {
-    best[prev] = std::max_element(next.begin(), next.end(), [](auto& a, auto& b) { return a.second < b.second; })->first;
+    best[prev] =
+        std::max_element(next.begin(), next.end(), [](auto& a, auto& b) { return a.second < b.second; })->first;
   }
   const RuleModel bigram([&](const std::vector<int>& c) { return best.count(c.back()) ? best.at(c.back()) : 0; },
                          tokenizer.vocab_size());
@@ -159,7 +162,8 @@ TEST_CASE("the probes' items are fixed by their seed and the names are invented"
 
 TEST_CASE("troupe lm probe reports the three scores of a model folder", "[probe][cli]") {
   const std::string dir = testing::MakeStandInBaseModel("troupe-probe-base");
-  const auto r = testing::RunCommand(testing::TroupeBinary() + " lm probe --model " + dir + "/runs/base_model/model --json");
+  const auto r =
+      testing::RunCommand(testing::TroupeBinary() + " lm probe --model " + dir + "/runs/base_model/model --json");
   INFO(r.output);
   REQUIRE(r.status == 0);
   const nlohmann::json j = nlohmann::json::parse(r.output);
@@ -170,6 +174,7 @@ TEST_CASE("troupe lm probe reports the three scores of a model folder", "[probe]
     CHECK(j[probe]["score"].get<double>() <= 1.0);
     CHECK(j[probe]["count"].get<int>() > 0);
   }
-  const auto table = testing::RunCommand(testing::TroupeBinary() + " lm probe --model " + dir + "/runs/base_model/model");
+  const auto table =
+      testing::RunCommand(testing::TroupeBinary() + " lm probe --model " + dir + "/runs/base_model/model");
   CHECK_THAT(table.output, Catch::Contains("induction") && Catch::Contains("needle"));
 }

@@ -40,8 +40,8 @@ void AddDataCommands(CLI::App& app, DataArgs& args) {
   qa->add_option("--comparisons", args.comparisons, "comparison questions per country")->check(CLI::Range(0, 100));
   qa->add_option("--seed", args.seed, "seed of the split and of comparison pairs");
   qa->add_flag("--index", args.index, "also build (or open) the passages' search index and time it");
-  CLI::App* reading = data->add_subcommand(
-      "reading", "print reading documents, as pretraining with pretrain.reading_share reads them");
+  CLI::App* reading =
+      data->add_subcommand("reading", "print reading documents, as pretraining with pretrain.reading_share reads them");
   reading->add_option("--count", args.count, "documents to print (default 3)")->check(CLI::Range(1, 100000));
   reading->add_option("--seed", args.seed, "their seed (pretraining derives its own from the workflow's)");
 }

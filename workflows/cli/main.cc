@@ -29,23 +29,23 @@
 #include "core/base/errors.h"
 #include "core/base/heap_tuning.h"
 #include "core/models/checkpoint.h"
-#include "workflows/config/compiled_workflow.h"
-#include "workflows/config/config_loader.h"
-#include "workflows/run/evaluate.h"
-#include "workflows/config/pretrain_config.h"
-#include "workflows/run/pretrain_run.h"
 #include "core/rng.h"
 #include "games/qa/factbook_qa.h"
 #include "games/qa/reading_documents.h"
+#include "workflows/cli/data_commands.h"
+#include "workflows/cli/text_commands.h"
+#include "workflows/config/compiled_workflow.h"
+#include "workflows/config/config_loader.h"
+#include "workflows/config/pretrain_config.h"
+#include "workflows/config/serve_specs.h"
+#include "workflows/config/workflow_reference.h"
 #include "workflows/report/session_events.h"
+#include "workflows/run/evaluate.h"
+#include "workflows/run/pretrain_run.h"
 #include "workflows/run/simulate_run.h"
 #include "workflows/run/train_run.h"
 #include "workflows/runtime/model_worker.h"
-#include "workflows/config/serve_specs.h"
-#include "workflows/config/workflow_reference.h"
 #include "workflows/runtime/worker_hub.h"
-#include "workflows/cli/text_commands.h"
-#include "workflows/cli/data_commands.h"
 
 namespace {
 
@@ -254,8 +254,8 @@ int Pretrain(const Args& a) {
   o.stop = &g_stop_training;
   if (!w.unseen_questions.empty()) o.unseen_factbook_pages = troupe::qa::UnseenFactbookPages(w.unseen_questions);
   if (w.reading_share > 0) {
-    o.reading_document = troupe::qa::FactbookReadingDocuments(troupe::Rng::Mix(w.seed, 0x5245),
-                                                              o.unseen_factbook_pages.value_or(std::set<std::string>{}));
+    o.reading_document = troupe::qa::FactbookReadingDocuments(
+        troupe::Rng::Mix(w.seed, 0x5245), o.unseen_factbook_pages.value_or(std::set<std::string>{}));
   }
   StopOnSignals();
   std::cout << "run folder: " << o.out_dir << "\n";
@@ -428,7 +428,8 @@ int Simulate(const Args& a) {
                 << s.half_width << "\n";
     }
   }
-  if (!a.out.empty()) std::cout << "wrote " << a.out << "/metrics.jsonl, TensorBoard runs seed_N/, plots/, summary.json\n";
+  if (!a.out.empty())
+    std::cout << "wrote " << a.out << "/metrics.jsonl, TensorBoard runs seed_N/, plots/, summary.json\n";
   return 0;
 }
 

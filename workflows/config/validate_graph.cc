@@ -296,7 +296,8 @@ class PipelineGraphCheck {
       }
     }
     if (n.kind() != config::TOOL_NODE) {
-      if (!n.input().empty()) w_.Fail(At(i, "input"), "input belongs to tool nodes; a role node's prompt names what it reads");
+      if (!n.input().empty())
+        w_.Fail(At(i, "input"), "input belongs to tool nodes; a role node's prompt names what it reads");
       if (n.param_size() > 0) w_.Fail(At(i, "param"), "params belong to tool nodes");
     }
     if (n.kind() == config::ROLE_NODE) {
@@ -308,7 +309,8 @@ class PipelineGraphCheck {
     for (int j = 0; j < n.inputs_size(); ++j) {
       auto it = index_.find(n.inputs(j));
       if (it == index_.end()) {
-        w_.Fail({{"pipeline"}, {"node", i}, {"inputs", j}}, "node '" + n.name() + "' reads unknown node '" + n.inputs(j) + "'");
+        w_.Fail({{"pipeline"}, {"node", i}, {"inputs", j}},
+                "node '" + n.name() + "' reads unknown node '" + n.inputs(j) + "'");
       }
       node.inputs.push_back(it->second);
     }
@@ -363,7 +365,8 @@ class PipelineGraphCheck {
       PipelineEdge edge;
       for (const auto* end : {&e.from(), &e.to()}) {
         if (index_.count(*end) == 0) {
-          w_.Fail({{"pipeline"}, {"edge", i}, {end == &e.from() ? "from" : "to"}}, "edge endpoint '" + *end + "' is not a node");
+          w_.Fail({{"pipeline"}, {"edge", i}, {end == &e.from() ? "from" : "to"}},
+                  "edge endpoint '" + *end + "' is not a node");
         }
       }
       edge.from = index_[e.from()];
@@ -384,9 +387,10 @@ class PipelineGraphCheck {
       const bool before = r.node == reader ? reach_[reader][reader] : reach_[r.node][reader];
       if (!before && !(r.node == reader && path.back().field == std::string("when"))) {
         const std::string name = p_.nodes[r.node].name;
-        FailInString(w_, path, text.find(name), "'" + p_.nodes[reader].name + "' reads '" + name +
-                                                    "', which cannot run before it (no path from '" + name + "' to '" +
-                                                    p_.nodes[reader].name + "')");
+        FailInString(w_, path, text.find(name),
+                     "'" + p_.nodes[reader].name + "' reads '" + name +
+                         "', which cannot run before it (no path from '" + name + "' to '" + p_.nodes[reader].name +
+                         "')");
       }
     }
   }
@@ -413,7 +417,8 @@ class PipelineGraphCheck {
       }
       CheckOrder({*node.input}, i, input_at, n.input());
       if (node.input->key == kLatentsKey) {
-        FailInString(w_, input_at, n.input().find(kLatentsKey), "a tool reads text items; latent vectors are read by role nodes");
+        FailInString(w_, input_at, n.input().find(kLatentsKey),
+                     "a tool reads text items; latent vectors are read by role nodes");
       }
     }
     for (int in : node.inputs) CheckOrder({NodeRef{in}}, i, At(i, "inputs"), p_.nodes[in].name);
@@ -461,13 +466,15 @@ class PipelineGraphCheck {
     if (spec_.start_size() == 0) w_.Fail({{"pipeline"}}, "pipeline has no start node");
     for (int i = 0; i < spec_.start_size(); ++i) {
       auto it = index_.find(spec_.start(i));
-      if (it == index_.end()) w_.Fail({{"pipeline"}, {"start", i}}, "start node '" + spec_.start(i) + "' is not a node");
+      if (it == index_.end())
+        w_.Fail({{"pipeline"}, {"start", i}}, "start node '" + spec_.start(i) + "' is not a node");
       p_.start.push_back(it->second);
     }
     std::vector<boost::default_color_type> color(p_.nodes.size(), boost::white_color);
     auto color_map = boost::make_iterator_property_map(color.begin(), boost::get(boost::vertex_index, g_));
     for (int s : p_.start) {
-      if (color[s] == boost::white_color) boost::breadth_first_visit(g_, boost::vertex(s, g_), boost::color_map(color_map));
+      if (color[s] == boost::white_color)
+        boost::breadth_first_visit(g_, boost::vertex(s, g_), boost::color_map(color_map));
     }
     bool end_reachable = false;
     for (size_t i = 0; i < p_.nodes.size(); ++i) {
@@ -506,8 +513,8 @@ class PipelineGraphCheck {
         w_.Fail({{"pipeline"}, {"oracle", i}}, "oracle must name role nodes, got '" + spec_.oracle(i) + "'");
       }
       if (o->second == p_.answer) {
-        w_.Fail({{"pipeline"}, {"oracle", i}},
-                "the answer node '" + spec_.oracle(i) + "' cannot be an oracle node: it would answer with the gold answer");
+        w_.Fail({{"pipeline"}, {"oracle", i}}, "the answer node '" + spec_.oracle(i) +
+                                                   "' cannot be an oracle node: it would answer with the gold answer");
       }
       p_.nodes[o->second].oracle = true;
     }
@@ -517,7 +524,7 @@ class PipelineGraphCheck {
   CompiledWorkflow& c_;
   const config::PipelineSpec& spec_;  // with its defaults
   CompiledPipeline& p_;
-  std::map<std::string, int> index_;          // node name -> index
+  std::map<std::string, int> index_;            // node name -> index
   std::vector<std::vector<std::string>> keys_;  // per node: the output keys others may read
   Digraph g_;
   std::vector<std::vector<bool>> reach_;  // reach_[a][b]: b runs after a, by one or more edges

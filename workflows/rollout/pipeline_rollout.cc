@@ -207,11 +207,11 @@ class Rollout::PipelineRun {
     bool oracle = false;   // the oracle writes its text (a sender's vectors still come from its model)
   };
   struct Tick {
-    std::vector<std::vector<Pending>> by_model;        // role nodes per model (then one list the oracle answers alone)
-    std::vector<std::vector<Generation>> gens_of;      // their answers, in the same shape
-    std::vector<Pending> oracle;                       // role nodes only the oracle answers (demonstrations)
-    std::map<int, std::vector<int>> tool_episodes;     // tool node -> episodes calling it this tick
-    std::map<int, std::vector<ToolCall>> calls_of;     // tool node -> its calls, per those episodes
+    std::vector<std::vector<Pending>> by_model;     // role nodes per model (then one list the oracle answers alone)
+    std::vector<std::vector<Generation>> gens_of;   // their answers, in the same shape
+    std::vector<Pending> oracle;                    // role nodes only the oracle answers (demonstrations)
+    std::map<int, std::vector<int>> tool_episodes;  // tool node -> episodes calling it this tick
+    std::map<int, std::vector<ToolCall>> calls_of;  // tool node -> its calls, per those episodes
     std::map<int, std::vector<ToolResult>> tool_results;
   };
 
@@ -273,7 +273,8 @@ class Rollout::PipelineRun {
         ToolCall call{&eps_[e].query, {}};
         if (node.input_question) call.inputs = {eps_[e].query.question};
         else if (node.input) call.inputs = node.input->Items(eps_[e].outputs);
-        else for (int in : node.inputs) call.inputs.push_back(eps_[e].outputs[in].raw);
+        else
+          for (int in : node.inputs) call.inputs.push_back(eps_[e].outputs[in].raw);
         calls.push_back(std::move(call));
       }
       tick->tool_results[n] = RunTool(*p_.tools[n], calls, node.retries);

@@ -88,7 +88,8 @@ std::vector<int> MixWithinSequences(const std::vector<int>& corpus, const std::v
     if (due > from) take(due - from);
     const size_t used = out.size() % length, size = reading[k].size() + 1;
     if (used + size > static_cast<size_t>(length)) take(length - used);
-    if (out.size() % length + size > static_cast<size_t>(length)) out.resize(out.size() + length - out.size() % length, eot);
+    if (out.size() % length + size > static_cast<size_t>(length))
+      out.resize(out.size() + length - out.size() % length, eot);
     out.insert(out.end(), reading[k].begin(), reading[k].end());
     out.push_back(eot);
   }
@@ -163,7 +164,8 @@ Splits TokenizeCorpora(const CompiledPretrain& w, PretrainDocuments docs, const 
   if (short_share > 0) {
     // Each share's tokens: of max_tokens, or in proportion to the corpora's tokens when there is no max_tokens.
     auto budget = [&](double share) {
-      return static_cast<int64_t>(w.max_tokens > 0 ? w.max_tokens * share : corpus_tokens * share / (1.0 - short_share));
+      return static_cast<int64_t>(w.max_tokens > 0 ? w.max_tokens * share
+                                                   : corpus_tokens * share / (1.0 - short_share));
     };
     std::vector<std::vector<int>> short_docs;
     if (w.reading_share > 0) {
@@ -177,7 +179,8 @@ Splits TokenizeCorpora(const CompiledPretrain& w, PretrainDocuments docs, const 
     }
     out << " mixed in, each within one training sequence\n";
     Rng mix(Rng::Mix(w.seed, 37));
-    for (size_t i = short_docs.size(); i > 1; --i) std::swap(short_docs[i - 1], short_docs[mix.Below(static_cast<int>(i))]);
+    for (size_t i = short_docs.size(); i > 1; --i)
+      std::swap(short_docs[i - 1], short_docs[mix.Below(static_cast<int>(i))]);
     s.train_documents += short_docs.size();
     s.train = MixWithinSequences(s.train, short_docs, w.seq_len, *eot);
   }
@@ -489,11 +492,10 @@ class PretrainRun {
                                     {"probes", probes},
                                     {"samples", continuations}};
     WriteFileAtomically((dir_ / "summary.json").string(), summary.dump(2) + "\n");
-    out_ << std::fixed << std::setprecision(1) << "held-out perplexity " << result_.heldout_perplexity
-         << " (unigram " << result_.unigram_perplexity << ", bigram " << result_.bigram_perplexity << ") after "
-         << result_.steps << " steps in " << FormatDuration(result_.seconds) << "\nreading probes: " << probe_line
-         << "\nmodel: " << folder.string()
-         << "\nsamples: " << (dir_ / "samples.txt").string() << "\n";
+    out_ << std::fixed << std::setprecision(1) << "held-out perplexity " << result_.heldout_perplexity << " (unigram "
+         << result_.unigram_perplexity << ", bigram " << result_.bigram_perplexity << ") after " << result_.steps
+         << " steps in " << FormatDuration(result_.seconds) << "\nreading probes: " << probe_line
+         << "\nmodel: " << folder.string() << "\nsamples: " << (dir_ / "samples.txt").string() << "\n";
   }
 
   const CompiledPretrain& w_;

@@ -7,11 +7,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
+#include <map>
 #include <optional>
 #include <set>
-#include <functional>
-#include <map>
 #include <string>
 #include <vector>
 

@@ -82,8 +82,8 @@ ProbeScore Induction(const LanguageModel& model, const Tokenizer& tokenizer, con
     for (int i = 0; i < L; ++i) ids.push_back(ordinary[rng.Below(static_cast<int>(ordinary.size()))]);
     ids.insert(ids.end(), ids.begin(), ids.end());
     if (static_cast<int>(ids.size()) > model.max_len()) {
-      throw ModelError("the induction probe's sequences (" + std::to_string(ids.size()) + " tokens) do not fit max_len " +
-                       std::to_string(model.max_len()));
+      throw ModelError("the induction probe's sequences (" + std::to_string(ids.size()) +
+                       " tokens) do not fit max_len " + std::to_string(model.max_len()));
     }
     // predicted[i] follows ids[0..i]: the second copy's tokens 1..L-1 are predicted at L..2L-2.
     const std::vector<int> predicted = model.Predict(ids);
@@ -102,12 +102,14 @@ ProbeScore Induction(const LanguageModel& model, const Tokenizer& tokenizer, con
 
 ProbeScore Copy(const LanguageModel& model, const Tokenizer& tokenizer, const ProbeOptions& o) {
   static const std::vector<std::string> cues = {
-      "The ship was named",       "Her oldest friend was called", "The new town on the river is called",
-      "The password for the gate is", "The prize that year went to", "Everyone in the village knew the miller as"};
-  static const std::vector<std::string> fillers = {
-      "It rained for most of the week.", "The roads were closed until spring.",
-      "Nobody expected the harvest to be so large.", "The council met again in the autumn.",
-      "Trade with the coast grew slowly.", "Many of the old houses were rebuilt in stone."};
+      "The ship was named",           "Her oldest friend was called", "The new town on the river is called",
+      "The password for the gate is", "The prize that year went to",  "Everyone in the village knew the miller as"};
+  static const std::vector<std::string> fillers = {"It rained for most of the week.",
+                                                   "The roads were closed until spring.",
+                                                   "Nobody expected the harvest to be so large.",
+                                                   "The council met again in the autumn.",
+                                                   "Trade with the coast grew slowly.",
+                                                   "Many of the old houses were rebuilt in stone."};
   ProbeScore probe{"copy"};
   Rng rng(Rng::Mix(o.seed, 2));
   int right = 0;
@@ -162,9 +164,10 @@ ProbeScore Needle(const LanguageModel& model, const Tokenizer& tokenizer, const 
     const bool capital = rng.Below(2) == 0;
     std::string prompt;
     for (const std::string& p : passages) prompt += p + "\n";
-    prompt += "\nQuestion: " +
-              (capital ? "What is the capital of " + asked.name + "?" : "What language is spoken in " + asked.name + "?") +
-              "\nAnswer:";
+    prompt +=
+        "\nQuestion: " +
+        (capital ? "What is the capital of " + asked.name + "?" : "What language is spoken in " + asked.name + "?") +
+        "\nAnswer:";
     right += ScoreItem(model, tokenizer, prompt, capital ? asked.capital : asked.language, &probe);
   }
   probe.score = probe.count > 0 ? double(right) / probe.count : 0.0;

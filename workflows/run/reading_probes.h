@@ -24,8 +24,8 @@ class Tokenizer;
 
 struct ProbeScore {
   std::string name;
-  double score = 0.0;  // in [0, 1]
-  int count = 0;       // predictions (induction) or items (copy, needle) scored
+  double score = 0.0;                 // in [0, 1]
+  int count = 0;                      // predictions (induction) or items (copy, needle) scored
   std::vector<std::string> examples;  // a few items: prompt tail, expected, got
 };
 

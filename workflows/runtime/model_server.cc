@@ -30,7 +30,8 @@ std::vector<CallRecord> ModelServer::Mine(const std::vector<CallRecord>& records
   return mine;
 }
 
-ModelTrainStats ModelServer::StepInLearnerGroup(const LearnerGroupSpec& learners, const std::function<ModelTrainStats()>& step) {
+ModelTrainStats ModelServer::StepInLearnerGroup(const LearnerGroupSpec& learners,
+                                                const std::function<ModelTrainStats()>& step) {
   // In a group, all or nothing: a lost peer fails a collective midway, after some steps.
   const bool group = learners.world > 1;
   const std::string weights = group ? pool_.SaveBytes(0) : std::string(), state = group ? trainer_.SaveState() : std::string();

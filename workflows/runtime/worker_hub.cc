@@ -298,7 +298,8 @@ std::vector<std::vector<Generation>> WorkerHub::Generate(const std::vector<Gener
   return out;
 }
 
-std::vector<ModelTrainStats> WorkerHub::TrainOnWorkers(const std::vector<CallRecord>& records, bool supervised, int steps) {
+std::vector<ModelTrainStats> WorkerHub::TrainOnWorkers(const std::vector<CallRecord>& records, bool supervised,
+                                                       int steps) {
   std::vector<ModelTrainStats> stats(configs_.size());
   std::vector<wire::Envelope> requests(configs_.size());
   for (auto& r : requests) {
