@@ -147,7 +147,7 @@ TEST_CASE("every workflow the docs name validates", "[docs][workflows]") {
   // Run from a folder where the base model's stand-in sits at runs/base_model
   // and the repository's folders are at hand, as workflow paths are relative.
   const fs::path dir = troupe::testing::MakeStandInBaseModel("troupe-docs-base");
-  for (const char* folder : {"examples", "tests", "workflows"})
+  for (const char* folder : {"bench", "examples", "tests", "workflows"})
     fs::create_directory_symlink(Root() / folder, dir / folder);
   std::set<std::string> workflows;
   for (const fs::path& page : Pages()) {
