@@ -1,7 +1,6 @@
 // metrics.jsonl + TensorBoard + session events.
 #include "workflows/report/metrics_sink.h"
 
-#include <cstdio>
 #include <filesystem>
 
 #include "core/base/errors.h"

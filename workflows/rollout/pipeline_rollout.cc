@@ -174,6 +174,15 @@ class Rollout::PipelineRun {
       eps_[e].visits.assign(p_.nodes.size(), 0);
       eps_[e].frontier = p_.start;
     }
+    latent_channels_ = std::any_of(p_.nodes.begin(), p_.nodes.end(),
+                                   [&](const PipelineNode& n) { return n.kind == config::ROLE_NODE && Sends(n); });
+    has_tools_ = std::any_of(p_.tools.begin(), p_.tools.end(), [](const auto& t) { return t != nullptr; });
+    // Whether some tool retrieves (returns "ids"): then retrieval recall counts, also when it did not run.
+    searches_ = std::any_of(p_.tools.begin(), p_.tools.end(), [](const auto& t) {
+      if (t == nullptr) return false;
+      const auto keys = t->Keys();
+      return std::find(keys.begin(), keys.end(), "ids") != keys.end();
+    });
   }
 
   RolloutBatch Run() {
@@ -447,23 +456,12 @@ class Rollout::PipelineRun {
 
   // An ended episode's score and metrics; its calls get their rewards.
   EpisodeSummary Summarize(int e) {
-    const std::string& answer_key = p_.nodes[p_.answer].parser->output_key();
-    const bool latent_channels = std::any_of(p_.nodes.begin(), p_.nodes.end(), [&](const PipelineNode& n) {
-      return n.kind == config::ROLE_NODE && Sends(n);
-    });
-    const bool has_tools = std::any_of(p_.tools.begin(), p_.tools.end(), [](const auto& t) { return t != nullptr; });
-    // Whether some tool retrieves (returns "ids"): then retrieval recall counts, also when it did not run.
-    const bool searches = std::any_of(p_.tools.begin(), p_.tools.end(), [](const auto& t) {
-      if (t == nullptr) return false;
-      const auto keys = t->Keys();
-      return std::find(keys.begin(), keys.end(), "ids") != keys.end();
-    });
     PipelineEpisode& ep = eps_[e];
     PipelineOutcome outcome;
-    const auto it = ep.outputs[p_.answer].values.find(answer_key);
+    const auto it = ep.outputs[p_.answer].values.find(p_.nodes[p_.answer].parser->output_key());
     if (it != ep.outputs[p_.answer].values.end() && !it->second.empty()) outcome.answer = it->second.front();
     outcome.retrieved = ep.retrieved;
-    outcome.searched = searches;
+    outcome.searched = searches_;
     outcome.calls = ep.calls;
     EpisodeSummary s;
     s.metrics = p_.task->Score(ep.query, outcome);
@@ -485,9 +483,9 @@ class Rollout::PipelineRun {
     s.metrics["finished"] = ep.finished;
     s.metrics["invalid_outputs"] = ep.invalid;
     s.metrics["calls"] = ep.calls;
-    if (has_tools) s.metrics["tool_errors"] = ep.tool_errors;
+    if (has_tools_) s.metrics["tool_errors"] = ep.tool_errors;
     s.metrics["truncated_prompts"] = ep.truncated;
-    if (latent_channels) s.metrics["latent_vectors"] = ep.latent_vectors;
+    if (latent_channels_) s.metrics["latent_vectors"] = ep.latent_vectors;
     s.final_state = "question: " + ep.query.question + "\nanswer: " + outcome.answer + "\n";
     s.dropped = ep.dropped;
     return s;
@@ -503,6 +501,9 @@ class Rollout::PipelineRun {
   std::vector<PipelineEpisode> eps_;
   std::vector<std::vector<size_t>> episode_records_;  // per episode: its records' indices in batch_
   RolloutBatch batch_;
+  bool latent_channels_ = false;  // some role node sends latent vectors
+  bool has_tools_ = false;
+  bool searches_ = false;  // some tool retrieves passages
 };
 
 RolloutBatch Rollout::RunPipeline(const RolloutOptions& options, Rng& rng) {

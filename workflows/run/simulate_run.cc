@@ -1,7 +1,6 @@
 // Playing a workflow without models: ticks, metrics, plots, summary.
 #include "workflows/run/simulate_run.h"
 
-#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -12,19 +11,12 @@
 #include "core/base/errors.h"
 #include "workflows/report/line_chart.h"
 #include "workflows/report/metrics_sink.h"
+#include "workflows/report/run_clock.h"
 #include "workflows/report/session_events.h"
 
 namespace troupe {
 
 namespace fs = std::filesystem;
-
-namespace {
-
-double Seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-}  // namespace
 
 std::map<std::string, Spread> SpreadOverSeeds(const std::vector<SeedRun>& runs) {
   std::map<std::string, std::vector<double>> values;
@@ -57,14 +49,14 @@ std::vector<SeedRun> Simulate(const CompiledWorkflow& w, const SimulateOptions& 
   }
   std::map<std::string, std::vector<ChartSeries>> curves;  // metric -> one series per seed
   std::vector<SeedRun> runs;
-  const double start = Seconds();
+  const double start = MonotonicSeconds();
   SessionEvents* events = o.events != nullptr && o.events->enabled() ? o.events : nullptr;
   if (events) events->RunStarted(w.proto.name().empty() ? w.rollout.game->Name() : w.proto.name(), 0);
   for (int k = 0; k < o.seeds; ++k) {
     SeedRun run;
     run.seed = w.seed + static_cast<uint64_t>(k);
     Rng rng(Rng::Mix(run.seed, 0x52554E));  // the scripted seats' draws
-    const double t0 = Seconds();
+    const double t0 = MonotonicSeconds();
     std::unique_ptr<State> state = w.rollout.game->NewInitialState(run.seed);
     std::map<std::string, ChartSeries> seed_curves;
     if (events) {
@@ -98,7 +90,7 @@ std::vector<SeedRun> Simulate(const CompiledWorkflow& w, const SimulateOptions& 
       }
       metrics->Write(run.steps, line, 0.0, 0.0, "seed_" + std::to_string(run.seed));
     }
-    run.seconds = Seconds() - t0;
+    run.seconds = MonotonicSeconds() - t0;
     run.metrics = state->Metrics();
     if (events) {
       events->EpisodeEnded(0, {run.metrics, state->ToString(), false});
@@ -118,7 +110,7 @@ std::vector<SeedRun> Simulate(const CompiledWorkflow& w, const SimulateOptions& 
     }
     runs.push_back(std::move(run));
   }
-  if (events) events->RunEnded(o.seeds, Seconds() - start, false, "");
+  if (events) events->RunEnded(o.seeds, MonotonicSeconds() - start, false, "");
   if (!o.out_dir.empty()) {
     for (const auto& [key, series] : curves) {
       WriteLineChartPng((fs::path(o.out_dir) / "plots" / (key + ".png")).string(), series,
