@@ -8,12 +8,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/base/fnv1a.h"
 #include "core/base/data_cache.h"
 #include "core/base/errors.h"
 #include "core/base/file_io.h"
+#include "core/base/fnv1a.h"
 #include "core/rng.h"
 #include "games/qa/answer_scoring.h"
+#include "games/qa/reworded_questions.h"
 
 namespace troupe::qa {
 
@@ -446,6 +447,12 @@ std::string EnsureDefaultQaData() {
 std::string FactbookQuestionsFile(const std::string& name_or_path) {
   if (name_or_path == "factbook_qa:train") return EnsureDefaultQaData() + "/train.jsonl";
   if (name_or_path == "factbook_qa:test") return EnsureDefaultQaData() + "/test.jsonl";
+  if (name_or_path == "factbook_qa:reworded") {
+    // Written from the built-in table each time, so it always matches this build.
+    const std::string dir = EnsureDefaultQaData();
+    WriteQuestions(dir + "/reworded_test.jsonl", RewordedTestQuestions(ReadQuestions(dir + "/test.jsonl")));
+    return dir + "/reworded_test.jsonl";
+  }
   return name_or_path;
 }
 

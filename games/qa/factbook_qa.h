@@ -50,7 +50,8 @@ FactbookQa BuildFactbookQa(const FactbookQaOptions& options);
 void WriteFactbookQa(const FactbookQa& data, const std::string& dir);
 
 // A question file's path: "factbook_qa:train" and "factbook_qa:test" name the
-// default Factbook set's splits (built first when missing); anything else is a path.
+// default Factbook set's splits (built first when missing), "factbook_qa:reworded"
+// its test questions worded by hand (reworded_questions.h); anything else is a path.
 std::string FactbookQuestionsFile(const std::string& name_or_path);
 
 // The Factbook pages (GEC codes, lower case, as the Factbook package names its

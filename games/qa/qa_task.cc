@@ -22,9 +22,10 @@ namespace troupe::qa {
 
 namespace {
 
-// A dataset file's path: `given`, else `file` in the default data folder (built when missing).
+// A dataset file's path: `given` (a path or a name FactbookQuestionsFile knows), else `file`
+// in the default data folder (built when missing).
 std::string DataFile(const std::string& given, const char* file) {
-  return given.empty() ? EnsureDefaultQaData() + "/" + file : given;
+  return given.empty() ? EnsureDefaultQaData() + "/" + file : FactbookQuestionsFile(given);
 }
 
 PipelineQuery QueryOf(const QaRecord& r) {
@@ -35,7 +36,8 @@ std::vector<ParamSpec> TaskSpecs() {
   return {{"train_file", ParamType::kText, std::string(""),
            "training questions, JSON lines (default: the Factbook set's train.jsonl, built by `troupe data qa`)"},
           {"eval_file", ParamType::kText, std::string(""),
-           "evaluation questions, JSON lines (default: the Factbook set's test.jsonl)"},
+           "evaluation questions, JSON lines (default: the Factbook set's test.jsonl; factbook_qa:reworded: its "
+           "test questions worded by hand)"},
           {"metric", ParamType::kText, std::string("f1"), "the outcome score: f1 or em"},
           {"counterfactual", ParamType::kReal, 0.0,
            "share of training questions (single-hop and bridge) whose retrieved passages are rewritten to state "

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "core/base/errors.h"
@@ -12,6 +13,7 @@
 #include "games/qa/passage_index.h"
 #include "games/qa/qa_dataset.h"
 #include "games/qa/reading_documents.h"
+#include "games/qa/reworded_questions.h"
 #include "tests/test_paths.h"
 
 namespace troupe::qa {
@@ -201,6 +203,40 @@ TEST_CASE("reading documents rename their countries and ask what their passages 
   const size_t newline = list.find('\n');
   const std::string first = list.substr(list.find(':') + 1, newline - list.find(':') - 1);
   CHECK(list.substr(newline + 1).find(first) != std::string::npos);
+}
+
+TEST_CASE("hand-worded test questions keep their records and differ from the generator's wording", "[qa]") {
+  const std::vector<QaRecord> test = ReadQuestions(EnsureDefaultQaData() + "/test.jsonl");
+  const std::vector<QaRecord> reworded = ReadQuestions(FactbookQuestionsFile("factbook_qa:reworded"));
+  CHECK(reworded.size() >= 100);
+  std::map<std::string, const QaRecord*> by_id;
+  for (const auto& q : test) by_id[q.id] = &q;
+  std::set<std::string> relations, questions;
+  for (const auto& q : reworded) {
+    INFO(q.id << ": " << q.question);
+    REQUIRE(by_id.count(q.id) == 1);
+    const QaRecord& generated = *by_id[q.id];
+    CHECK(q.question != generated.question);
+    CHECK(q.answers == generated.answers);
+    CHECK(q.supporting == generated.supporting);
+    CHECK(q.type == generated.type);
+    // None of the generator's question openings.
+    for (const char* opening :
+         {"What is the capital of", "What is the currency of", "Name a language spoken in",
+          "In which region of the world is", "Name a country that borders", "Which country is larger by area"}) {
+      CHECK(q.question.rfind(opening, 0) != 0);
+    }
+    relations.insert(q.relation);
+    CHECK(questions.insert(q.question).second);
+  }
+  CHECK(relations.size() >= 9);
+  // A table's mistakes name its line.
+  CHECK_THROWS_WITH(RewordQuestions(test, "# c\nno tab here\n", "t.tsv"), Catch::Contains("t.tsv:2"));
+  CHECK_THROWS_WITH(RewordQuestions(test, "nope:XYZ\tWhat?\n", "t.tsv"),
+                    Catch::Contains("t.tsv:1: no question \"nope:XYZ\""));
+  const std::string twice = test[0].id + "\tOne?\n" + test[0].id + "\tTwo?\n";
+  CHECK_THROWS_WITH(RewordQuestions(test, twice, "t.tsv"), Catch::Contains("t.tsv:2") && Catch::Contains("twice"));
+  CHECK(RewordQuestions(test, test[0].id + "\t  Asked anew?  \n", "t.tsv").front().question == "Asked anew?");
 }
 
 }  // namespace

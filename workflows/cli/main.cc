@@ -153,7 +153,8 @@ const char* kEvalUsage =
                     trainer.greedy_eval always does)
   --show N          also print the first N episodes as the game draws them
   --dataset F.jsonl pipelines: the evaluation questions (a QA task's test split by default;
-                    any file in the QA record shape: id, question, answers, ...); all of them
+                    any file in the QA record shape: id, question, answers, ...;
+                    factbook_qa:reworded: the test questions worded by hand); all of them
                     unless --episodes says how many
 )";
 
