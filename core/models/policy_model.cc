@@ -8,6 +8,8 @@
 #include <cmath>
 #include <mutex>
 
+#include "core/base/errors.h"
+
 namespace troupe {
 
 torch::Tensor AttentionMask(const torch::Tensor& key_valid, int64_t T) {
@@ -83,6 +85,14 @@ LMOutput PolicyModelImpl::forward_hidden(const torch::Tensor& embeds, const torc
   out.values = AsFloat(out.values);
   for (auto& layer : out.layers) layer = AsFloat(layer);
   return out;
+}
+
+void PolicyModelImpl::keep_attention(int64_t /*layer*/, int64_t /*head*/) {
+  throw ModelError("this architecture does not expose its attention weights (guided attention needs a llama model)");
+}
+
+torch::Tensor PolicyModelImpl::kept_attention(int64_t /*layer*/) const {
+  throw ModelError("this architecture does not expose its attention weights (guided attention needs a llama model)");
 }
 
 torch::Tensor LoraDelta(const torch::Tensor& x, const torch::Tensor& a, const torch::Tensor& b,

@@ -165,6 +165,12 @@ class PolicyModelImpl : public torch::nn::Module {
   // The projection's dropout generator (see LatentProjectionImpl); needs a latent projection.
   LatentProjectionImpl& latent_projection();
   bool has_latent_projection() const { return !latent_proj_.is_empty(); }
+  // Guided attention (pretraining): from the next forward pass on, keep head
+  // `head` of layer `layer`'s attention weights, for a loss on where that head
+  // looks; head < 0 stops keeping them. Architectures that cannot throw ModelError.
+  virtual void keep_attention(int64_t layer, int64_t head);
+  // The kept weights [B,T,Tk] of the last forward pass (undefined before one).
+  virtual torch::Tensor kept_attention(int64_t layer) const;
 
  protected:
   // The architecture's blocks, final norm and value head (forward_hidden's work).

@@ -2,17 +2,73 @@
 #include "core/models/pretrainer.h"
 
 #include <filesystem>
+#include <optional>
+#include <unordered_map>
 
 #include "core/base/errors.h"
 #include "core/models/architecture.h"
 
 namespace troupe {
 
+AttentionTargets GuidedAttentionTargets(const std::vector<int>& tokens, int length, int unmatched) {
+  if (length <= 0 || tokens.size() % static_cast<size_t>(length) != 0) {
+    throw ModelError("guided attention needs whole rows of " + std::to_string(length) + " tokens");
+  }
+  AttentionTargets t;
+  t.previous.resize(tokens.size());
+  t.induction.assign(tokens.size(), -1);
+  std::unordered_map<int, int64_t> last;  // token -> its latest position in the row
+  for (size_t row = 0; row < tokens.size(); row += length) {
+    last.clear();
+    for (int64_t i = 0; i < length; ++i) {
+      const int token = tokens[row + i];
+      t.previous[row + i] = i - 1;
+      if (token == unmatched) continue;
+      const auto it = last.find(token);
+      if (it != last.end()) t.induction[row + i] = it->second + 1;
+      last[token] = i;
+    }
+  }
+  return t;
+}
+
+namespace {
+
+// Mean -log weight of attention `att` [B,T,Tk] on `target` [B,T] (-1: none) over the positions that have one.
+torch::Tensor AttentionLoss(const torch::Tensor& att, const std::vector<int64_t>& target) {
+  const torch::Tensor index = torch::tensor(target, torch::kLong).view({att.size(0), att.size(1)}).to(att.device());
+  const torch::Tensor valid = index.ge(0);
+  if (!valid.any().item<bool>()) return att.sum() * 0.0;
+  const torch::Tensor picked = att.to(torch::kFloat).gather(-1, index.clamp_min(0).unsqueeze(-1)).squeeze(-1);
+  return -(picked.masked_select(valid) + 1e-9).log().mean();
+}
+
+}  // namespace
+
 struct Pretrainer::Impl {
   ModelConfig config;
   PolicyModel model;
   std::unique_ptr<torch::optim::AdamW> optimizer;
   std::vector<torch::Tensor> decayed, plain;  // weight decay on matrices only
+  std::optional<GuidedAttention> guiding;     // whose heads are kept now
+
+  // Keeps the guided heads' attention weights while guiding, and none otherwise.
+  void Guide(const GuidedAttention* guide) {
+    auto same = [](const GuidedAttention& a, const GuidedAttention& b) {
+      return a.previous_layer == b.previous_layer && a.induction_layer == b.induction_layer && a.head == b.head;
+    };
+    if (guide != nullptr && guiding && same(*guide, *guiding)) return;
+    if (guiding) {
+      model->keep_attention(guiding->previous_layer, -1);
+      model->keep_attention(guiding->induction_layer, -1);
+      guiding.reset();
+    }
+    if (guide != nullptr) {
+      model->keep_attention(guide->previous_layer, guide->head);
+      model->keep_attention(guide->induction_layer, guide->head);
+      guiding = *guide;
+    }
+  }
 
   std::pair<torch::Tensor, torch::Tensor> Batch(const std::vector<int>& tokens, int batch, int length) const {
     if (tokens.size() != static_cast<size_t>(batch) * (length + 1)) {
@@ -59,26 +115,48 @@ Pretrainer::Pretrainer(const ModelConfig& config, uint64_t seed, int threads) : 
 
 Pretrainer::~Pretrainer() = default;
 
-PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int length, double lr) {
+PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int length, double lr,
+                              const GuidedAttention* guide) {
   impl_->model->train();
   const auto [input, target] = impl_->Batch(tokens, batch, length);
   for (auto& group : impl_->optimizer->param_groups()) {
     static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
   }
   impl_->optimizer->zero_grad();
+  impl_->Guide(guide);
   const torch::Tensor loss = impl_->LossOf(input, target);
-  loss.backward();
+  PretrainStep step;
+  torch::Tensor total = loss;
+  if (guide != nullptr) {
+    std::vector<int> inputs;  // each row's first `length` tokens
+    inputs.reserve(static_cast<size_t>(batch) * length);
+    for (int b = 0; b < batch; ++b) {
+      const auto row = tokens.begin() + static_cast<int64_t>(b) * (length + 1);
+      inputs.insert(inputs.end(), row, row + length);
+    }
+    const AttentionTargets targets = GuidedAttentionTargets(inputs, length, guide->unmatched_token);
+    const torch::Tensor previous = AttentionLoss(impl_->model->kept_attention(guide->previous_layer), targets.previous);
+    const torch::Tensor induction =
+        AttentionLoss(impl_->model->kept_attention(guide->induction_layer), targets.induction);
+    total = loss + guide->weight * (previous + induction);
+    step.previous_attention = previous.item<double>();
+    step.induction_attention = induction.item<double>();
+  }
+  total.backward();
   std::vector<torch::Tensor> all = impl_->decayed;
   all.insert(all.end(), impl_->plain.begin(), impl_->plain.end());
   const double clip = impl_->config.grad_clip > 0 ? impl_->config.grad_clip : std::numeric_limits<double>::infinity();
   const double norm = torch::nn::utils::clip_grad_norm_(all, clip);
   impl_->optimizer->step();
-  return {loss.item<double>(), norm};
+  step.loss = loss.item<double>();
+  step.grad_norm = norm;
+  return step;
 }
 
 double Pretrainer::Loss(const std::vector<int>& tokens, int batch, int length) {
   torch::NoGradGuard no_grad;
   impl_->model->eval();
+  impl_->Guide(nullptr);
   const auto [input, target] = impl_->Batch(tokens, batch, length);
   return impl_->LossOf(input, target).item<double>();
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,10 +14,33 @@
 
 namespace troupe {
 
+// Guided attention (workflow.proto's GuidedAttentionSpec): a loss beside the
+// next-token loss on where two heads look. `head` of `previous_layer` is led
+// to the previous position, `head` of `induction_layer` to the position just
+// after the latest earlier occurrence of the current token (an induction
+// head's place). Tokens equal to `unmatched_token` (the document separator)
+// are never matched. Llama models only.
+struct GuidedAttention {
+  double weight = 1.0;
+  int previous_layer = 0, induction_layer = 1, head = 0;
+  int unmatched_token = -1;
+};
+
 struct PretrainStep {
   double loss = 0.0;       // mean cross-entropy per target token (nats)
   double grad_norm = 0.0;  // before clipping
+  // With guided attention: the two heads' mean -log weight on their guided positions.
+  double previous_attention = std::numeric_limits<double>::quiet_NaN();
+  double induction_attention = std::numeric_limits<double>::quiet_NaN();
 };
+
+// Per position of `tokens` (rows of `length`): the previous position, and the
+// position after the latest earlier occurrence of the same token; -1 where
+// there is none (the first position; a token's first occurrence, or `unmatched`).
+struct AttentionTargets {
+  std::vector<int64_t> previous, induction;
+};
+AttentionTargets GuidedAttentionTargets(const std::vector<int>& tokens, int length, int unmatched);
 
 class Pretrainer {
  public:
@@ -26,7 +50,9 @@ class Pretrainer {
 
   // One update on `batch` sequences of `length` + 1 tokens each (row-major):
   // inputs are the first `length`, targets the last `length`.
-  PretrainStep Step(const std::vector<int>& tokens, int batch, int length, double lr);
+  // With `guide`, guided attention's loss is added (and reported) for this step.
+  PretrainStep Step(const std::vector<int>& tokens, int batch, int length, double lr,
+                    const GuidedAttention* guide = nullptr);
   // Mean cross-entropy of the targets of such sequences, without updating.
   double Loss(const std::vector<int>& tokens, int batch, int length);
 

@@ -277,3 +277,63 @@ TEST_CASE("repeated random sequences take their share of the pretraining tokens"
   // The tiny model's 64 positions cannot hold the probes' prompts: the summary says so.
   CHECK_THAT(testing::ReadFile(o.out_dir + "/summary.json"), Catch::Contains("not_run"));
 }
+
+TEST_CASE("guided attention's targets are the previous position and the place after the last match",
+          "[pretrain][guided]") {
+  // Two rows of 6: a b c a b <eot> and <eot> x <eot> x y x (9 is the separator, never matched).
+  const AttentionTargets t = GuidedAttentionTargets({1, 2, 3, 1, 2, 9, 9, 4, 9, 4, 5, 4}, 6, 9);
+  CHECK(t.previous == std::vector<int64_t>{-1, 0, 1, 2, 3, 4, -1, 0, 1, 2, 3, 4});
+  CHECK(t.induction == std::vector<int64_t>{-1, -1, -1, 1, 2, -1, -1, -1, -1, 2, -1, 4});
+  CHECK_THROWS_AS(GuidedAttentionTargets({1, 2, 3}, 2, 9), ModelError);
+}
+
+TEST_CASE("guided attention teaches two heads where to look, and only while it is on", "[pretrain][guided]") {
+  std::string text = kTiny;
+  text.replace(text.find("layers: 1"), 9, "layers: 2");
+  text.replace(text.find("heldout_every"), 0, "induction_share: 0.6\n  guided_attention { steps: 60 }\n  ");
+  const CompiledPretrain w = Tiny(text);
+  CHECK(w.guided_attention_steps == 60);
+  CHECK(w.guided_attention.induction_layer == 1);
+  PretrainOptions o;
+  o.out_dir = Temp("guided");
+  o.progress = false;
+  std::ostringstream log;
+  const PretrainResult r = Pretrain(w, o, log);
+  INFO(log.str());
+  REQUIRE(r.finished);
+  std::vector<double> previous, induction;
+  bool after_guidance_reports = false;
+  for (const nlohmann::json& line : Metrics(o.out_dir)) {
+    if (line.contains("attention_previous")) {
+      CHECK(line["step"].get<int>() <= 60);
+      previous.push_back(line["attention_previous"]);
+      induction.push_back(line["attention_induction"]);
+    } else if (line.contains("step") && line["step"].get<int>() > 60) {
+      after_guidance_reports = true;
+    }
+  }
+  REQUIRE(previous.size() >= 5);
+  CHECK(after_guidance_reports);
+  // Uniform attention over ~16 earlier positions costs about log(16) = 2.8 nats; guided, the
+  // previous-token head learns to look one back within the first steps.
+  CHECK(previous.front() > 1.5);
+  CHECK(previous.back() < 0.5 * previous.front());
+  CHECK(induction.back() < induction.front());
+}
+
+TEST_CASE("guided attention is refused where it cannot work, at its line", "[pretrain][guided][config]") {
+  std::string one_layer = kTiny;
+  one_layer.replace(one_layer.find("heldout_every"), 0, "guided_attention { steps: 10 }\n  ");
+  CHECK_THROWS_WITH(Tiny(one_layer),
+                    Catch::Contains("tiny.textproto:10:") && Catch::Contains("before induction_layer"));
+  std::string head = kTiny;
+  head.replace(head.find("layers: 1"), 9, "layers: 2");
+  head.replace(head.find("heldout_every"), 0, "guided_attention { steps: 10 head: 2 }\n  ");
+  CHECK_THROWS_WITH(Tiny(head), Catch::Contains("head 2 is not one of the model's 2 heads"));
+  std::string gpt2 = kTiny;
+  const std::string llama =
+      "llama { hidden_size: 32 intermediate_size: 64 layers: 1 heads: 2 kv_heads: 1 max_len: 64 }";
+  gpt2.replace(gpt2.find(llama), llama.size(), "gpt2 { hidden_size: 32 layers: 2 heads: 2 max_len: 64 }");
+  gpt2.replace(gpt2.find("heldout_every"), 0, "guided_attention { steps: 10 }\n  ");
+  CHECK_THROWS_WITH(Tiny(gpt2), Catch::Contains("needs a llama model"));
+}

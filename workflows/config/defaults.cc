@@ -74,6 +74,7 @@ constexpr char kDefaults[] = R"pb(
     max_minutes: 0
     reading_share: 0
     induction_share: 0
+    guided_attention { steps: 0 weight: 1 previous_layer: 0 induction_layer: 1 head: 0 }
   }
   runtime {
     heartbeat_ms: 200

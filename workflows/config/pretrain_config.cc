@@ -80,6 +80,31 @@ CompiledPretrain CompilePretrain(const LoadedWorkflow& w) {
   }
   c.reading_share = p.reading_share();
   c.induction_share = p.induction_share();
+  const config::GuidedAttentionSpec& g = p.guided_attention();
+  if (g.steps() < 0) w.Fail({{"pretrain"}, {"guided_attention"}, {"steps"}}, "steps is 0 (off) or more");
+  if (g.steps() > 0) {
+    const int64_t layers = c.model.sizes().layers, heads = c.model.sizes().heads;
+    if (arch.name() != "llama") {
+      w.Fail({{"pretrain"}, {"guided_attention"}},
+             "guided attention needs a llama model (this one is " + arch.name() + ")");
+    }
+    if (g.weight() <= 0) w.Fail({{"pretrain"}, {"guided_attention"}, {"weight"}}, "weight must be positive");
+    if (g.previous_layer() < 0 || g.previous_layer() >= g.induction_layer() || g.induction_layer() >= layers) {
+      w.Fail({{"pretrain"}, {"guided_attention"}, {"induction_layer"}},
+             "previous_layer (" + std::to_string(g.previous_layer()) + ") must come before induction_layer (" +
+                 std::to_string(g.induction_layer()) + "), and both be layers of the model's " +
+                 std::to_string(layers));
+    }
+    if (g.head() < 0 || g.head() >= heads) {
+      w.Fail({{"pretrain"}, {"guided_attention"}, {"head"}},
+             "head " + std::to_string(g.head()) + " is not one of the model's " + std::to_string(heads) + " heads");
+    }
+  }
+  c.guided_attention_steps = g.steps();
+  c.guided_attention.weight = g.weight();
+  c.guided_attention.previous_layer = g.previous_layer();
+  c.guided_attention.induction_layer = g.induction_layer();
+  c.guided_attention.head = g.head();
   c.heldout_every = p.heldout_every();
   c.tokenizer = p.tokenizer();
   c.vocab_size = p.vocab_size();

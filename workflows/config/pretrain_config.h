@@ -8,6 +8,7 @@
 
 #include "comms/proto/workflow.pb.h"
 #include "core/models/model_pool.h"
+#include "core/models/pretrainer.h"
 
 namespace troupe {
 
@@ -37,6 +38,8 @@ struct CompiledPretrain {
   std::vector<std::string> unseen_questions;  // question files whose supporting Factbook pages are left out
   double reading_share = 0.0;                 // of the training tokens, from reading documents
   double induction_share = 0.0;               // of the training tokens, random sequences repeated
+  int guided_attention_steps = 0;             // steps from the start with guided attention (0: off)
+  GuidedAttention guided_attention;           // its weight, layers and head (unmatched_token set at the start)
 };
 
 CompiledPretrain CompilePretrain(const LoadedWorkflow& workflow);

@@ -293,8 +293,11 @@ std::pair<double, double> Baselines(const std::vector<int>& train, const std::ve
 // loss at evaluation steps) every 10 steps.
 class PretrainObjective : public RunObjective {
  public:
-  PretrainObjective(const CompiledPretrain& w, Pretrainer& model, const Splits& data, int64_t chunks, int total)
-      : w_(w), model_(model), data_(data), order_(chunks, w.seed), total_(total) {}
+  PretrainObjective(const CompiledPretrain& w, Pretrainer& model, const Splits& data, int64_t chunks, int total,
+                    int separator)
+      : w_(w), model_(model), data_(data), order_(chunks, w.seed), total_(total), guide_(w.guided_attention) {
+    guide_.unmatched_token = separator;
+  }
 
   int iterations() const override { return total_; }
   int checkpoint_every() const override { return w_.checkpoint_every; }
@@ -309,10 +312,12 @@ class PretrainObjective : public RunObjective {
     tokens.reserve(static_cast<size_t>(B) * (L + 1));
     for (int i = 0; i < B; ++i) AppendChunk(data_.train, order_.At(static_cast<int64_t>(step) * B + i), L, &tokens);
     const double lr = LearningRate(w_, step, total_);
-    const PretrainStep s = model_.Step(tokens, B, L, lr);
+    const bool guided = step < w_.guided_attention_steps;
+    const PretrainStep s = model_.Step(tokens, B, L, lr, guided ? &guide_ : nullptr);
     if (!std::isfinite(s.loss)) throw ModelError("the training loss is " + std::to_string(s.loss) + " at step " +
                                                  std::to_string(step + 1) + "; lower the learning rate");
     loss_sum_ += s.loss, norm_sum_ += s.grad_norm, ++since_;
+    if (guided) previous_sum_ += s.previous_attention, induction_sum_ += s.induction_attention, ++guided_since_;
     IterationReport report;
     const bool eval = (step + 1) % w_.eval_every == 0 || step + 1 == total_;
     if ((step + 1) % 10 != 0 && !eval) return report;
@@ -323,6 +328,10 @@ class PretrainObjective : public RunObjective {
     const double run_s = MonotonicSeconds() - t0_;
     const double tokens_per_s = run_s > 0 ? double(step + 1 - first_step_) * B * L / run_s : 0.0;
     line.Add("tokens_per_s", tokens_per_s);
+    if (guided_since_ > 0) {
+      line.Add("attention_previous", previous_sum_ / guided_since_)
+          .Add("attention_induction", induction_sum_ / guided_since_);
+    }
     if (eval) {
       const double h = HeldOutLoss(model_, data_.heldout, L, B, w_.eval_tokens);
       line.Add("heldout_loss", h).Add("heldout_perplexity", std::exp(h));
@@ -331,10 +340,14 @@ class PretrainObjective : public RunObjective {
     std::ostringstream p;
     p << "loss " << std::fixed << std::setprecision(3) << loss_sum_ / since_;
     if (!std::isnan(heldout_)) p << "  held-out ppl " << std::setprecision(1) << std::exp(heldout_);
+    if (guided_since_ > 0) {
+      p << "  guided attention " << std::setprecision(2) << previous_sum_ / guided_since_ << "/"
+        << induction_sum_ / guided_since_;
+    }
     p << "  lr " << std::scientific << std::setprecision(1) << lr << std::fixed << "  "
       << static_cast<int64_t>(tokens_per_s) << " tok/s";
     report.progress = p.str();
-    loss_sum_ = norm_sum_ = 0.0, since_ = 0;
+    loss_sum_ = norm_sum_ = previous_sum_ = induction_sum_ = 0.0, since_ = guided_since_ = 0;
     return report;
   }
 
@@ -349,6 +362,9 @@ class PretrainObjective : public RunObjective {
   double loss_sum_ = 0.0, norm_sum_ = 0.0;
   int since_ = 0;
   double heldout_ = std::nan("");
+  GuidedAttention guide_;
+  double previous_sum_ = 0.0, induction_sum_ = 0.0;  // guided attention's losses since the last line
+  int guided_since_ = 0;
 };
 
 class PretrainRun {
@@ -385,7 +401,7 @@ class PretrainRun {
     out_ << "model: " << result_.parameters << " parameters (vocabulary " << config.vocab_size << ", width "
          << sizes.width << ", " << sizes.layers << " layers); " << total << " steps of " << B << " x " << L
          << " tokens (" << w_.epochs << " pass" << (w_.epochs == 1 ? "" : "es") << ")\n";
-    PretrainObjective objective(w_, model, data, chunks, total);
+    PretrainObjective objective(w_, model, data, chunks, total, *tokenizer.TokenId("<|endoftext|>"));
     RunLoopSpec spec;
     spec.dir = dir_.string();
     spec.resume = o_.resume;

@@ -3,6 +3,9 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
+
+#include "core/base/errors.h"
 
 namespace troupe {
 
@@ -88,6 +91,7 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const torch::T
                          std::sqrt(static_cast<double>(head_dim_));
   scores = scores.masked_fill(allowed.logical_not(), -std::numeric_limits<float>::infinity());
   torch::Tensor att = torch::softmax(scores.to(torch::kFloat), -1).to(q.scalar_type());
+  if (kept_head_ >= 0) kept_ = att.select(1, kept_head_);
   const torch::Tensor out = att.view({B, kv_heads_, group * T, Tk}).matmul(v).view({B, heads_, T, head_dim_});
   const torch::Tensor merged = out.transpose(1, 2).reshape({B, T, heads_ * head_dim_});
   return WithRoleLora(o_proj(merged), lora_o, merged, role);
@@ -149,6 +153,25 @@ LlamaLMImpl::LlamaLMImpl(const LlamaOptions& options)
 }
 
 std::shared_ptr<PolicyModelImpl> LlamaLMImpl::fresh_copy() const { return std::make_shared<LlamaLMImpl>(options_); }
+
+LlamaAttentionImpl& LlamaLMImpl::attention_of(int64_t layer) const {
+  if (layer < 0 || layer >= static_cast<int64_t>(model->layers->size())) {
+    throw ModelError("no layer " + std::to_string(layer) + " in a model of " + std::to_string(model->layers->size()) +
+                     " layers");
+  }
+  return *model.ptr()->layers[layer]->as<LlamaLayer>()->self_attn;
+}
+
+void LlamaLMImpl::keep_attention(int64_t layer, int64_t head) {
+  LlamaAttentionImpl& attention = attention_of(layer);
+  if (head >= attention.heads()) {
+    throw ModelError("no head " + std::to_string(head) + " in a layer of " + std::to_string(attention.heads()) +
+                     " heads");
+  }
+  attention.keep_head(head);
+}
+
+torch::Tensor LlamaLMImpl::kept_attention(int64_t layer) const { return attention_of(layer).kept(); }
 
 LMOutput LlamaLMImpl::forward_blocks(const torch::Tensor& embeds, const torch::Tensor& positions,
                                      const torch::Tensor& key_valid, const torch::Tensor& role, KvCache* cache,

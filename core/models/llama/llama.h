@@ -57,9 +57,15 @@ class LlamaAttentionImpl : public torch::nn::Module {
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
   RMSNorm q_norm{nullptr}, k_norm{nullptr};
   RoleLora lora_q{nullptr}, lora_k{nullptr}, lora_v{nullptr}, lora_o{nullptr};
+  // Guided attention: keep head `head`'s weights [B,T,Tk] from each forward pass (head < 0: none).
+  void keep_head(int64_t head) { kept_head_ = head, kept_ = torch::Tensor(); }
+  const torch::Tensor& kept() const { return kept_; }
+  int64_t heads() const { return heads_; }
 
  private:
   int64_t heads_, kv_heads_, head_dim_;
+  int64_t kept_head_ = -1;
+  torch::Tensor kept_;
 };
 TORCH_MODULE(LlamaAttention);
 
@@ -102,6 +108,8 @@ class LlamaLMImpl : public PolicyModelImpl {
 
   torch::Tensor lm_logits(const torch::Tensor& hidden, const torch::Tensor& role) override;
   std::shared_ptr<PolicyModelImpl> fresh_copy() const override;
+  void keep_attention(int64_t layer, int64_t head) override;
+  torch::Tensor kept_attention(int64_t layer) const override;
   const LlamaOptions& options() const { return options_; }
   LlamaModel model{nullptr};
   torch::nn::Linear lm_head{nullptr};     // absent with tie_embeddings
@@ -113,6 +121,7 @@ class LlamaLMImpl : public PolicyModelImpl {
                           const torch::Tensor& role, KvCache* cache, bool all_layers) override;
 
  private:
+  LlamaAttentionImpl& attention_of(int64_t layer) const;
   LlamaOptions options_;
   torch::Tensor inv_freq_;  // RoPE frequencies, computed once per device
 };
