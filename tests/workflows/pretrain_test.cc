@@ -291,6 +291,7 @@ TEST_CASE("guided attention teaches two heads where to look, and only while it i
   std::string text = kTiny;
   text.replace(text.find("layers: 1"), 9, "layers: 2");
   text.replace(text.find("heldout_every"), 0, "induction_share: 0.6\n  guided_attention { steps: 60 }\n  ");
+  text.replace(text.find("epochs: 3"), 9, "epochs: 1");  // 93 steps
   const CompiledPretrain w = Tiny(text);
   CHECK(w.guided_attention_steps == 60);
   CHECK(w.guided_attention.induction_layer == 1);

@@ -41,6 +41,7 @@ namespace {
 // The split's token stream: each document's ids, then <|endoftext|>.
 struct Splits {
   std::vector<int> train, heldout;
+  std::vector<int> corpus_train;  // the corpora's training tokens before documents were mixed in (else empty)
   size_t train_documents = 0, heldout_documents = 0;
 };
 
@@ -182,6 +183,7 @@ Splits TokenizeCorpora(const CompiledPretrain& w, PretrainDocuments docs, const 
     for (size_t i = short_docs.size(); i > 1; --i)
       std::swap(short_docs[i - 1], short_docs[mix.Below(static_cast<int>(i))]);
     s.train_documents += short_docs.size();
+    s.corpus_train = s.train;
     s.train = MixWithinSequences(s.train, short_docs, w.seq_len, *eot);
   }
   if (w.max_tokens > 0 && static_cast<int64_t>(s.train.size()) > w.max_tokens) s.train.resize(w.max_tokens);
@@ -467,8 +469,9 @@ class PretrainRun {
     result_.model_dir = folder.string();
     const double h = HeldOutLoss(model, data.heldout, w_.seq_len, w_.batch, 0);
     result_.heldout_perplexity = std::exp(h);
-    std::tie(result_.unigram_perplexity, result_.bigram_perplexity) =
-        Baselines(data.train, data.heldout, w_.seq_len, tokenizer.vocab_size());
+    // The baselines count the corpora's text alone: held-out text is only the corpora's.
+    std::tie(result_.unigram_perplexity, result_.bigram_perplexity) = Baselines(
+        data.corpus_train.empty() ? data.train : data.corpus_train, data.heldout, w_.seq_len, tokenizer.vocab_size());
     std::ostringstream samples;
     const auto lm = LanguageModel::Load(folder.string());
     std::vector<int> stops = {*tokenizer.TokenId("<|endoftext|>")};
