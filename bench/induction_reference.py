@@ -16,7 +16,9 @@ what the text costs; the copies' accuracy is comparable.
 
 The flags vary the recipe as docs/language_models.md reports: --lr, --batch, --seq_len,
 --weight_decay, --heads (head width), --untied --embed_std 1 (an output layer of its own),
---tied_qk (W_q = W_k at initialisation), --copies/--shortest/--longest (the data).
+--tied_qk (W_q = W_k at initialisation), --copies/--shortest/--longest (the data), and
+--attention_steps N (guided attention, as troupe's pretrain.guided_attention: head 0 of the first
+layer led to the previous position, --guided_heads heads of the last to the induction position).
 
 Run with Debian's python3-torch (same version as libtorch-dev):
   /usr/bin/python3 bench/induction_reference.py [--steps 2930] [--lr 0.003] [--batch 8] ...
@@ -176,6 +178,7 @@ def main():
     p.add_argument("--tied_qk", action="store_true")
     p.add_argument("--attention_steps", type=int, default=0)
     p.add_argument("--attention_weight", type=float, default=1.0)
+    p.add_argument("--guided_heads", type=int, default=1)  # heads of the last layer guided to the induction position
     p.add_argument("--every", type=int, default=100)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=1)
@@ -209,7 +212,8 @@ def main():
         total = loss
         if step < a.attention_steps:
             prev, ind = attention_targets(ids[:, :-1], eot)
-            lp, li = attention_loss(model.layers[0].att[:, 0], prev), attention_loss(model.layers[-1].att[:, 0], ind)
+            lp = attention_loss(model.layers[0].att[:, 0], prev)
+            li = sum(attention_loss(model.layers[-1].att[:, h], ind) for h in range(a.guided_heads)) / a.guided_heads
             att_sum = (att_sum[0] + lp.item(), att_sum[1] + li.item())
             total = loss + a.attention_weight * (lp + li)
         opt.zero_grad()
