@@ -30,7 +30,8 @@ std::vector<QaRecord> RewordQuestions(const std::vector<QaRecord>& questions, co
   std::istringstream in(table);
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
-    if (Trimmed(line).empty() || Trimmed(line)[0] == '#') continue;
+    const std::string trimmed = Trimmed(line);
+    if (trimmed.empty() || trimmed[0] == '#') continue;
     const std::string where = source + ":" + std::to_string(number);
     const size_t tab = line.find('\t');
     if (tab == std::string::npos) throw Error(where + ": expected a question id, a tab and the question");
