@@ -6,6 +6,8 @@
 #include <functional>
 #include <map>
 
+#include <boost/algorithm/string/trim.hpp>
+
 #include "core/base/errors.h"
 #include "core/rng.h"
 #include "core/text/invented_names.h"
@@ -16,14 +18,6 @@ namespace troupe::qa {
 namespace {
 
 constexpr size_t kPassageChars = 160;  // of each passage: documents stay short enough for a training sequence
-
-std::string Trim(std::string s) {
-  const auto space = [](unsigned char c) { return std::isspace(c) != 0; };
-  while (!s.empty() && space(s.back())) s.pop_back();
-  size_t i = 0;
-  while (i < s.size() && space(s[i])) ++i;
-  return s.substr(i);
-}
 
 int Words(const std::string& s) {
   int n = 0;
@@ -47,7 +41,8 @@ std::string Span(const std::string& text, const std::string& after, const std::s
   // A parenthesis ends a span too: "Arabic (official)", "5 July 1962 (from France)".
   const size_t to =
       std::min(text.find(" (", from), stops.empty() ? std::string::npos : text.find_first_of(stops, from));
-  std::string span = Trim(text.substr(from, to == std::string::npos ? std::string::npos : to - from));
+  std::string span =
+      boost::algorithm::trim_copy(text.substr(from, to == std::string::npos ? std::string::npos : to - from));
   if (span.empty() || Words(span) > max_words) return "";
   return span;
 }

@@ -5,21 +5,13 @@
 #include <set>
 #include <sstream>
 
+#include <boost/algorithm/string/trim.hpp>
+
 #include "core/base/errors.h"
 
 namespace troupe::qa {
 
 extern const char kRewordedTestTable[];
-
-namespace {
-
-std::string Trimmed(const std::string& s) {
-  const size_t first = s.find_first_not_of(" \t\r");
-  if (first == std::string::npos) return "";
-  return s.substr(first, s.find_last_not_of(" \t\r") - first + 1);
-}
-
-}  // namespace
 
 std::vector<QaRecord> RewordQuestions(const std::vector<QaRecord>& questions, const std::string& table,
                                       const std::string& source) {
@@ -30,12 +22,13 @@ std::vector<QaRecord> RewordQuestions(const std::vector<QaRecord>& questions, co
   std::istringstream in(table);
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
-    const std::string trimmed = Trimmed(line);
+    const std::string trimmed = boost::algorithm::trim_copy(line);
     if (trimmed.empty() || trimmed[0] == '#') continue;
     const std::string where = source + ":" + std::to_string(number);
     const size_t tab = line.find('\t');
     if (tab == std::string::npos) throw Error(where + ": expected a question id, a tab and the question");
-    const std::string id = Trimmed(line.substr(0, tab)), question = Trimmed(line.substr(tab + 1));
+    const std::string id = boost::algorithm::trim_copy(line.substr(0, tab)),
+                      question = boost::algorithm::trim_copy(line.substr(tab + 1));
     if (question.empty()) throw Error(where + ": no question after the tab");
     const auto it = by_id.find(id);
     if (it == by_id.end()) throw Error(where + ": no question \"" + id + "\" to reword");

@@ -3,6 +3,7 @@
 
 #include <cctype>
 
+#include <boost/algorithm/string/trim.hpp>
 #include <nlohmann/json.hpp>
 
 #include "core/base/errors.h"
@@ -10,12 +11,6 @@
 namespace troupe {
 
 namespace {
-
-std::string Trim(const std::string& s) {
-  const size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
-}
 
 std::string TagName(const std::string& tag) {
   std::string name;
@@ -101,7 +96,7 @@ NodeOutput OutputParser::Parse(const std::string& answer) const {
   const size_t max = static_cast<size_t>(spec_.max_items());
   switch (spec_.kind()) {
     case config::RAW:
-      if (!Trim(answer).empty()) items.push_back(Trim(answer));
+      if (std::string item = boost::algorithm::trim_copy(answer); !item.empty()) items.push_back(std::move(item));
       break;
     case config::TAG:
       // Each occurrence of any alternative, in the order they appear.
@@ -115,7 +110,7 @@ NodeOutput OutputParser::Parse(const std::string& answer) const {
         const size_t begin = open + opens_[which].size();
         const size_t close = answer.find(closes_[which], begin);
         if (close == std::string::npos) break;
-        const std::string item = Trim(answer.substr(begin, close - begin));
+        const std::string item = boost::algorithm::trim_copy(answer.substr(begin, close - begin));
         if (!item.empty()) items.push_back(item);
         at = close + closes_[which].size();
       }
@@ -127,7 +122,9 @@ NodeOutput OutputParser::Parse(const std::string& answer) const {
       if (j.is_discarded() || !j.is_object() || !j.contains(spec_.key())) break;
       const auto& v = j[spec_.key()];
       auto add = [&](const nlohmann::json& x) {
-        if (items.size() < max && x.is_string() && !Trim(x.get<std::string>()).empty()) items.push_back(Trim(x.get<std::string>()));
+        if (items.size() >= max || !x.is_string()) return;
+        std::string item = boost::algorithm::trim_copy(x.get<std::string>());
+        if (!item.empty()) items.push_back(std::move(item));
       };
       if (v.is_array()) for (const auto& x : v) add(x);
       else add(v);
@@ -135,7 +132,7 @@ NodeOutput OutputParser::Parse(const std::string& answer) const {
     }
     case config::REGEX:
       for (auto it = std::sregex_iterator(answer.begin(), answer.end(), *regex_); it != std::sregex_iterator() && items.size() < max; ++it) {
-        const std::string item = Trim(it->size() > 1 ? (*it)[1].str() : (*it)[0].str());
+        const std::string item = boost::algorithm::trim_copy(it->size() > 1 ? (*it)[1].str() : (*it)[0].str());
         if (!item.empty()) items.push_back(item);
       }
       break;
