@@ -3,6 +3,7 @@
 #include "core/models/model_pool.h"
 
 #include <ATen/Parallel.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <cmath>
@@ -22,6 +23,27 @@
 namespace troupe {
 
 void SetTorchThreads(int threads) { at::set_num_threads(threads < 1 ? 1 : threads); }
+
+namespace {
+
+// OpenBLAS's thread controls, looked up in the process (LibTorch reaches the
+// BLAS through Debian's libblas alternative, so troupe does not link it).
+template <typename F>
+F OpenBlasFunction(const char* name) {
+  return reinterpret_cast<F>(dlsym(RTLD_DEFAULT, name));
+}
+
+}  // namespace
+
+int BlasThreads() {
+  static const auto get = OpenBlasFunction<int (*)()>("openblas_get_num_threads");
+  return get != nullptr ? get() : 0;
+}
+
+void SetBlasThreads(int threads) {
+  static const auto set = OpenBlasFunction<void (*)(int)>("openblas_set_num_threads");
+  if (set != nullptr) set(threads < 1 ? 1 : threads);
+}
 
 torch::Device ParseDevice(const std::string& text) {
   if (text.empty() || text == "cpu") return torch::Device(torch::kCPU);

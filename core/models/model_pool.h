@@ -119,5 +119,9 @@ class ModelPool {
 
 // Sets LibTorch's intra-op threads (OpenBLAS keeps its own pool).
 void SetTorchThreads(int threads);
+// OpenBLAS's own threads for matrix products, process-wide; 0 (and no-op when
+// setting) where the BLAS LibTorch runs on is not OpenBLAS.
+int BlasThreads();
+void SetBlasThreads(int threads);
 
 }  // namespace troupe

@@ -1,8 +1,12 @@
 // Pretrainer over any architecture with a Hugging Face folder, and AdamW.
 #include "core/models/pretrainer.h"
 
+#include <algorithm>
+#include <exception>
 #include <filesystem>
+#include <functional>
 #include <optional>
+#include <thread>
 #include <unordered_map>
 
 #include "core/base/errors.h"
@@ -10,22 +14,25 @@
 
 namespace troupe {
 
-AttentionTargets GuidedAttentionTargets(const std::vector<int>& tokens, int length, int unmatched) {
-  if (length <= 0 || tokens.size() % static_cast<size_t>(length) != 0) {
-    throw ModelError("guided attention needs whole rows of " + std::to_string(length) + " tokens");
+AttentionTargets GuidedAttentionTargets(const std::vector<int>& tokens, int length, int unmatched, int stride) {
+  if (stride == 0) stride = length;
+  if (length <= 0 || stride < length || tokens.size() % static_cast<size_t>(stride) != 0) {
+    throw ModelError("guided attention needs whole rows of " + std::to_string(stride) + " tokens");
   }
   AttentionTargets t;
-  t.previous.resize(tokens.size());
-  t.induction.assign(tokens.size(), -1);
+  const size_t rows = tokens.size() / stride;
+  t.previous.resize(rows * length);
+  t.induction.assign(rows * length, -1);
   std::unordered_map<int, int64_t> last;  // token -> its latest position in the row
-  for (size_t row = 0; row < tokens.size(); row += length) {
+  for (size_t row = 0; row < rows; ++row) {
     last.clear();
     for (int64_t i = 0; i < length; ++i) {
-      const int token = tokens[row + i];
-      t.previous[row + i] = i - 1;
+      const int token = tokens[row * stride + i];
+      const size_t at = row * length + i;
+      t.previous[at] = i - 1;
       if (token == unmatched) continue;
       const auto it = last.find(token);
-      if (it != last.end()) t.induction[row + i] = it->second + 1;
+      if (it != last.end()) t.induction[at] = it->second + 1;
       last[token] = i;
     }
   }
@@ -34,23 +41,29 @@ AttentionTargets GuidedAttentionTargets(const std::vector<int>& tokens, int leng
 
 namespace {
 
-// Mean -log weight of attention `att` [B,T,Tk] on `target` [B,T] (-1: none) over the positions that have one.
-torch::Tensor AttentionLoss(const torch::Tensor& att, const std::vector<int64_t>& target) {
+// Positions that have a target (>= 0), at least 1.
+int64_t Guided(const std::vector<int64_t>& target) {
+  return std::max<int64_t>(1, std::count_if(target.begin(), target.end(), [](int64_t t) { return t >= 0; }));
+}
+
+// -log weight of attention `att` [B,T,Tk] on `target` [B,T] (-1: none), summed
+// over the positions that have one and divided by `over` (the whole batch's
+// such positions, so the shares of a batch add up to its mean).
+torch::Tensor AttentionLoss(const torch::Tensor& att, const std::vector<int64_t>& target, int64_t over) {
   const torch::Tensor index = torch::tensor(target, torch::kLong).view({att.size(0), att.size(1)}).to(att.device());
   const torch::Tensor valid = index.ge(0);
   if (!valid.any().item<bool>()) return att.sum() * 0.0;
   const torch::Tensor picked = att.to(torch::kFloat).gather(-1, index.clamp_min(0).unsqueeze(-1)).squeeze(-1);
-  return -(picked.masked_select(valid) + 1e-9).log().mean();
+  return -(picked.masked_select(valid) + 1e-9).log().sum() / static_cast<double>(over);
 }
 
 }  // namespace
 
-struct Pretrainer::Impl {
-  ModelConfig config;
+// One copy of the model and whose heads it keeps. Replica 0 is the trained
+// model; the others follow its parameters and lend their gradients.
+struct Replica {
   PolicyModel model;
-  std::unique_ptr<torch::optim::AdamW> optimizer;
-  std::vector<torch::Tensor> decayed, plain;  // weight decay on matrices only
-  std::optional<GuidedAttention> guiding;     // whose heads are kept now
+  std::optional<GuidedAttention> guiding;  // whose heads are kept now
 
   // Keeps the guided heads' attention weights while guiding, and none otherwise.
   void Guide(const GuidedAttention* guide) {
@@ -70,7 +83,34 @@ struct Pretrainer::Impl {
     }
   }
 
-  std::pair<torch::Tensor, torch::Tensor> Batch(const std::vector<int>& tokens, int batch, int length) const {
+  // Mean cross-entropy of `target` after `input` [B,T].
+  torch::Tensor LossOf(const torch::Tensor& input, const torch::Tensor& target) {
+    const int64_t B = input.size(0), T = input.size(1);
+    const torch::Tensor positions = torch::arange(T, torch::kLong).repeat({B, 1});
+    const LMOutput o = model->forward(input, positions, torch::ones({B, T}, torch::kBool), {});
+    return torch::nn::functional::cross_entropy(o.logits.reshape({B * T, -1}), target.reshape({B * T}));
+  }
+};
+
+// What one replica's share of a batch gave.
+struct ShareResult {
+  double loss = 0.0, previous = 0.0, induction = 0.0;
+};
+
+struct Pretrainer::Impl {
+  ModelConfig config;
+  std::vector<Replica> replicas;              // [0] is the model trained
+  std::vector<torch::Tensor> decayed, plain;  // replica 0's, weight decay on matrices only
+  std::unique_ptr<torch::optim::AdamW> optimizer;
+  int blas_threads_before = 0;  // restored at the end when the replicas changed them
+
+  ~Impl() {
+    if (blas_threads_before > 0) SetBlasThreads(blas_threads_before);
+  }
+
+  PolicyModel& model() { return replicas[0].model; }
+
+  static std::pair<torch::Tensor, torch::Tensor> Batch(const std::vector<int>& tokens, int batch, int length) {
     if (tokens.size() != static_cast<size_t>(batch) * (length + 1)) {
       throw ModelError("a batch of " + std::to_string(batch) + " x " + std::to_string(length + 1) + " tokens has " +
                        std::to_string(tokens.size()));
@@ -80,31 +120,85 @@ struct Pretrainer::Impl {
     return {all.narrow(1, 0, length), all.narrow(1, 1, length)};
   }
 
-  torch::Tensor LossOf(const torch::Tensor& input, const torch::Tensor& target) {
-    const int64_t B = input.size(0), T = input.size(1);
-    const torch::Tensor positions = torch::arange(T, torch::kLong).repeat({B, 1});
-    const LMOutput o = model->forward(input, positions, torch::ones({B, T}, torch::kBool), {});
-    return torch::nn::functional::cross_entropy(o.logits.reshape({B * T, -1}), target.reshape({B * T}));
+  // Rows [first, first + count) of the batch for each replica used (at least one row each).
+  std::vector<std::pair<int, int>> Shares(int batch) const {
+    const int n = std::max(1, std::min<int>(batch, static_cast<int>(replicas.size())));
+    std::vector<std::pair<int, int>> shares;
+    for (int k = 0, first = 0; k < n; ++k) {
+      const int count = batch / n + (k < batch % n ? 1 : 0);
+      shares.emplace_back(first, count);
+      first += count;
+    }
+    return shares;
+  }
+
+  // Runs work(k) for every share, replica k on its own thread (0 on the caller's), and rethrows the first failure.
+  void OnReplicas(size_t shares, const std::function<void(size_t)>& work) {
+    std::vector<std::exception_ptr> failed(shares);
+    std::vector<std::thread> threads;
+    for (size_t k = 1; k < shares; ++k) {
+      threads.emplace_back([&, k] {
+        try {
+          at::init_num_threads();  // this thread's intra-op threads, as set for the process
+          work(k);
+        } catch (...) {
+          failed[k] = std::current_exception();
+        }
+      });
+    }
+    try {
+      work(0);
+    } catch (...) {
+      failed[0] = std::current_exception();
+    }
+    for (std::thread& t : threads) t.join();
+    for (const std::exception_ptr& e : failed) {
+      if (e) std::rethrow_exception(e);
+    }
+  }
+
+  // The other replicas take replica 0's parameters.
+  void SyncReplicas() {
+    torch::NoGradGuard no_grad;
+    const std::vector<torch::Tensor> from = model()->parameters();
+    for (size_t k = 1; k < replicas.size(); ++k) {
+      const std::vector<torch::Tensor> to = replicas[k].model->parameters();
+      for (size_t i = 0; i < from.size(); ++i) to[i].copy_(from[i]);
+    }
   }
 };
 
-Pretrainer::Pretrainer(const ModelConfig& config, uint64_t seed, int threads) : impl_(std::make_unique<Impl>()) {
+Pretrainer::Pretrainer(const ModelConfig& config, uint64_t seed, int threads, int replicas)
+    : impl_(std::make_unique<Impl>()) {
   if (!ArchitectureSpecOf(config.spec).hugging_face()) {
     throw ModelError("pretraining needs an architecture with a Hugging Face folder (" + ArchitectureSpecOf(config.spec).name() +
                      " has none)");
   }
-  SetTorchThreads(threads);
+  if (replicas < 1)
+    throw ModelError("pretraining needs at least one replica of the model; got " + std::to_string(replicas));
+  // The replicas share the threads: each runs its ops, matrix products
+  // included, on threads / replicas of them (OpenBLAS's own pool would
+  // otherwise put more threads than cores on the products).
+  SetTorchThreads(std::max(1, threads / replicas));
+  if (replicas > 1) {
+    impl_->blas_threads_before = BlasThreads();
+    SetBlasThreads(std::max(1, threads / replicas));
+  }
   impl_->config = config;
   torch::manual_seed(seed);
-  impl_->model = BuildPolicyModel(config);
   const Architecture& architecture = ArchitectureOf(config);
-  for (const auto& p : impl_->model->named_parameters()) {
-    if (!architecture.IsFieldParameter(p.key())) {
-      p.value().set_requires_grad(false);  // the value head is not trained on text
-      continue;
+  for (int k = 0; k < replicas; ++k) {
+    PolicyModel model = BuildPolicyModel(config);
+    for (const auto& p : model->named_parameters()) {
+      if (!architecture.IsFieldParameter(p.key())) {
+        p.value().set_requires_grad(false);  // the value head is not trained on text
+        continue;
+      }
+      if (k == 0) (p.value().dim() >= 2 ? impl_->decayed : impl_->plain).push_back(p.value());
     }
-    (p.value().dim() >= 2 ? impl_->decayed : impl_->plain).push_back(p.value());
+    impl_->replicas.push_back({std::move(model), std::nullopt});
   }
+  impl_->SyncReplicas();
   std::vector<torch::optim::OptimizerParamGroup> groups;
   groups.emplace_back(impl_->decayed, std::make_unique<torch::optim::AdamWOptions>(
                                           torch::optim::AdamWOptions(config.lr).weight_decay(config.weight_decay)));
@@ -117,54 +211,99 @@ Pretrainer::~Pretrainer() = default;
 
 PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int length, double lr,
                               const GuidedAttention* guide) {
-  impl_->model->train();
-  const auto [input, target] = impl_->Batch(tokens, batch, length);
+  const auto [input, target] = Impl::Batch(tokens, batch, length);
   for (auto& group : impl_->optimizer->param_groups()) {
     static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
   }
-  impl_->optimizer->zero_grad();
-  impl_->Guide(guide);
-  const torch::Tensor loss = impl_->LossOf(input, target);
-  PretrainStep step;
-  torch::Tensor total = loss;
-  if (guide != nullptr) {
-    std::vector<int> inputs;  // each row's first `length` tokens
-    inputs.reserve(static_cast<size_t>(batch) * length);
-    for (int b = 0; b < batch; ++b) {
-      const auto row = tokens.begin() + static_cast<int64_t>(b) * (length + 1);
-      inputs.insert(inputs.end(), row, row + length);
+  const AttentionTargets targets = guide != nullptr
+                                       ? GuidedAttentionTargets(tokens, length, guide->unmatched_token, length + 1)
+                                       : AttentionTargets{};
+  const int64_t previous_over = guide != nullptr ? Guided(targets.previous) : 1;
+  const int64_t induction_over = guide != nullptr ? Guided(targets.induction) : 1;
+  const std::vector<std::pair<int, int>> shares = impl_->Shares(batch);
+  std::vector<ShareResult> results(shares.size());
+  // Each replica's next-token loss is the mean over its rows: weighted by its
+  // share of the rows (and the attention losses divided by the whole batch's
+  // guided positions), the replicas' gradients sum to the whole batch's.
+  impl_->OnReplicas(shares.size(), [&](size_t k) {
+    Replica& r = impl_->replicas[k];
+    const auto [first, count] = shares[k];
+    const double share = double(count) / batch;
+    r.model->train();
+    r.model->zero_grad();
+    r.Guide(guide);
+    const torch::Tensor loss = r.LossOf(input.narrow(0, first, count), target.narrow(0, first, count));
+    torch::Tensor total;
+    if (guide != nullptr) {
+      auto rows = [&](const std::vector<int64_t>& all) {
+        return std::vector<int64_t>(all.begin() + int64_t(first) * length,
+                                    all.begin() + int64_t(first + count) * length);
+      };
+      const torch::Tensor previous =
+          AttentionLoss(r.model->kept_attention(guide->previous_layer), rows(targets.previous), previous_over);
+      const torch::Tensor induction =
+          AttentionLoss(r.model->kept_attention(guide->induction_layer), rows(targets.induction), induction_over);
+      total = loss * share + guide->weight * (previous + induction);
+      results[k].previous = previous.item<double>();
+      results[k].induction = induction.item<double>();
+    } else {
+      total = loss * share;
     }
-    const AttentionTargets targets = GuidedAttentionTargets(inputs, length, guide->unmatched_token);
-    const torch::Tensor previous = AttentionLoss(impl_->model->kept_attention(guide->previous_layer), targets.previous);
-    const torch::Tensor induction =
-        AttentionLoss(impl_->model->kept_attention(guide->induction_layer), targets.induction);
-    total = loss + guide->weight * (previous + induction);
-    step.previous_attention = previous.item<double>();
-    step.induction_attention = induction.item<double>();
+    total.backward();
+    results[k].loss = loss.item<double>();
+  });
+  PretrainStep step;
+  if (guide != nullptr) step.previous_attention = step.induction_attention = 0.0;
+  for (size_t k = 0; k < shares.size(); ++k) {
+    const double share = double(shares[k].second) / batch;
+    step.loss += share * results[k].loss;
+    if (guide != nullptr) {
+      step.previous_attention += results[k].previous;
+      step.induction_attention += results[k].induction;
+    }
   }
-  total.backward();
   std::vector<torch::Tensor> all = impl_->decayed;
   all.insert(all.end(), impl_->plain.begin(), impl_->plain.end());
+  if (shares.size() > 1) {
+    torch::NoGradGuard no_grad;
+    for (size_t k = 1; k < shares.size(); ++k) {
+      const std::vector<torch::Tensor> from = impl_->replicas[k].model->parameters();
+      const std::vector<torch::Tensor> to = impl_->model()->parameters();
+      for (size_t i = 0; i < to.size(); ++i) {
+        if (to[i].grad().defined() && from[i].grad().defined()) to[i].mutable_grad().add_(from[i].grad());
+      }
+    }
+  }
   const double clip = impl_->config.grad_clip > 0 ? impl_->config.grad_clip : std::numeric_limits<double>::infinity();
   const double norm = torch::nn::utils::clip_grad_norm_(all, clip);
   impl_->optimizer->step();
-  step.loss = loss.item<double>();
+  impl_->SyncReplicas();
   step.grad_norm = norm;
   return step;
 }
 
 double Pretrainer::Loss(const std::vector<int>& tokens, int batch, int length) {
   torch::NoGradGuard no_grad;
-  impl_->model->eval();
-  impl_->Guide(nullptr);
-  const auto [input, target] = impl_->Batch(tokens, batch, length);
-  return impl_->LossOf(input, target).item<double>();
+  const auto [input, target] = Impl::Batch(tokens, batch, length);
+  const std::vector<std::pair<int, int>> shares = impl_->Shares(batch);
+  std::vector<double> losses(shares.size());
+  impl_->OnReplicas(shares.size(), [&](size_t k) {
+    torch::NoGradGuard no_grad_here;  // grad mode is per thread
+    Replica& r = impl_->replicas[k];
+    r.model->eval();
+    r.Guide(nullptr);
+    const auto [first, count] = shares[k];
+    losses[k] = r.LossOf(input.narrow(0, first, count), target.narrow(0, first, count)).item<double>() * count / batch;
+  });
+  double loss = 0.0;
+  for (double l : losses) loss += l;
+  return loss;
 }
 
-int64_t Pretrainer::parameter_count() const { return FieldParameterCount(*impl_->model, impl_->config); }
+int64_t Pretrainer::parameter_count() const { return FieldParameterCount(*impl_->replicas[0].model, impl_->config); }
 
 void Pretrainer::WriteModel(const std::string& dir) const {
-  ArchitectureOf(impl_->config).WriteHfFolder(*impl_->model, impl_->config, dir);
+  ArchitectureOf(impl_->config).WriteHfFolder(*impl_->replicas[0].model, impl_->config, dir);
 }
 
 void Pretrainer::Save(const std::string& dir) const {
@@ -176,7 +315,8 @@ void Pretrainer::Load(const std::string& dir) {
   if (!std::filesystem::exists(dir + "/model/config.json") || !std::filesystem::exists(dir + "/optimizer.pt")) {
     throw CheckpointError(dir + " is not a pretraining checkpoint (model/ and optimizer.pt)");
   }
-  ArchitectureOf(impl_->config).ReadHfWeights(*impl_->model, dir + "/model");
+  ArchitectureOf(impl_->config).ReadHfWeights(*impl_->model(), dir + "/model");
+  impl_->SyncReplicas();
   try {
     torch::load(*impl_->optimizer, dir + "/optimizer.pt");
   } catch (const c10::Error& e) {

@@ -34,18 +34,25 @@ struct PretrainStep {
   double induction_attention = std::numeric_limits<double>::quiet_NaN();
 };
 
-// Per position of `tokens` (rows of `length`): the previous position, and the
-// position after the latest earlier occurrence of the same token; -1 where
-// there is none (the first position; a token's first occurrence, or `unmatched`).
+// Per position of the first `length` tokens of each row of `tokens` (rows of
+// `stride` tokens; 0: of `length`): the previous position, and the position
+// after the latest earlier occurrence of the same token; -1 where there is
+// none (the first position; a token's first occurrence, or `unmatched`).
+// Rows of `length` targets each, row after row.
 struct AttentionTargets {
   std::vector<int64_t> previous, induction;
 };
-AttentionTargets GuidedAttentionTargets(const std::vector<int>& tokens, int length, int unmatched);
+AttentionTargets GuidedAttentionTargets(const std::vector<int>& tokens, int length, int unmatched, int stride = 0);
 
 class Pretrainer {
  public:
-  // A fresh model of `config` (an architecture with a Hugging Face folder; vocab_size set), seeded.
-  Pretrainer(const ModelConfig& config, uint64_t seed, int threads);
+  // A fresh model of `config` (an architecture with a Hugging Face folder;
+  // vocab_size set), seeded. With `replicas` > 1, each step's batch is cut
+  // into that many shares, run side by side on copies of the model, each on
+  // threads / replicas intra-op threads, and their gradients summed before
+  // the one update: small models keep two cores busier this way than with
+  // two intra-op threads on one (bench/pretrain_replicas_bench.cc).
+  Pretrainer(const ModelConfig& config, uint64_t seed, int threads, int replicas = 1);
   ~Pretrainer();
 
   // One update on `batch` sequences of `length` + 1 tokens each (row-major):

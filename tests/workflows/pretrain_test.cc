@@ -16,11 +16,14 @@
 
 #include "core/base/errors.h"
 #include "core/models/language_model.h"
+#include "core/models/model_pool.h"
+#include "core/models/pretrainer.h"
+#include "core/rng.h"
 #include "games/qa/factbook_qa.h"
 #include "tests/test_paths.h"
 #include "tests/test_support.h"
-#include "workflows/config/config_loader.h"
 #include "workflows/config/compiled_workflow.h"
+#include "workflows/config/config_loader.h"
 #include "workflows/config/pretrain_config.h"
 #include "workflows/run/pretrain_run.h"
 
@@ -190,6 +193,10 @@ TEST_CASE("a pretraining workflow is checked whole, with errors at their line", 
   std::string induction = kTiny;
   induction.replace(induction.find("heldout_every"), 0, "reading_share: 0.5\n  induction_share: 0.5\n  ");
   CHECK_THROWS_WITH(Tiny(induction), Catch::Contains("tiny.textproto:11:3") && Catch::Contains("at most 0.9"));
+  std::string renamed = kTiny;
+  renamed.replace(renamed.find("heldout_every"), 0, "induction_share: 0.5\n  renamed_share: 0.5\n  ");
+  CHECK_THROWS_WITH(Tiny(renamed),
+                    Catch::Contains("tiny.textproto:11:3") && Catch::Contains("renamed_share is 0 or more"));
   // A game workflow is not pretrained, and a pretraining one is not trained with `troupe train`.
   CHECK_THROWS_WITH(CompileWorkflow(ParseWorkflowText(kTiny, "tiny.textproto")),
                     Catch::Contains("troupe pretrain"));
@@ -262,9 +269,11 @@ TEST_CASE("reading documents are mixed into the corpus stream, each inside one t
   CHECK(std::find(mixed.begin(), mixed.end(), -1) - mixed.begin() < 40);
 }
 
-TEST_CASE("repeated random sequences take their share of the pretraining tokens", "[pretrain][reading]") {
+TEST_CASE("repeated random sequences and renamed prose take their shares of the pretraining tokens",
+          "[pretrain][reading]") {
   std::string text = kTiny;
-  text.replace(text.find("heldout_every"), 0, "induction_share: 0.3\n  ");
+  text.replace(text.find("heldout_every"), 0, "induction_share: 0.3\n  renamed_share: 0.2\n  ");
+  text.replace(text.find("seq_len: 32"), 11, "seq_len: 64");
   PretrainOptions o;
   o.out_dir = Temp("induction");
   o.progress = false;
@@ -273,7 +282,8 @@ TEST_CASE("repeated random sequences take their share of the pretraining tokens"
   INFO(log.str());
   CHECK(r.finished);
   CHECK(r.train_tokens == 24000);  // max_tokens: the corpus's share and the sequences' together
-  CHECK_THAT(log.str(), Catch::Contains("repeated random sequences mixed in"));
+  CHECK_THAT(log.str(),
+             Catch::Contains("repeated random sequences, ") && Catch::Contains("windows of renamed prose mixed in"));
   // The tiny model's 64 positions cannot hold the probes' prompts: the summary says so.
   CHECK_THAT(testing::ReadFile(o.out_dir + "/summary.json"), Catch::Contains("not_run"));
 }
@@ -320,6 +330,54 @@ TEST_CASE("guided attention teaches two heads where to look, and only while it i
   CHECK(previous.front() > 1.5);
   CHECK(previous.back() < 0.5 * previous.front());
   CHECK(induction.back() < induction.front());
+}
+
+TEST_CASE("replicas share each batch and train as one copy of the model does", "[pretrain][replicas]") {
+  std::string text = kTiny;
+  text.replace(text.find("layers: 1"), 9, "layers: 2");
+  ModelConfig config = Tiny(text).model;
+  config.vocab_size = 512;
+  config.num_roles = 1;
+  const int batch = 8, length = 32;
+  Rng rng(4);
+  std::vector<std::vector<int>> batches(4);
+  for (auto& b : batches) {
+    for (int i = 0; i < batch * (length + 1); ++i) b.push_back(rng.Below(64));  // repeats, for the induction targets
+  }
+  GuidedAttention guide;
+  // One copy on one thread, then 2 and 3 (uneven shares: 3, 3, 2 rows) replicas of one thread each.
+  std::vector<std::vector<PretrainStep>> steps;
+  std::vector<double> held_out;
+  const int blas_threads = BlasThreads();
+  for (int replicas : {1, 2, 3}) {
+    Pretrainer model(config, 9, replicas, replicas);
+    steps.emplace_back();
+    for (size_t k = 0; k + 1 < batches.size(); ++k) {
+      steps.back().push_back(model.Step(batches[k], batch, length, 1e-2, k % 2 == 0 ? &guide : nullptr));
+    }
+    held_out.push_back(model.Loss(batches.back(), batch, length));
+  }
+  CHECK(BlasThreads() == blas_threads);  // the replicas' one-thread products end with them
+  for (size_t r = 1; r < steps.size(); ++r) {
+    for (size_t k = 0; k < steps[0].size(); ++k) {
+      CHECK(steps[r][k].loss == Approx(steps[0][k].loss).epsilon(1e-5));
+      CHECK(steps[r][k].grad_norm == Approx(steps[0][k].grad_norm).epsilon(1e-4));
+      if (k % 2 == 0) {
+        CHECK(steps[r][k].previous_attention == Approx(steps[0][k].previous_attention).epsilon(1e-5));
+        CHECK(steps[r][k].induction_attention == Approx(steps[0][k].induction_attention).epsilon(1e-5));
+      } else {
+        CHECK(std::isnan(steps[r][k].previous_attention));
+      }
+    }
+    // After three updates the copies hold the same weights: the same held-out loss.
+    CHECK(held_out[r] == Approx(held_out[0]).epsilon(1e-5));
+  }
+  CHECK(steps[0].back().loss < steps[0].front().loss);  // and they did learn
+  CHECK_THROWS_AS(Pretrainer(config, 9, 2, 0), ModelError);
+  std::string too_many = kTiny;
+  too_many.replace(too_many.find("heldout_every"), 0, "replicas: 9\n  ");
+  CHECK_THROWS_WITH(Tiny(too_many),
+                    Catch::Contains("tiny.textproto:") && Catch::Contains("replicas 9 exceeds batch 8"));
 }
 
 TEST_CASE("guided attention is refused where it cannot work, at its line", "[pretrain][guided][config]") {

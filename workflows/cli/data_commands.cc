@@ -1,4 +1,4 @@
-// `troupe data qa` and `troupe data reading` (see data_commands.h).
+// `troupe data qa`, `troupe data reading` and `troupe data renamed` (see data_commands.h).
 #include "workflows/cli/data_commands.h"
 
 #include <CLI/CLI.hpp>
@@ -6,6 +6,9 @@
 #include <chrono>
 #include <iostream>
 
+#include "core/rng.h"
+#include "core/text/corpora.h"
+#include "core/text/renamed_prose.h"
 #include "games/qa/factbook_qa.h"
 #include "games/qa/passage_index.h"
 #include "games/qa/reading_documents.h"
@@ -44,6 +47,11 @@ void AddDataCommands(CLI::App& app, DataArgs& args) {
       data->add_subcommand("reading", "print reading documents, as pretraining with pretrain.reading_share reads them");
   reading->add_option("--count", args.count, "documents to print (default 3)")->check(CLI::Range(1, 100000));
   reading->add_option("--seed", args.seed, "their seed (pretraining derives its own from the workflow's)");
+  CLI::App* renamed = data->add_subcommand(
+      "renamed", "print windows of a corpus's prose with recurring words renamed, as pretrain.renamed_share mixes in");
+  renamed->add_option("--corpus", args.corpus, "the corpus (default moby_dick)")->check(CLI::IsMember(CorpusNames()));
+  renamed->add_option("--count", args.count, "windows to print (default 3)")->check(CLI::Range(1, 100000));
+  renamed->add_option("--seed", args.seed, "their seed (pretraining derives its own from the workflow's)");
 }
 
 int RunDataCommand(CLI::App& app, const DataArgs& args) {
@@ -52,6 +60,18 @@ int RunDataCommand(CLI::App& app, const DataArgs& args) {
   if (data->get_subcommands().front()->get_name() == "reading") {
     const auto reading = qa::FactbookReadingDocuments(args.seed, {});
     for (int i = 0; i < args.count; ++i) std::cout << reading(static_cast<uint64_t>(i)) << "\n";
+    return 0;
+  }
+  if (data->get_subcommands().front()->get_name() == "renamed") {
+    const std::vector<Document> documents = ReadCorpus(args.corpus);
+    Rng rng(args.seed);
+    for (int printed = 0, tries = 0; printed < args.count && tries < 100 * args.count; ++tries) {
+      const std::string window =
+          RenamedProse(documents[rng.Below(static_cast<int>(documents.size()))].text, rng.Next());
+      if (window.empty()) continue;
+      std::cout << window << "\n\n";
+      ++printed;
+    }
     return 0;
   }
   qa::FactbookQaOptions options = qa::CachedFactbookQaOptions();

@@ -1,6 +1,7 @@
 // `troupe data qa`: builds the Factbook QA dataset (passages, train and test
 // questions) from the cached sources and reports its counts. `troupe data
-// reading`: prints the reading documents pretraining mixes in.
+// reading` and `troupe data renamed`: print the reading documents and the
+// renamed prose that pretraining mixes in.
 #pragma once
 
 #include <string>
@@ -19,7 +20,8 @@ struct DataArgs {
   int comparisons = 4;
   unsigned long long seed = 1;
   bool index = false;  // also build the search index
-  int count = 3;       // reading documents to print
+  int count = 3;       // reading documents (or renamed prose windows) to print
+  std::string corpus = "moby_dick";  // renamed prose: the corpus its windows come from
 };
 
 void AddDataCommands(CLI::App& app, DataArgs& args);

@@ -71,9 +71,11 @@ constexpr char kDefaults[] = R"pb(
     eval_tokens: 65536
     checkpoint_every: 200
     threads: 2
+    replicas: 1
     max_minutes: 0
     reading_share: 0
     induction_share: 0
+    renamed_share: 0
     guided_attention { steps: 0 weight: 1 previous_layer: 0 induction_layer: 1 head: 0 }
   }
   runtime {

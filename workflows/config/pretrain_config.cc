@@ -57,6 +57,12 @@ CompiledPretrain CompilePretrain(const LoadedWorkflow& w) {
   positive("eval_every", p.eval_every());
   positive("checkpoint_every", p.checkpoint_every());
   positive("threads", p.threads());
+  positive("replicas", p.replicas());
+  if (p.replicas() > p.batch() && p.batch() > 0) {
+    w.Fail({{"pretrain"}, {"replicas"}}, "replicas " + std::to_string(p.replicas()) + " exceeds batch " +
+                                             std::to_string(p.batch()) +
+                                             ": each replica needs a sequence of the batch");
+  }
   if (p.seq_len() > c.model.sizes().max_len) {
     w.Fail({{"pretrain"}, {"seq_len"}}, "seq_len " + std::to_string(p.seq_len()) + " exceeds the model's max_len " +
                                            std::to_string(c.model.sizes().max_len));
@@ -78,8 +84,14 @@ CompiledPretrain CompilePretrain(const LoadedWorkflow& w) {
     w.Fail({{"pretrain"}, {"induction_share"}},
            "induction_share is 0 or more, and with reading_share at most 0.9 (the rest is the corpora)");
   }
+  if (p.renamed_share() < 0 || p.reading_share() + p.induction_share() + p.renamed_share() > 0.9) {
+    w.Fail(
+        {{"pretrain"}, {"renamed_share"}},
+        "renamed_share is 0 or more, and with reading_share and induction_share at most 0.9 (the rest is the corpora)");
+  }
   c.reading_share = p.reading_share();
   c.induction_share = p.induction_share();
+  c.renamed_share = p.renamed_share();
   const config::GuidedAttentionSpec& g = p.guided_attention();
   if (g.steps() < 0) w.Fail({{"pretrain"}, {"guided_attention"}, {"steps"}}, "steps is 0 (off) or more");
   if (g.steps() > 0) {
@@ -118,6 +130,7 @@ CompiledPretrain CompilePretrain(const LoadedWorkflow& w) {
   c.eval_tokens = p.eval_tokens();
   c.checkpoint_every = p.checkpoint_every();
   c.threads = p.threads();
+  c.replicas = p.replicas();
   c.max_minutes = p.max_minutes();
   c.sample_prompts.assign(p.sample_prompt().begin(), p.sample_prompt().end());
   for (int i = 0; i < p.unseen_questions_size(); ++i) {

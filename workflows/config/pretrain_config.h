@@ -33,11 +33,13 @@ struct CompiledPretrain {
   int64_t eval_tokens = 0;
   int checkpoint_every = 0;
   int threads = 0;
+  int replicas = 1;  // copies of the model sharing each batch (threads split among them)
   double max_minutes = 0.0;
   std::vector<std::string> sample_prompts;
   std::vector<std::string> unseen_questions;  // question files whose supporting Factbook pages are left out
   double reading_share = 0.0;                 // of the training tokens, from reading documents
   double induction_share = 0.0;               // of the training tokens, random sequences repeated
+  double renamed_share = 0.0;                 // of the training tokens, corpus prose with invented names
   int guided_attention_steps = 0;             // steps from the start with guided attention (0: off)
   GuidedAttention guided_attention;           // its weight, layers and head (unmatched_token set at the start)
 };

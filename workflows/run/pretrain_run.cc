@@ -26,6 +26,7 @@
 #include "core/rng.h"
 #include "core/text/bpe_trainer.h"
 #include "core/text/corpora.h"
+#include "core/text/renamed_prose.h"
 #include "core/text/tokenizer_folder.h"
 #include "workflows/report/metrics_log.h"
 #include "workflows/report/run_clock.h"
@@ -140,6 +141,40 @@ std::vector<std::vector<int>> RepeatedSequences(const CompiledPretrain& w, const
   return docs;
 }
 
+// Windows of the training documents' prose (a document drawn in proportion to
+// its length) with their recurring words renamed by invented names, until
+// `budget` tokens; a window as long as a training sequence is left out.
+std::vector<std::vector<int>> RenamedProseIds(const CompiledPretrain& w, const std::vector<Document>& train,
+                                              const Tokenizer& tokenizer, int64_t budget) {
+  std::vector<double> cumulative;
+  double total = 0.0;
+  for (const Document& d : train) cumulative.push_back(total += static_cast<double>(d.text.size()));
+  if (total == 0.0) throw Error("pretrain.renamed_share: the corpora have no text to rename");
+  Rng rng(Rng::Mix(w.seed, 47));
+  RenamedProseOptions options;
+  options.window_chars = std::min<size_t>(options.window_chars, 3 * static_cast<size_t>(w.seq_len));
+  std::vector<std::vector<int>> docs;
+  for (int64_t tokens = 0, empty = 0, long_ones = 0; tokens < budget;) {
+    const size_t k =
+        std::min(train.size() - 1,
+                 static_cast<size_t>(std::upper_bound(cumulative.begin(), cumulative.end(), rng.Uniform() * total) -
+                                     cumulative.begin()));
+    const std::string text = RenamedProse(train[k].text, rng.Next(), options);
+    if (text.empty()) {
+      if (++empty > 100000) throw Error("pretrain.renamed_share: the corpora's windows have no recurring words");
+      continue;
+    }
+    std::vector<int> ids = tokenizer.Encode(text, false);
+    if (static_cast<int>(ids.size()) >= w.seq_len) {
+      if (++long_ones > 10000) throw Error("pretrain.renamed_share: the prose windows do not fit seq_len");
+      continue;
+    }
+    tokens += static_cast<int64_t>(ids.size()) + 1;
+    docs.push_back(std::move(ids));
+  }
+  return docs;
+}
+
 Splits TokenizeCorpora(const CompiledPretrain& w, PretrainDocuments docs, const Tokenizer& tokenizer,
                        const std::function<std::string(uint64_t)>& reading_document, std::ostream& out) {
   const auto eot = tokenizer.TokenId("<|endoftext|>");
@@ -148,8 +183,9 @@ Splits TokenizeCorpora(const CompiledPretrain& w, PretrainDocuments docs, const 
   // The training documents in an order fixed by the seed, so every corpus is spread over the run.
   Rng rng(Rng::Mix(w.seed, 31));
   for (size_t i = train.size(); i > 1; --i) std::swap(train[i - 1], train[rng.Below(static_cast<int>(i))]);
-  // With reading documents and repeated sequences, the corpora fill their share of max_tokens and those the rest.
-  const double short_share = w.reading_share + w.induction_share;
+  // With reading documents, repeated sequences and renamed prose, the corpora fill their share of max_tokens and
+  // those the rest.
+  const double short_share = w.reading_share + w.induction_share + w.renamed_share;
   const int64_t corpus_budget =
       w.max_tokens > 0 ? static_cast<int64_t>(std::llround(w.max_tokens * (1.0 - short_share))) : 0;
   Splits s;
@@ -178,13 +214,18 @@ Splits TokenizeCorpora(const CompiledPretrain& w, PretrainDocuments docs, const 
       out << (short_docs.empty() ? "data: " : ", ") << repeated.size() << " repeated random sequences";
       for (auto& r : repeated) short_docs.push_back(std::move(r));
     }
+    if (w.renamed_share > 0) {
+      std::vector<std::vector<int>> renamed = RenamedProseIds(w, train, tokenizer, budget(w.renamed_share));
+      out << (short_docs.empty() ? "data: " : ", ") << renamed.size() << " windows of renamed prose";
+      for (auto& r : renamed) short_docs.push_back(std::move(r));
+    }
     out << " mixed in, each within one training sequence\n";
     Rng mix(Rng::Mix(w.seed, 37));
     for (size_t i = short_docs.size(); i > 1; --i)
       std::swap(short_docs[i - 1], short_docs[mix.Below(static_cast<int>(i))]);
     s.train_documents += short_docs.size();
-    s.corpus_train = s.train;
-    s.train = MixWithinSequences(s.train, short_docs, w.seq_len, *eot);
+    s.corpus_train = std::move(s.train);
+    s.train = MixWithinSequences(s.corpus_train, short_docs, w.seq_len, *eot);
   }
   if (w.max_tokens > 0 && static_cast<int64_t>(s.train.size()) > w.max_tokens) s.train.resize(w.max_tokens);
   for (const Document& d : docs.heldout) {
@@ -393,7 +434,7 @@ class PretrainRun {
     ModelConfig config = w_.model;
     config.vocab_size = tokenizer.vocab_size();
     config.num_roles = 1;
-    Pretrainer model(config, Rng::Mix(w_.seed, 1000), w_.threads);
+    Pretrainer model(config, Rng::Mix(w_.seed, 1000), w_.threads, w_.replicas);
     result_.run_dir = dir_.string();
     result_.parameters = model.parameter_count();
     result_.total_steps = total;

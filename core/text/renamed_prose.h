@@ -1,0 +1,26 @@
+// Prose in which a few recurring words are replaced by invented names, for
+// pretraining: a window of a corpus document (whole sentences) where every
+// occurrence of up to `words` of its recurring words (names first, then the
+// longest) becomes a name no corpus holds, the same name each time. A model
+// can predict the second and later occurrences only by copying the first
+// from its context, in ordinary prose, which is what a reader of a prompt
+// does with a name it has never seen ("Her friend was called Quellin. ...
+// Quellin").
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace troupe {
+
+struct RenamedProseOptions {
+  size_t window_chars = 700;  // about 150 tokens of a learnt 8192-token vocabulary
+  int words = 2;              // recurring words renamed per window
+  int min_length = 4;         // letters in a word that may be renamed
+};
+
+// A window of `text` starting at a sentence that `draw` picks, with its
+// recurring words renamed; "" when the window has no word that recurs.
+std::string RenamedProse(const std::string& text, uint64_t draw, const RenamedProseOptions& options = {});
+
+}  // namespace troupe

@@ -1,0 +1,84 @@
+// Renamed prose (core/text/renamed_prose.h): recurring words become invented
+// names, the same one at every occurrence, in a window of whole sentences.
+#include <catch2/catch.hpp>
+
+#include <cctype>
+#include <string>
+
+#include "core/text/renamed_prose.h"
+
+using namespace troupe;
+
+namespace {
+
+int Occurrences(const std::string& text, const std::string& word) {
+  int n = 0;
+  for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + word.size())) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("renamed prose gives a recurring name one invented name at every occurrence", "[renamed_prose]") {
+  const std::string text = "Call me Ishmael. Some years ago Ishmael went to sea. The sea was calm, and Ishmael slept.";
+  RenamedProseOptions o;
+  o.window_chars = 1000;
+  bool whole = false;
+  for (uint64_t draw = 0; draw < 30; ++draw) {
+    const std::string out = RenamedProse(text, draw, o);
+    // A window from the last sentence holds Ishmael once (and "sea" is too short): nothing recurs.
+    if (out.empty()) continue;
+    CHECK(out.find("Ishmael") == std::string::npos);
+    CHECK(out.find(" went to sea. The sea was calm, and ") != std::string::npos);  // the rest unchanged
+    if (out.rfind("Call me ", 0) == 0) {
+      whole = true;
+      const std::string name = out.substr(8, out.find('.') - 8);
+      CHECK(std::isupper(static_cast<unsigned char>(name[0])));
+      CHECK(out ==
+            "Call me " + name + ". Some years ago " + name + " went to sea. The sea was calm, and " + name + " slept.");
+    }
+  }
+  CHECK(whole);                                                 // some draw starts at the first sentence
+  CHECK(RenamedProse(text, 3, o) == RenamedProse(text, 3, o));  // the draw fixes the text
+}
+
+TEST_CASE("renamed prose keeps a renamed common word in lower case and renames it consistently", "[renamed_prose]") {
+  const std::string text = "The whale rose. Then the whale dived and the whale was gone.";
+  RenamedProseOptions o;
+  o.window_chars = 1000;
+  o.words = 1;
+  const std::string out = RenamedProse(text, 0, o);
+  REQUIRE(!out.empty());
+  CHECK(out.find("whale") == std::string::npos);
+  // The three occurrences became one lower-case name: "the <name> rose ... the <name> dived ... the <name> was".
+  const size_t a = out.find("The ") + 4, end = out.find(' ', a);
+  const std::string name = out.substr(a, end - a);
+  CHECK(std::islower(static_cast<unsigned char>(name[0])));
+  CHECK(Occurrences(out, name) == 3);
+  CHECK(out == "The " + name + " rose. Then the " + name + " dived and the " + name + " was gone.");
+}
+
+TEST_CASE("renamed prose gives nothing when no word recurs, and windows end at a sentence", "[renamed_prose]") {
+  CHECK(RenamedProse("A cat sat on a mat.", 1).empty());
+  CHECK(RenamedProse("", 1).empty());
+  std::string long_text;
+  for (int i = 0; i < 200; ++i) long_text += "Captain Ahab walked the deck at night. ";
+  RenamedProseOptions o;
+  o.window_chars = 300;
+  const std::string out = RenamedProse(long_text, 5, o);
+  REQUIRE(!out.empty());
+  CHECK(Occurrences(out, "at night.") <= 300 / 39);  // whole sentences of 39 characters within the window
+  CHECK(out.back() == '.');
+  CHECK(out.find("Ahab") == std::string::npos);
+  CHECK(out.find("Captain") == std::string::npos);  // two words renamed by default, names first
+  CHECK(out.find("walked the deck") != std::string::npos);
+  // Without a sentence's end in the window, it is cut before a whole UTF-8 character.
+  std::string accents;
+  for (int i = 0; i < 100; ++i) accents += "caf\xc3\xa9 ";
+  o.window_chars = 10;  // "café caf" and the first of é's two bytes: cut before that é
+  o.min_length = 1;
+  const std::string cut = RenamedProse(accents, 0, o);
+  REQUIRE(!cut.empty());  // "caf" recurs
+  CHECK((static_cast<unsigned char>(cut.back()) & 0xC0) != 0xC0);
+  CHECK(cut.find("caf") == std::string::npos);
+}
