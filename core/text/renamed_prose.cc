@@ -6,6 +6,7 @@
 #include <map>
 #include <vector>
 
+#include "core/base/errors.h"
 #include "core/rng.h"
 #include "core/text/invented_names.h"
 
@@ -105,6 +106,26 @@ std::string RenamedProse(const std::string& text, uint64_t draw, const RenamedPr
   }
   out += window.substr(copied);
   return out;
+}
+
+RenamedProseWindows::RenamedProseWindows(const std::vector<Document>& documents, uint64_t seed,
+                                         RenamedProseOptions options)
+    : documents_(documents), rng_(seed), options_(options) {
+  double total = 0.0;
+  for (const Document& d : documents_) cumulative_.push_back(total += static_cast<double>(d.text.size()));
+  if (total == 0.0) throw Error("renamed prose: the documents have no text to rename");
+}
+
+std::string RenamedProseWindows::Next() {
+  for (int empty = 0; empty < 100000; ++empty) {
+    const double at = rng_.Uniform() * cumulative_.back();
+    const size_t k = std::min(
+        documents_.size() - 1,
+        static_cast<size_t>(std::upper_bound(cumulative_.begin(), cumulative_.end(), at) - cumulative_.begin()));
+    std::string text = RenamedProse(documents_[k].text, rng_.Next(), options_);
+    if (!text.empty()) return text;
+  }
+  throw Error("renamed prose: the documents' windows have no recurring words");
 }
 
 }  // namespace troupe

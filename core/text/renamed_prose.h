@@ -10,6 +10,10 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
+
+#include "core/rng.h"
+#include "core/text/corpora.h"
 
 namespace troupe {
 
@@ -22,5 +26,23 @@ struct RenamedProseOptions {
 // A window of `text` starting at a sentence that `draw` picks, with its
 // recurring words renamed; "" when the window has no word that recurs.
 std::string RenamedProse(const std::string& text, uint64_t draw, const RenamedProseOptions& options = {});
+
+// Renamed windows of a set of documents, one after another: each from a
+// document drawn in proportion to its length (so every part of a corpus is
+// as likely as any other), fixed by `seed`. Pretraining's renamed_share and
+// `troupe data renamed` read the same stream.
+class RenamedProseWindows {
+ public:
+  // Error when `documents` hold no text.
+  RenamedProseWindows(const std::vector<Document>& documents, uint64_t seed, RenamedProseOptions options = {});
+  // The next window; Error when many windows in a row had no recurring word.
+  std::string Next();
+
+ private:
+  const std::vector<Document>& documents_;
+  std::vector<double> cumulative_;  // characters up to and including each document
+  Rng rng_;
+  RenamedProseOptions options_;
+};
 
 }  // namespace troupe

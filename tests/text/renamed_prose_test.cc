@@ -5,6 +5,7 @@
 #include <cctype>
 #include <string>
 
+#include "core/base/errors.h"
 #include "core/text/renamed_prose.h"
 
 using namespace troupe;
@@ -81,4 +82,26 @@ TEST_CASE("renamed prose gives nothing when no word recurs, and windows end at a
   REQUIRE(!cut.empty());  // "caf" recurs
   CHECK((static_cast<unsigned char>(cut.back()) & 0xC0) != 0xC0);
   CHECK(cut.find("caf") == std::string::npos);
+}
+
+TEST_CASE("renamed prose windows come from documents in proportion to their length", "[renamed_prose]") {
+  std::string long_text, short_text;
+  for (int i = 0; i < 100; ++i) long_text += "The cat sat by the harbour wall. ";
+  for (int i = 0; i < 10; ++i) short_text += "The dog ran to the harbour gate. ";
+  const std::vector<Document> documents = {{"test", "long", long_text}, {"test", "short", short_text}};
+  RenamedProseWindows windows(documents, 3);
+  int from_long = 0, from_short = 0;
+  for (int i = 0; i < 400; ++i) {
+    const std::string w = windows.Next();
+    from_long += w.find(" cat ") != std::string::npos;
+    from_short += w.find(" dog ") != std::string::npos;
+  }
+  CHECK(from_long + from_short == 400);
+  CHECK(from_short > 400 * 0.04);  // 10 / 110 of the characters: about 36 windows
+  CHECK(from_short < 400 * 0.16);
+  // The same seed gives the same windows; documents without text are refused.
+  RenamedProseWindows a(documents, 9), b(documents, 9);
+  CHECK(a.Next() == b.Next());
+  const std::vector<Document> empty = {{"test", "empty", ""}};
+  CHECK_THROWS_AS(RenamedProseWindows(empty, 1), Error);
 }

@@ -47,6 +47,8 @@ void AddDataCommands(CLI::App& app, DataArgs& args) {
       data->add_subcommand("reading", "print reading documents, as pretraining with pretrain.reading_share reads them");
   reading->add_option("--count", args.count, "documents to print (default 3)")->check(CLI::Range(1, 100000));
   reading->add_option("--seed", args.seed, "their seed (pretraining derives its own from the workflow's)");
+  reading->add_option("--seq-len", args.seq_len, "the training sequence they must fit, in tokens (default 256)")
+      ->check(CLI::Range(32, 1 << 16));
   CLI::App* renamed = data->add_subcommand(
       "renamed", "print windows of a corpus's prose with recurring words renamed, as pretrain.renamed_share mixes in");
   renamed->add_option("--corpus", args.corpus, "the corpus (default moby_dick)")->check(CLI::IsMember(CorpusNames()));
@@ -58,20 +60,14 @@ int RunDataCommand(CLI::App& app, const DataArgs& args) {
   CLI::App* data = app.get_subcommands().front();
   if (data->get_name() != "data") return -1;
   if (data->get_subcommands().front()->get_name() == "reading") {
-    const auto reading = qa::FactbookReadingDocuments(args.seed, {});
+    const auto reading = qa::FactbookReadingDocuments(args.seed, {}, qa::ReadingDocumentChars(args.seq_len));
     for (int i = 0; i < args.count; ++i) std::cout << reading(static_cast<uint64_t>(i)) << "\n";
     return 0;
   }
   if (data->get_subcommands().front()->get_name() == "renamed") {
     const std::vector<Document> documents = ReadCorpus(args.corpus);
-    Rng rng(args.seed);
-    for (int printed = 0, tries = 0; printed < args.count && tries < 100 * args.count; ++tries) {
-      const std::string window =
-          RenamedProse(documents[rng.Below(static_cast<int>(documents.size()))].text, rng.Next());
-      if (window.empty()) continue;
-      std::cout << window << "\n\n";
-      ++printed;
-    }
+    RenamedProseWindows windows(documents, args.seed);
+    for (int i = 0; i < args.count; ++i) std::cout << windows.Next() << "\n\n";
     return 0;
   }
   qa::FactbookQaOptions options = qa::CachedFactbookQaOptions();

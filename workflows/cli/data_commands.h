@@ -21,6 +21,7 @@ struct DataArgs {
   unsigned long long seed = 1;
   bool index = false;  // also build the search index
   int count = 3;       // reading documents (or renamed prose windows) to print
+  int seq_len = 256;   // reading documents: the training sequence they must fit
   std::string corpus = "moby_dick";  // renamed prose: the corpus its windows come from
 };
 
