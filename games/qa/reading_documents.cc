@@ -104,6 +104,22 @@ void ReplaceAll(std::string* s, const std::string& from, const std::string& to) 
     s->replace(at, from.size(), to);
 }
 
+// A passage's field: its title after "Country - ".
+std::string Field(const Passage& p) { return p.title.substr(p.title.find(" - ") + 3); }
+
+// A languages passage whose first language (one word: "Arabic (official), French") is renamed by an invented
+// language ("Quellinese"), so that language questions, too, are answered by reading, not by memory.
+std::string RenameFirstLanguage(const std::string& text, Rng& rng) {
+  static const std::vector<std::string> endings = {"ish", "ian", "ese", "i", "an", "ic"};
+  const std::string first = Span(text, "", ",;0123456789", 1);
+  if (first.empty() || !std::isupper(static_cast<unsigned char>(first[0])) ||
+      !std::all_of(first.begin(), first.end(), [](char c) { return std::isalpha(static_cast<unsigned char>(c)); })) {
+    return text;
+  }
+  return InventedName(rng.Next()) + endings[rng.Below(static_cast<int>(endings.size()))] +
+         text.substr(text.find(first) + first.size());
+}
+
 template <typename T>
 void Shuffle(std::vector<T>* v, Rng& rng) {
   for (size_t i = v->size(); i > 1; --i) std::swap((*v)[i - 1], (*v)[rng.Below(static_cast<int>(i))]);
@@ -123,7 +139,7 @@ ReadingDocuments::ReadingDocuments(const std::vector<Passage>& passages, Reading
     c.name = p.title.substr(0, dash);
     Passage shown = p;
     if (shown.text.size() > kPassageChars) shown.text.resize(kPassageChars);
-    if (p.title.substr(dash + 3) == "Government - Capital") c.capital = Span(shown.text, "name: ", ";", 4);
+    if (Field(p) == "Government - Capital") c.capital = Span(shown.text, "name: ", ";", 4);
     c.passages.push_back(std::move(shown));
   }
   for (auto& [name, c] : by_name) {
@@ -165,43 +181,75 @@ std::string ReadingDocuments::Passages(uint64_t draw) const {
     }
     return s;
   };
-  // Per country: its capital passage and one or two others.
+  // Per country: its capital passage and one or two others, each with the questions it answers.
   struct Asked {
-    std::string country, question, answer;
+    std::string question, answer;
   };
-  std::vector<std::string> shown;
-  std::vector<Asked> askable;
+  struct Shown {
+    std::string line;
+    std::vector<Asked> asks;
+    bool capital = false;
+    size_t country = 0;
+  };
+  std::vector<Shown> shown;
   for (size_t k = 0; k < chosen.size(); ++k) {
     const Country& c = *chosen[k];
     const std::string name = renames[2 * k + 1].second;
     std::vector<const Passage*> picked;
     std::vector<const Passage*> others;
     for (const Passage& p : c.passages) {
-      const std::string field = p.title.substr(p.title.find(" - ") + 3);
-      if (field == "Government - Capital") picked.push_back(&p);
+      if (Field(p) == "Government - Capital") picked.push_back(&p);
       else others.push_back(&p);
     }
     Shuffle(&others, rng);
+    // Passages a question can ask about first: every shown passage then teaches reading.
+    std::stable_partition(others.begin(), others.end(), [](const Passage* p) {
+      return std::any_of(Relations().begin(), Relations().end(),
+                         [&](const Relation& r) { return r.field == Field(*p); });
+    });
     const size_t extra = std::min<size_t>(others.size(), 1 + rng.Below(2));
     picked.insert(picked.end(), others.begin(), others.begin() + extra);
     for (const Passage* p : picked) {
-      const std::string text = renamed(p->text);
-      shown.push_back(renamed(p->title) + ": " + text);
-      const std::string field = p->title.substr(p->title.find(" - ") + 3);
+      const std::string field = Field(*p);
+      std::string text = renamed(p->text);
+      if (field == "People and Society - Languages") text = RenameFirstLanguage(text, rng);
+      Shown s{renamed(p->title) + ": " + text, {}, field == "Government - Capital", k};
       for (const Relation& r : Relations()) {
         if (r.field != field) continue;
         const std::string answer = r.answer(text);
         if (answer.empty()) continue;
         std::string question = r.questions[rng.Below(static_cast<int>(r.questions.size()))];
         ReplaceAll(&question, "{c}", name);
-        askable.push_back({name, question, answer});
+        s.asks.push_back({question, answer});
       }
+      shown.push_back(std::move(s));
     }
   }
+  // Within max_chars: other passages leave first, then whole countries (the last chosen), never the first.
+  auto chars = [&] {
+    size_t n = 0;
+    for (const Shown& s : shown) n += s.line.size() + 1;
+    return n;
+  };
+  while (options_.max_chars > 0 && chars() > options_.max_chars) {
+    std::vector<size_t> others;
+    for (size_t i = 0; i < shown.size(); ++i)
+      if (!shown[i].capital) others.push_back(i);
+    if (!others.empty()) {
+      shown.erase(shown.begin() + static_cast<std::ptrdiff_t>(others[rng.Below(static_cast<int>(others.size()))]));
+      continue;
+    }
+    const size_t last = shown.back().country;
+    if (last == 0) break;
+    shown.erase(std::remove_if(shown.begin(), shown.end(), [&](const Shown& s) { return s.country == last; }),
+                shown.end());
+  }
+  std::vector<Asked> askable;
+  for (const Shown& s : shown) askable.insert(askable.end(), s.asks.begin(), s.asks.end());
   Shuffle(&shown, rng);
   Shuffle(&askable, rng);
   std::string doc = rng.Below(2) == 0 ? "Passages:\n" : "";
-  for (const std::string& s : shown) doc += s + "\n";
+  for (const Shown& s : shown) doc += s.line + "\n";
   doc += "\n";
   const size_t asked = std::min<size_t>(askable.size(), static_cast<size_t>(options_.questions_per_document));
   for (size_t q = 0; q < asked; ++q)
@@ -223,9 +271,11 @@ std::string ReadingDocuments::Lists(uint64_t draw) const {
   return std::string(head[0]) + list + "\n" + head[1] + list + "\n";
 }
 
-std::function<std::string(uint64_t)> FactbookReadingDocuments(uint64_t seed, std::set<std::string> left_out_pages) {
+std::function<std::string(uint64_t)> FactbookReadingDocuments(uint64_t seed, std::set<std::string> left_out_pages,
+                                                              size_t max_chars) {
   ReadingDocumentOptions options;
   options.seed = seed;
+  options.max_chars = max_chars;
   options.left_out_pages = std::move(left_out_pages);
   auto reading =
       std::make_shared<const ReadingDocuments>(ReadPassages(EnsureDefaultQaData() + "/passages.jsonl"), options);

@@ -2,10 +2,10 @@
 // its context and copy a span only if its data rewards that, and text from
 // the corpora rarely does (what a page says is mostly what the model has seen
 // before). Each document here takes a few countries' Factbook passages,
-// renames every country and its capital with invented names (so no memory
-// holds the answers), shows the passages as the retriever does ("Title:
-// text"), then asks questions whose answers are spans of them, in varied
-// wording. Some documents instead repeat a list of invented names, the plain
+// renames every country, its capital and its first language with invented
+// names (so no memory holds the answers), shows the passages as the
+// retriever does ("Title: text"), then asks questions whose answers are
+// spans of them, in varied wording. Some documents instead repeat a list of invented names, the plain
 // copying an induction head learns from.
 #pragma once
 
@@ -23,8 +23,11 @@ namespace troupe::qa {
 struct ReadingDocumentOptions {
   uint64_t seed = 1;
   int countries_per_document = 3;  // one or more asked about, the others distractors
-  int questions_per_document = 2;
+  int questions_per_document = 3;
   double list_share = 0.2;  // share of documents that are repeated name lists instead
+  // A passage document's characters at most (0: no limit): other passages, then countries, leave until it fits,
+  // so that a document fits a training sequence (2-3 characters a token for names and figures).
+  size_t max_chars = 0;
   // Factbook pages (GEC codes, as UnseenFactbookPages gives them) whose passages are never used.
   std::set<std::string> left_out_pages;
 };
@@ -49,8 +52,13 @@ class ReadingDocuments {
   ReadingDocumentOptions options_;
 };
 
+// The characters a passage document may have to fit a training sequence of
+// `seq_len` tokens (invented names and figures take 2-3 characters a token).
+inline size_t ReadingDocumentChars(int seq_len) { return 2 * static_cast<size_t>(seq_len); }
+
 // Reading documents from the default Factbook QA passages (built first when
-// missing), never from `left_out_pages`; `seed` fixes them.
-std::function<std::string(uint64_t)> FactbookReadingDocuments(uint64_t seed, std::set<std::string> left_out_pages);
+// missing), never from `left_out_pages`, of `max_chars` at most (0: no limit); `seed` fixes them.
+std::function<std::string(uint64_t)> FactbookReadingDocuments(uint64_t seed, std::set<std::string> left_out_pages,
+                                                              size_t max_chars = 0);
 
 }  // namespace troupe::qa

@@ -205,6 +205,49 @@ TEST_CASE("reading documents rename their countries and ask what their passages 
   CHECK(list.substr(newline + 1).find(first) != std::string::npos);
 }
 
+TEST_CASE("reading documents fit their character budget and ask about invented languages", "[qa][reading]") {
+  const FactbookQa& data = EuropeSlice();
+  std::set<std::string> real_languages;
+  for (const auto& p : data.passages) {
+    if (p.title.find(" - People and Society - Languages") == std::string::npos) continue;
+    real_languages.insert(p.text.substr(0, p.text.find_first_of(" ,;(")));
+  }
+  REQUIRE(real_languages.count("German") == 1);
+  ReadingDocumentOptions options;
+  options.list_share = 0.0;
+  options.max_chars = ReadingDocumentChars(512);
+  const ReadingDocuments reading(data.passages, options);
+  int language_questions = 0, two_countries = 0;
+  for (uint64_t i = 0; i < 300; ++i) {
+    const std::string doc = reading.Document(i);
+    INFO(doc);
+    std::string passages = doc.substr(0, doc.find("\nQuestion: "));
+    if (passages.rfind("Passages:\n", 0) == 0) passages.erase(0, 10);  // the heading is not the passages'
+
+    // Within the budget (a capital passage alone may not be cut), and still a choice between countries.
+    CHECK(passages.size() <= options.max_chars);
+    std::set<std::string> countries;
+    for (size_t line = 0; line < passages.size(); line = passages.find('\n', line) + 1) {
+      const size_t dash = passages.find(" - ", line);
+      if (dash != std::string::npos && dash < passages.find('\n', line))
+        countries.insert(passages.substr(line, dash - line));
+      if (passages.find('\n', line) == std::string::npos) break;
+    }
+    two_countries += countries.size() >= 2;
+    for (size_t at = doc.find("Question: "); at != std::string::npos; at = doc.find("Question: ", at + 1)) {
+      const std::string question = doc.substr(at, doc.find('\n', at) - at);
+      if (question.find("language") == std::string::npos) continue;
+      const size_t answer_at = doc.find("\nAnswer: ", at) + 9;
+      const std::string answer = doc.substr(answer_at, doc.find('\n', answer_at) - answer_at);
+      CHECK(real_languages.count(answer) == 0);
+      CHECK(passages.find(answer) != std::string::npos);
+      ++language_questions;
+    }
+  }
+  CHECK(two_countries >= 250);
+  CHECK(language_questions >= 10);
+}
+
 TEST_CASE("hand-worded test questions keep their records and differ from the generator's wording", "[qa]") {
   const std::vector<QaRecord> test = ReadQuestions(EnsureDefaultQaData() + "/test.jsonl");
   const std::vector<QaRecord> reworded = ReadQuestions(FactbookQuestionsFile("factbook_qa:reworded"));

@@ -19,6 +19,7 @@
 #include "core/models/model_pool.h"
 #include "core/models/pretrainer.h"
 #include "core/rng.h"
+#include "core/text/invented_names.h"
 #include "games/qa/factbook_qa.h"
 #include "tests/test_paths.h"
 #include "tests/test_support.h"
@@ -286,6 +287,52 @@ TEST_CASE("repeated random sequences and renamed prose take their shares of the 
              Catch::Contains("repeated random sequences, ") && Catch::Contains("windows of renamed prose mixed in"));
   // The tiny model's 64 positions cannot hold the probes' prompts: the summary says so.
   CHECK_THAT(testing::ReadFile(o.out_dir + "/summary.json"), Catch::Contains("not_run"));
+}
+
+TEST_CASE("reading documents take their share of a run, and a run whose documents do not fit is refused",
+          "[pretrain][reading]") {
+  std::string text = kTiny;
+  text.replace(text.find("heldout_every"), 0, "reading_share: 0.3\n  ");
+  text.replace(text.find("epochs: 3"), 9, "epochs: 1");
+  PretrainOptions o;
+  o.out_dir = Temp("reading");
+  o.progress = false;
+  // Every fifth document is longer than a training sequence of 32 tokens: those are left out and counted.
+  o.reading_document = [](uint64_t i) {
+    return i % 5 == 4 ? std::string(400, 'x') : "Question: who is " + InventedName(i) + "?\nAnswer: " + InventedName(i);
+  };
+  std::ostringstream log;
+  const PretrainResult r = Pretrain(Tiny(text), o, log);
+  INFO(log.str());
+  CHECK(r.finished);
+  CHECK_THAT(log.str(),
+             Catch::Contains(" reading documents (") && Catch::Contains(" longer than seq_len left out) mixed in"));
+  // When most do not fit, the run stops before training rather than keep only the few short ones.
+  o.out_dir = Temp("reading-too-long");
+  o.reading_document = [](uint64_t i) { return i % 5 == 4 ? "short" : std::string(400, 'x'); };
+  std::ostringstream refused;
+  CHECK_THROWS_WITH(
+      Pretrain(Tiny(text), o, refused),
+      Catch::Contains("pretrain.reading_share: most of its documents") && Catch::Contains("longer than seq_len 32"));
+  CHECK_FALSE(fs::exists(o.out_dir + "/checkpoints"));
+}
+
+TEST_CASE("a pretraining run stopped at its time limit still ends with its model and report", "[pretrain]") {
+  std::string text = kTiny;
+  text.replace(text.find("heldout_every"), 0, "max_minutes: 0.0005\n  ");  // 30 ms: a few of its ~280 steps
+  PretrainOptions o;
+  o.out_dir = Temp("time-limit");
+  o.progress = false;
+  std::ostringstream log;
+  const PretrainResult r = Pretrain(Tiny(text), o, log);
+  INFO(log.str());
+  CHECK_THAT(log.str(), Catch::Contains("stopping at the time limit"));
+  CHECK(r.steps < r.total_steps);
+  CHECK(r.finished);
+  CHECK(fs::exists(fs::path(r.model_dir) / "model.safetensors"));
+  const nlohmann::json summary = nlohmann::json::parse(testing::ReadFile(o.out_dir + "/summary.json"));
+  CHECK(summary["steps"].get<int>() == r.steps);
+  CHECK(std::isfinite(summary["heldout_perplexity"].get<double>()));
 }
 
 TEST_CASE("guided attention's targets are the previous position and the place after the last match",

@@ -255,8 +255,9 @@ int Pretrain(const Args& a) {
   o.stop = &g_stop_training;
   if (!w.unseen_questions.empty()) o.unseen_factbook_pages = troupe::qa::UnseenFactbookPages(w.unseen_questions);
   if (w.reading_share > 0) {
-    o.reading_document = troupe::qa::FactbookReadingDocuments(
-        troupe::Rng::Mix(w.seed, 0x5245), o.unseen_factbook_pages.value_or(std::set<std::string>{}));
+    o.reading_document = troupe::qa::FactbookReadingDocuments(troupe::Rng::Mix(w.seed, 0x5245),
+                                                              o.unseen_factbook_pages.value_or(std::set<std::string>{}),
+                                                              troupe::qa::ReadingDocumentChars(w.seq_len));
   }
   StopOnSignals();
   std::cout << "run folder: " << o.out_dir << "\n";

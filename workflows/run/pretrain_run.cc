@@ -101,15 +101,26 @@ std::vector<int> MixWithinSequences(const std::vector<int>& corpus, const std::v
 
 namespace {
 
-// The reading documents' token ids, document after document, until `budget`
-// tokens; a document longer than a training sequence is left out (its
-// questions would be cut off from its passages).
-std::vector<std::vector<int>> ReadingDocumentIds(const std::function<std::string(uint64_t)>& document,
-                                                 const Tokenizer& tokenizer, int64_t budget, int seq_len) {
+// Short documents' token ids from `next`, one after another, until `budget`
+// tokens (each counted with its separator). One as long as a training
+// sequence is left out (a question would be cut off from its passages, a
+// name's later occurrences from its first) and counted in `left_out`; when
+// most are, the run is refused, as its share would silently be made of the
+// few short ones.
+std::vector<std::vector<int>> ShortDocuments(const std::function<std::vector<int>()>& next, int64_t budget, int seq_len,
+                                             const std::string& share, int64_t* left_out) {
   std::vector<std::vector<int>> docs;
-  for (int64_t tokens = 0, i = 0; tokens < budget; ++i) {
-    std::vector<int> ids = tokenizer.Encode(document(static_cast<uint64_t>(i)), false);
-    if (static_cast<int>(ids.size()) >= seq_len) continue;
+  *left_out = 0;
+  for (int64_t tokens = 0; tokens < budget;) {
+    std::vector<int> ids = next();
+    if (static_cast<int>(ids.size()) >= seq_len) {
+      if (++*left_out > 100 && *left_out > static_cast<int64_t>(docs.size())) {
+        throw Error("pretrain." + share + ": most of its documents (" + std::to_string(*left_out) + " of " +
+                    std::to_string(*left_out + static_cast<int64_t>(docs.size())) + ") are longer than seq_len " +
+                    std::to_string(seq_len) + " tokens; raise seq_len or the vocabulary size");
+      }
+      continue;
+    }
     tokens += static_cast<int64_t>(ids.size()) + 1;
     docs.push_back(std::move(ids));
   }
@@ -141,40 +152,6 @@ std::vector<std::vector<int>> RepeatedSequences(const CompiledPretrain& w, const
   return docs;
 }
 
-// Windows of the training documents' prose (a document drawn in proportion to
-// its length) with their recurring words renamed by invented names, until
-// `budget` tokens; a window as long as a training sequence is left out.
-std::vector<std::vector<int>> RenamedProseIds(const CompiledPretrain& w, const std::vector<Document>& train,
-                                              const Tokenizer& tokenizer, int64_t budget) {
-  std::vector<double> cumulative;
-  double total = 0.0;
-  for (const Document& d : train) cumulative.push_back(total += static_cast<double>(d.text.size()));
-  if (total == 0.0) throw Error("pretrain.renamed_share: the corpora have no text to rename");
-  Rng rng(Rng::Mix(w.seed, 47));
-  RenamedProseOptions options;
-  options.window_chars = std::min<size_t>(options.window_chars, 3 * static_cast<size_t>(w.seq_len));
-  std::vector<std::vector<int>> docs;
-  for (int64_t tokens = 0, empty = 0, long_ones = 0; tokens < budget;) {
-    const size_t k =
-        std::min(train.size() - 1,
-                 static_cast<size_t>(std::upper_bound(cumulative.begin(), cumulative.end(), rng.Uniform() * total) -
-                                     cumulative.begin()));
-    const std::string text = RenamedProse(train[k].text, rng.Next(), options);
-    if (text.empty()) {
-      if (++empty > 100000) throw Error("pretrain.renamed_share: the corpora's windows have no recurring words");
-      continue;
-    }
-    std::vector<int> ids = tokenizer.Encode(text, false);
-    if (static_cast<int>(ids.size()) >= w.seq_len) {
-      if (++long_ones > 10000) throw Error("pretrain.renamed_share: the prose windows do not fit seq_len");
-      continue;
-    }
-    tokens += static_cast<int64_t>(ids.size()) + 1;
-    docs.push_back(std::move(ids));
-  }
-  return docs;
-}
-
 Splits TokenizeCorpora(const CompiledPretrain& w, PretrainDocuments docs, const Tokenizer& tokenizer,
                        const std::function<std::string(uint64_t)>& reading_document, std::ostream& out) {
   const auto eot = tokenizer.TokenId("<|endoftext|>");
@@ -189,10 +166,11 @@ Splits TokenizeCorpora(const CompiledPretrain& w, PretrainDocuments docs, const 
   const int64_t corpus_budget =
       w.max_tokens > 0 ? static_cast<int64_t>(std::llround(w.max_tokens * (1.0 - short_share))) : 0;
   Splits s;
-  int64_t corpus_tokens = 0;
+  int64_t corpus_tokens = 0, corpus_chars = 0;
   for (const Document& d : train) {
     if (corpus_budget > 0 && corpus_tokens >= corpus_budget) break;
     const std::vector<int> ids = tokenizer.Encode(d.text, false);
+    corpus_chars += static_cast<int64_t>(d.text.size());
     s.train.insert(s.train.end(), ids.begin(), ids.end());
     s.train.push_back(*eot);
     corpus_tokens += static_cast<int64_t>(ids.size()) + 1;
@@ -205,9 +183,13 @@ Splits TokenizeCorpora(const CompiledPretrain& w, PretrainDocuments docs, const 
                                                    : corpus_tokens * share / (1.0 - short_share));
     };
     std::vector<std::vector<int>> short_docs;
+    int64_t left_out = 0;
     if (w.reading_share > 0) {
-      short_docs = ReadingDocumentIds(reading_document, tokenizer, budget(w.reading_share), w.seq_len);
+      uint64_t i = 0;
+      short_docs = ShortDocuments([&] { return tokenizer.Encode(reading_document(i++), false); },
+                                  budget(w.reading_share), w.seq_len, "reading_share", &left_out);
       out << "data: " << short_docs.size() << " reading documents";
+      if (left_out > 0) out << " (" << left_out << " longer than seq_len left out)";
     }
     if (w.induction_share > 0) {
       std::vector<std::vector<int>> repeated = RepeatedSequences(w, tokenizer, budget(w.induction_share));
@@ -215,8 +197,17 @@ Splits TokenizeCorpora(const CompiledPretrain& w, PretrainDocuments docs, const 
       for (auto& r : repeated) short_docs.push_back(std::move(r));
     }
     if (w.renamed_share > 0) {
-      std::vector<std::vector<int>> renamed = RenamedProseIds(w, train, tokenizer, budget(w.renamed_share));
+      // Windows of at most 700 characters and 60% of a sequence, by the corpora's characters per token.
+      RenamedProseOptions options;
+      const double chars_per_token = double(corpus_chars) / double(std::max<int64_t>(1, corpus_tokens));
+      options.window_chars =
+          std::min<size_t>(options.window_chars, static_cast<size_t>(0.6 * w.seq_len * chars_per_token));
+      RenamedProseWindows windows(train, Rng::Mix(w.seed, 47), options);
+      std::vector<std::vector<int>> renamed =
+          ShortDocuments([&] { return tokenizer.Encode(windows.Next(), false); }, budget(w.renamed_share), w.seq_len,
+                         "renamed_share", &left_out);
       out << (short_docs.empty() ? "data: " : ", ") << renamed.size() << " windows of renamed prose";
+      if (left_out > 0) out << " (" << left_out << " longer than seq_len left out)";
       for (auto& r : renamed) short_docs.push_back(std::move(r));
     }
     out << " mixed in, each within one training sequence\n";
@@ -279,16 +270,17 @@ double LearningRate(const CompiledPretrain& w, int step, int total) {
   return floor + (peak - floor) * 0.5 * (1.0 + std::cos(M_PI * std::min(1.0, progress)));
 }
 
-// Mean held-out loss over the first `limit` tokens' chunks (0: all), in batches.
+// Mean held-out loss over `limit` tokens' chunks spread over the held-out text (0: all), in batches.
 double HeldOutLoss(Pretrainer& model, const std::vector<int>& ids, int length, int batch, int64_t limit) {
-  int64_t chunks = Chunks(ids, length);
-  if (limit > 0) chunks = std::min<int64_t>(chunks, std::max<int64_t>(1, limit / length));
+  const int64_t all = Chunks(ids, length);
+  const int64_t chunks = limit > 0 ? std::min<int64_t>(all, std::max<int64_t>(1, limit / length)) : all;
   double sum = 0.0;
   int64_t counted = 0;
   for (int64_t c = 0; c < chunks; c += batch) {
     const int n = static_cast<int>(std::min<int64_t>(batch, chunks - c));
     std::vector<int> tokens;
-    for (int i = 0; i < n; ++i) AppendChunk(ids, c + i, length, &tokens);
+    // Evenly spaced over the held-out text, so a limited evaluation samples every corpus, not the first one.
+    for (int i = 0; i < n; ++i) AppendChunk(ids, (c + i) * all / chunks, length, &tokens);
     sum += model.Loss(tokens, n, length) * n;
     counted += n;
   }
@@ -467,7 +459,9 @@ class PretrainRun {
     const RunLoopEnd end = loop.Run();
     result_.steps = end.iterations;
     result_.seconds = end.seconds;
-    if (end.interrupted || end.time_limit) return result_;
+    // At the time limit the model is written and measured as it stands (a shorter run, not a broken one);
+    // an interrupted run is continued with --resume instead.
+    if (end.interrupted) return result_;
     Finish(model, tokenizer, data);
     return result_;
   }
@@ -542,6 +536,7 @@ class PretrainRun {
     result_.finished = true;
     const nlohmann::json summary = {{"parameters", result_.parameters},
                                     {"steps", result_.steps},
+                                    {"total_steps", result_.total_steps},  // more than steps: stopped at max_minutes
                                     {"seconds", result_.seconds},
                                     {"train_tokens", result_.train_tokens},
                                     {"tokens_seen", double(result_.steps) * w_.batch * w_.seq_len},
@@ -551,7 +546,9 @@ class PretrainRun {
                                     {"bigram_perplexity", result_.bigram_perplexity},
                                     {"probes", probes},
                                     {"samples", continuations}};
-    WriteFileAtomically((dir_ / "summary.json").string(), summary.dump(2) + "\n");
+    // A continuation may end inside a character (40 byte-level tokens): such bytes are written as U+FFFD.
+    WriteFileAtomically((dir_ / "summary.json").string(),
+                        summary.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     out_ << std::fixed << std::setprecision(1) << "held-out perplexity " << result_.heldout_perplexity << " (unigram "
          << result_.unigram_perplexity << ", bigram " << result_.bigram_perplexity << ") after " << result_.steps
          << " steps in " << FormatDuration(result_.seconds) << "\nreading probes: " << probe_line
