@@ -105,6 +105,20 @@ std::string RenamedProse(const std::string& text, uint64_t draw, const RenamedPr
     copied = w.at + w.length;
   }
   out += window.substr(copied);
+  if (o.echo > 0.0 && rng.Uniform() < o.echo) {
+    // A sentence with a renamed word, at most a third of the window (so the echo keeps the window short).
+    std::vector<std::string> echoes;
+    const std::vector<size_t> out_starts = SentenceStarts(out);
+    for (size_t s = 0; s < out_starts.size(); ++s) {
+      const size_t end = s + 1 < out_starts.size() ? out_starts[s + 1] : out.size();
+      std::string sentence = out.substr(out_starts[s], end - out_starts[s]);
+      while (!sentence.empty() && std::isspace(static_cast<unsigned char>(sentence.back()))) sentence.pop_back();
+      const bool named = std::any_of(renames.begin(), renames.end(),
+                                     [&](const auto& r) { return sentence.find(r.second) != std::string::npos; });
+      if (named && sentence.size() >= 20 && sentence.size() <= out.size() / 3) echoes.push_back(std::move(sentence));
+    }
+    if (!echoes.empty()) out += "\n\n" + echoes[rng.Below(static_cast<int>(echoes.size()))];
+  }
   return out;
 }
 

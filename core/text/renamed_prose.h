@@ -21,10 +21,15 @@ struct RenamedProseOptions {
   size_t window_chars = 700;  // about 150 tokens of a learnt 8192-token vocabulary
   int words = 2;              // recurring words renamed per window
   int min_length = 4;         // letters in a word that may be renamed
+  // Chance that a window is followed, after a blank line, by one of its
+  // sentences that holds a renamed word, said again: copying a span of prose
+  // (names and all) once its start has matched, the plainest lesson in reading.
+  double echo = 0.0;
 };
 
 // A window of `text` starting at a sentence that `draw` picks, with its
-// recurring words renamed; "" when the window has no word that recurs.
+// recurring words renamed (and, with options.echo, perhaps one of its
+// sentences said again); "" when the window has no word that recurs.
 std::string RenamedProse(const std::string& text, uint64_t draw, const RenamedProseOptions& options = {});
 
 // Renamed windows of a set of documents, one after another: each from a

@@ -105,3 +105,30 @@ TEST_CASE("renamed prose windows come from documents in proportion to their leng
   const std::vector<Document> empty = {{"test", "empty", ""}};
   CHECK_THROWS_AS(RenamedProseWindows(empty, 1), Error);
 }
+
+TEST_CASE("an echoed window ends with one of its sentences that holds a renamed word, said again", "[renamed_prose]") {
+  const std::string text =
+      "Captain Ahab stood on the deck. The crew watched the sea in silence. Later Ahab went below to rest. "
+      "Nobody spoke of the storm again.";
+  RenamedProseOptions o;
+  o.window_chars = 1000;
+  o.words = 1;
+  o.echo = 1.0;
+  int echoed = 0;
+  for (uint64_t draw = 0; draw < 20; ++draw) {
+    const std::string out = RenamedProse(text, draw, o);
+    if (out.empty()) continue;
+    INFO(out);
+    const size_t blank = out.find("\n\n");
+    REQUIRE(blank != std::string::npos);
+    const std::string window = out.substr(0, blank), echo = out.substr(blank + 2);
+    CHECK(window.find(echo) != std::string::npos);                            // a sentence of the window, whole
+    CHECK(echo.find("Ahab") == std::string::npos);                            // renamed in the echo as in the window
+    CHECK((echo.rfind("Captain ", 0) == 0 || echo.rfind("Later ", 0) == 0));  // one holding the renamed word
+    ++echoed;
+  }
+  CHECK(echoed > 0);
+  // Without echo the same draw gives the window alone.
+  o.echo = 0.0;
+  for (uint64_t draw = 0; draw < 20; ++draw) CHECK(RenamedProse(text, draw, o).find("\n\n") == std::string::npos);
+}

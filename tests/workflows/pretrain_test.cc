@@ -198,6 +198,9 @@ TEST_CASE("a pretraining workflow is checked whole, with errors at their line", 
   renamed.replace(renamed.find("heldout_every"), 0, "induction_share: 0.5\n  renamed_share: 0.5\n  ");
   CHECK_THROWS_WITH(Tiny(renamed),
                     Catch::Contains("tiny.textproto:11:3") && Catch::Contains("renamed_share is 0 or more"));
+  std::string echo = kTiny;
+  echo.replace(echo.find("heldout_every"), 0, "renamed_share: 0.3\n  renamed_echo: 1.5\n  ");
+  CHECK_THROWS_WITH(Tiny(echo), Catch::Contains("tiny.textproto:11:3") && Catch::Contains("renamed_echo is a share"));
   // A game workflow is not pretrained, and a pretraining one is not trained with `troupe train`.
   CHECK_THROWS_WITH(CompileWorkflow(ParseWorkflowText(kTiny, "tiny.textproto")),
                     Catch::Contains("troupe pretrain"));
@@ -273,7 +276,7 @@ TEST_CASE("reading documents are mixed into the corpus stream, each inside one t
 TEST_CASE("repeated random sequences and renamed prose take their shares of the pretraining tokens",
           "[pretrain][reading]") {
   std::string text = kTiny;
-  text.replace(text.find("heldout_every"), 0, "induction_share: 0.3\n  renamed_share: 0.2\n  ");
+  text.replace(text.find("heldout_every"), 0, "induction_share: 0.3\n  renamed_share: 0.2\n  renamed_echo: 0.5\n  ");
   text.replace(text.find("seq_len: 32"), 11, "seq_len: 64");
   PretrainOptions o;
   o.out_dir = Temp("induction");

@@ -54,6 +54,10 @@ void AddDataCommands(CLI::App& app, DataArgs& args) {
   renamed->add_option("--corpus", args.corpus, "the corpus (default moby_dick)")->check(CLI::IsMember(CorpusNames()));
   renamed->add_option("--count", args.count, "windows to print (default 3)")->check(CLI::Range(1, 100000));
   renamed->add_option("--seed", args.seed, "their seed (pretraining derives its own from the workflow's)");
+  renamed
+      ->add_option("--echo", args.echo,
+                   "share of windows followed by one of their sentences again, as pretrain.renamed_echo (default 0)")
+      ->check(CLI::Range(0.0, 1.0));
 }
 
 int RunDataCommand(CLI::App& app, const DataArgs& args) {
@@ -66,7 +70,9 @@ int RunDataCommand(CLI::App& app, const DataArgs& args) {
   }
   if (data->get_subcommands().front()->get_name() == "renamed") {
     const std::vector<Document> documents = ReadCorpus(args.corpus);
-    RenamedProseWindows windows(documents, args.seed);
+    RenamedProseOptions options;
+    options.echo = args.echo;
+    RenamedProseWindows windows(documents, args.seed, options);
     for (int i = 0; i < args.count; ++i) std::cout << windows.Next() << "\n\n";
     return 0;
   }

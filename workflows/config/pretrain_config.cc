@@ -92,6 +92,10 @@ CompiledPretrain CompilePretrain(const LoadedWorkflow& w) {
   c.reading_share = p.reading_share();
   c.induction_share = p.induction_share();
   c.renamed_share = p.renamed_share();
+  if (p.renamed_echo() < 0 || p.renamed_echo() > 1) {
+    w.Fail({{"pretrain"}, {"renamed_echo"}}, "renamed_echo is a share of the renamed windows, between 0 and 1");
+  }
+  c.renamed_echo = p.renamed_echo();
   const config::GuidedAttentionSpec& g = p.guided_attention();
   if (g.steps() < 0) w.Fail({{"pretrain"}, {"guided_attention"}, {"steps"}}, "steps is 0 (off) or more");
   if (g.steps() > 0) {

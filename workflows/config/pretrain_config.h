@@ -40,6 +40,7 @@ struct CompiledPretrain {
   double reading_share = 0.0;                 // of the training tokens, from reading documents
   double induction_share = 0.0;               // of the training tokens, random sequences repeated
   double renamed_share = 0.0;                 // of the training tokens, corpus prose with invented names
+  double renamed_echo = 0.0;                  // of those windows, followed by one of their sentences again
   int guided_attention_steps = 0;             // steps from the start with guided attention (0: off)
   GuidedAttention guided_attention;           // its weight, layers and head (unmatched_token set at the start)
 };

@@ -197,11 +197,13 @@ Splits TokenizeCorpora(const CompiledPretrain& w, PretrainDocuments docs, const 
       for (auto& r : repeated) short_docs.push_back(std::move(r));
     }
     if (w.renamed_share > 0) {
-      // Windows of at most 700 characters and 60% of a sequence, by the corpora's characters per token.
+      // Windows of at most 700 characters and 60% of a sequence (45% when an echo may add a third), by the
+      // corpora's characters per token.
       RenamedProseOptions options;
+      options.echo = w.renamed_echo;
       const double chars_per_token = double(corpus_chars) / double(std::max<int64_t>(1, corpus_tokens));
-      options.window_chars =
-          std::min<size_t>(options.window_chars, static_cast<size_t>(0.6 * w.seq_len * chars_per_token));
+      options.window_chars = std::min<size_t>(
+          options.window_chars, static_cast<size_t>((w.renamed_echo > 0 ? 0.45 : 0.6) * w.seq_len * chars_per_token));
       RenamedProseWindows windows(train, Rng::Mix(w.seed, 47), options);
       std::vector<std::vector<int>> renamed =
           ShortDocuments([&] { return tokenizer.Encode(windows.Next(), false); }, budget(w.renamed_share), w.seq_len,
