@@ -1,10 +1,12 @@
 // The reading probes tell a model that reads its context from one that does
 // not: a model that copies by construction (it predicts what followed the
 // last occurrence of its current token, the rule an induction head learns)
-// passes induction and copy, a bigram model of real text passes none, and
+// passes induction and copy (and gains from the evidence), a bigram model of
+// real text passes none and gains nothing, and
 // `troupe lm probe` reports the three scores of a real model folder.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <functional>
 #include <map>
 #include <set>
@@ -114,6 +116,9 @@ TEST_CASE("a model that copies by construction passes the induction and copy pro
   CHECK(probes.at("copy").count == 60);
   for (const std::string& e : probes.at("copy").examples) UNSCOPED_INFO(e);
   CHECK(probes.at("copy").score >= 0.9);
+  // Reading is what made it right: without the evidence the copier's answer scores -20 a token, not 0.
+  CHECK(probes.at("induction").evidence_gain >= 19.0);
+  CHECK(probes.at("copy").evidence_gain >= 15.0);
   // Copying the token after "Answer:" is not reading: the passages never say "Answer:".
   CHECK(probes.at("needle").count == 60);
   CHECK(probes.at("needle").score <= 0.1);
@@ -136,6 +141,8 @@ TEST_CASE("a bigram model of real text fails every reading probe", "[probe]") {
     INFO(p.name << " " << p.score);
     CHECK(p.score <= 0.05);
     CHECK(p.count > 0);
+    // Blind to all but the last token, it gains nothing from what the prompt says earlier.
+    CHECK(std::abs(p.evidence_gain) < 1e-9);
   }
 }
 
@@ -173,8 +180,10 @@ TEST_CASE("troupe lm probe reports the three scores of a model folder", "[probe]
     CHECK(j[probe]["score"].get<double>() >= 0.0);
     CHECK(j[probe]["score"].get<double>() <= 1.0);
     CHECK(j[probe]["count"].get<int>() > 0);
+    CHECK(std::isfinite(j[probe]["evidence_gain"].get<double>()));
   }
   const auto table =
       testing::RunCommand(testing::TroupeBinary() + " lm probe --model " + dir + "/runs/base_model/model");
-  CHECK_THAT(table.output, Catch::Contains("induction") && Catch::Contains("needle"));
+  CHECK_THAT(table.output,
+             Catch::Contains("induction") && Catch::Contains("needle") && Catch::Contains("evidence gain"));
 }

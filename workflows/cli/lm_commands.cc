@@ -73,17 +73,24 @@ int Probe(const TextArgs& a) {
   const std::vector<ProbeScore> probes = ProbeReading(*model, tokenizer);
   if (a.json) {
     nlohmann::json j = nlohmann::json::object();
-    for (const ProbeScore& p : probes) j[p.name] = {{"score", p.score}, {"count", p.count}, {"examples", p.examples}};
-    std::cout << j.dump() << "\n";
+    for (const ProbeScore& p : probes) {
+      j[p.name] = {
+          {"score", p.score}, {"count", p.count}, {"evidence_gain", p.evidence_gain}, {"examples", p.examples}};
+    }
+    // Examples hold model text, which may stop inside a UTF-8 character.
+    std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
-  std::cout << "probe        score   count\n" << std::fixed << std::setprecision(3);
+  std::cout << "probe        score   count   evidence gain (nats/token)\n" << std::fixed << std::setprecision(3);
   for (const ProbeScore& p : probes) {
     std::cout << std::left << std::setw(10) << p.name << std::right << std::setw(8) << p.score << std::setw(8)
-              << p.count << "\n";
+              << p.count << std::setw(11) << std::showpos << p.evidence_gain << std::noshowpos << "\n";
   }
   for (const ProbeScore& p : probes) {
-    for (const std::string& e : p.examples) std::cout << p.name << ": " << nlohmann::json(e).dump() << "\n";
+    for (const std::string& e : p.examples) {
+      std::cout << p.name << ": " << nlohmann::json(e).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+                << "\n";
+    }
   }
   return 0;
 }

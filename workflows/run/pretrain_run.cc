@@ -525,10 +525,11 @@ class PretrainRun {
     std::string probe_line;
     try {
       for (const ProbeScore& p : ProbeReading(*lm, tokenizer)) {
-        probes[p.name] = {{"score", p.score}, {"count", p.count}};
+        probes[p.name] = {{"score", p.score}, {"count", p.count}, {"evidence_gain", p.evidence_gain}};
         result_.probes[p.name] = p.score;
         std::ostringstream f;
-        f << std::fixed << std::setprecision(3) << p.score;
+        f << std::fixed << std::setprecision(3) << p.score << " (" << std::showpos << std::setprecision(2)
+          << p.evidence_gain << " nats)";
         probe_line += (probe_line.empty() ? "" : ", ") + p.name + " " + f.str();
       }
     } catch (const ModelError& e) {

@@ -52,6 +52,53 @@ bool ScoreItem(const LanguageModel& model, const Tokenizer& tokenizer, const std
   return right;
 }
 
+// Mean log-probability per token of " answer" right after `prompt`, teacher-forced.
+double AnswerLogProb(const LanguageModel& model, const Tokenizer& tokenizer, const std::string& prompt,
+                     const std::string& answer) {
+  std::vector<int> ids = tokenizer.Encode(prompt, false);
+  const std::vector<int> tail = tokenizer.Encode(" " + answer, false);
+  ids.insert(ids.end(), tail.begin(), tail.end());
+  const std::vector<float> scores = model.Score(ids);  // scores[i - 1] = log p(ids[i] | ids[0..i-1])
+  double sum = 0.0;
+  for (size_t k = 0; k < tail.size(); ++k) sum += scores[scores.size() - 1 - k];
+  return sum / static_cast<double>(tail.size());
+}
+
+// `text` with every whole-word `word` replaced by `by` (names are letters only, so a word
+// is bounded by anything that is not a letter).
+std::string ReplaceWord(std::string text, const std::string& word, const std::string& by) {
+  for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at)) {
+    const bool starts = at == 0 || !std::isalpha(static_cast<unsigned char>(text[at - 1]));
+    const size_t end = at + word.size();
+    const bool ends = end == text.size() || !std::isalpha(static_cast<unsigned char>(text[end]));
+    if (starts && ends) {
+      text.replace(at, word.size(), by);
+      at += by.size();
+    } else {
+      at = end;
+    }
+  }
+  return text;
+}
+
+// The evidence gain of one copy or needle item: log p(answer | prompt) - log p(answer | the prompt's
+// `evidence_part` with the answer replaced by `other`), per token. `evidence_part` is the prompt's
+// first characters (the question after them is kept as it is).
+double EvidenceGain(const LanguageModel& model, const Tokenizer& tokenizer, const std::string& prompt,
+                    size_t evidence_part, const std::string& answer, const std::string& other) {
+  const std::string without =
+      ReplaceWord(prompt.substr(0, evidence_part), answer, other) + prompt.substr(evidence_part);
+  return AnswerLogProb(model, tokenizer, prompt, answer) - AnswerLogProb(model, tokenizer, without, answer);
+}
+
+// An invented name unlike `answer`, for the evidence-gain controls (its own stream, so the items stay as they were).
+std::string OtherName(Rng& rng, const std::string& answer) {
+  std::string name;
+  do name = InventedName(rng.Next());
+  while (name == answer || name.find(answer) != std::string::npos || answer.find(name) != std::string::npos);
+  return name;
+}
+
 // Names for one item, all different.
 std::vector<std::string> DistinctNames(Rng& rng, int n) {
   std::set<std::string> seen;
@@ -77,6 +124,7 @@ ProbeScore Induction(const LanguageModel& model, const Tokenizer& tokenizer, con
   Rng rng(Rng::Mix(o.seed, 1));
   const int L = o.induction_length;
   int right = 0;
+  double gain = 0.0;
   for (int s = 0; s < o.induction_sequences; ++s) {
     std::vector<int> ids;
     for (int i = 0; i < L; ++i) ids.push_back(ordinary[rng.Below(static_cast<int>(ordinary.size()))]);
@@ -87,8 +135,12 @@ ProbeScore Induction(const LanguageModel& model, const Tokenizer& tokenizer, con
     }
     // predicted[i] follows ids[0..i]: the second copy's tokens 1..L-1 are predicted at L..2L-2.
     const std::vector<int> predicted = model.Predict(ids);
+    const std::vector<float> scores = model.Score(ids);  // scores[i - 1] = log p(ids[i] | ids[0..i-1])
     int seq_right = 0;
-    for (int k = 1; k < L; ++k) seq_right += predicted[L + k - 1] == ids[L + k];
+    for (int k = 1; k < L; ++k) {
+      seq_right += predicted[L + k - 1] == ids[L + k];
+      gain += scores[L + k - 1] - scores[k - 1];
+    }
     right += seq_right;
     probe.count += L - 1;
     if (s < kExamples) {
@@ -97,6 +149,7 @@ ProbeScore Induction(const LanguageModel& model, const Tokenizer& tokenizer, con
     }
   }
   probe.score = probe.count > 0 ? double(right) / probe.count : 0.0;
+  probe.evidence_gain = probe.count > 0 ? gain / probe.count : 0.0;
   return probe;
 }
 
@@ -111,8 +164,9 @@ ProbeScore Copy(const LanguageModel& model, const Tokenizer& tokenizer, const Pr
                                                    "Trade with the coast grew slowly.",
                                                    "Many of the old houses were rebuilt in stone."};
   ProbeScore probe{"copy"};
-  Rng rng(Rng::Mix(o.seed, 2));
+  Rng rng(Rng::Mix(o.seed, 2)), others(Rng::Mix(o.seed, 12));
   int right = 0;
+  double gain = 0.0;
   for (int i = 0; i < o.copy_items; ++i) {
     // A name of 1-4 tokens, as the tokenizer cuts it after a space.
     std::string name;
@@ -124,10 +178,13 @@ ProbeScore Copy(const LanguageModel& model, const Tokenizer& tokenizer, const Pr
     const std::string cue = Pick(cues, rng);
     std::string prompt = cue + " " + name + ".";
     for (int f = 0, n = 1 + rng.Below(3); f < n; ++f) prompt += " " + Pick(fillers, rng);
+    const size_t evidence_part = prompt.size();  // the name said once, and the fillers
     prompt += " " + cue;
     right += ScoreItem(model, tokenizer, prompt, name, &probe);
+    gain += EvidenceGain(model, tokenizer, prompt, evidence_part, name, OtherName(others, name));
   }
   probe.score = probe.count > 0 ? double(right) / probe.count : 0.0;
+  probe.evidence_gain = probe.count > 0 ? gain / probe.count : 0.0;
   return probe;
 }
 
@@ -148,8 +205,9 @@ std::vector<std::string> Passages(const Country& c, Rng& rng) {
 
 ProbeScore Needle(const LanguageModel& model, const Tokenizer& tokenizer, const ProbeOptions& o) {
   ProbeScore probe{"needle"};
-  Rng rng(Rng::Mix(o.seed, 3));
+  Rng rng(Rng::Mix(o.seed, 3)), others(Rng::Mix(o.seed, 13));
   int right = 0;
+  double gain = 0.0;
   for (int i = 0; i < o.needle_items; ++i) {
     const std::vector<std::string> names = DistinctNames(rng, 3 * o.needle_countries);
     std::vector<Country> countries;
@@ -164,13 +222,17 @@ ProbeScore Needle(const LanguageModel& model, const Tokenizer& tokenizer, const 
     const bool capital = rng.Below(2) == 0;
     std::string prompt;
     for (const std::string& p : passages) prompt += p + "\n";
+    const size_t evidence_part = prompt.size();  // the passages
     prompt +=
         "\nQuestion: " +
         (capital ? "What is the capital of " + asked.name + "?" : "What language is spoken in " + asked.name + "?") +
         "\nAnswer:";
-    right += ScoreItem(model, tokenizer, prompt, capital ? asked.capital : asked.language, &probe);
+    const std::string& answer = capital ? asked.capital : asked.language;
+    right += ScoreItem(model, tokenizer, prompt, answer, &probe);
+    gain += EvidenceGain(model, tokenizer, prompt, evidence_part, answer, OtherName(others, answer));
   }
   probe.score = probe.count > 0 ? double(right) / probe.count : 0.0;
+  probe.evidence_gain = probe.count > 0 ? gain / probe.count : 0.0;
   return probe;
 }
 

@@ -11,6 +11,12 @@
 // Names are made of syllables at random, so no corpus holds them; the items
 // are fixed by a seed, so two models (or one model before and after a
 // change) answer the same questions.
+// Beside each score, a softer measure that moves before a greedy answer
+// flips: the evidence gain, the mean log-probability per token (nats) of what
+// is to be read (the second copy, the name, the answer) minus the same with the
+// evidence taken away (the first copy's tokens as they came; the prompt with
+// the name, or the passages' answer, replaced by another invented name).
+// A model blind to its context gains 0; one that copies gains many nats.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +32,7 @@ struct ProbeScore {
   std::string name;
   double score = 0.0;                 // in [0, 1]
   int count = 0;                      // predictions (induction) or items (copy, needle) scored
+  double evidence_gain = 0.0;         // nats per token the evidence in the prompt adds (above)
   std::vector<std::string> examples;  // a few items: prompt tail, expected, got
 };
 
