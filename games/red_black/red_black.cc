@@ -31,6 +31,10 @@ std::vector<ParamSpec> RedBlackParamSpecs() {
       {"discussion_rounds", ParamType::kInt, int64_t{0}, "extra speaking cycles before the vote", 0, 3},
       {"silent", ParamType::kFlag, false,
        "a control for experiments, not the spec's game: seats speak but no seat sees the messages"},
+      {"scenario", ParamType::kText, std::string(""),
+       "the words agents see, never the rules: built-in scenarios by name (climate, ai_safety, pandemic_vaccines, "
+       "election_crisis, standards, trade_war, gpu_contention, plain), \"training\" or \"held_out\" for a split, "
+       "or paths of .json scenario files, comma-separated (one drawn per episode); empty: the plain game"},
   };
 }
 
@@ -81,7 +85,8 @@ RedBlackGame::RedBlackGame(const Params& params)
       invalid_choice_(ParseChoiceParam(params.Text("invalid_choice"))),
       reason_words_(static_cast<int>(params.Int("reason_words"))),
       discussion_rounds_(static_cast<int>(params.Int("discussion_rounds"))),
-      silent_(params.Flag("silent")) {}
+      silent_(params.Flag("silent")),
+      scenarios_(ResolveScenarios(params.Text("scenario"))) {}
 
 std::vector<std::string> RedBlackGame::SeatNames() const {
   std::vector<std::string> names;
@@ -113,6 +118,13 @@ std::vector<std::string> RedBlackGame::Vocabulary() const {
   }
   for (int p : points) v.push_back((p > 0 ? "+" : "") + std::to_string(p));
   for (const auto& w : ReasoningWords()) v.push_back(w);
+  // Each scenario's labels and the words of what its options mean, once.
+  std::set<std::string> seen(v.begin(), v.end());
+  for (const Scenario& s : scenarios_) {
+    for (const std::string& w : s.Preamble()) {
+      if (seen.insert(w).second) v.push_back(w);
+    }
+  }
   return v;
 }
 

@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "core/game.h"
+#include "games/red_black/scenario.h"
 
 namespace troupe::red_black {
 
-enum class Choice { kBlack = 0, kRed = 1 };  // BLACK cooperates
-const char* ChoiceWord(Choice c);
+const char* ChoiceWord(Choice c);  // the plain game's word: "black" or "red"
 
 // Points for (own, other) before the multiplier.
 int BasePayoff(Choice own, Choice other);
@@ -47,6 +47,8 @@ class RedBlackGame : public Game {
   int reason_words() const { return reason_words_; }
   int discussion_rounds() const { return discussion_rounds_; }
   bool silent() const { return silent_; }
+  // The scenarios an episode is drawn from (one: every episode plays it).
+  const std::vector<Scenario>& scenarios() const { return scenarios_; }
   int TeamOf(int seat) const { return seat / team_size_; }
   // Best and worst combined score over the whole game (for efficiency).
   int BestCombined() const;
@@ -59,6 +61,7 @@ class RedBlackGame : public Game {
   int reason_words_;
   int discussion_rounds_;
   bool silent_;
+  std::vector<Scenario> scenarios_;
 };
 
 // What a team-level strategy sees before a round.

@@ -20,22 +20,29 @@ std::string CountWord(int n) { return "#" + std::to_string(n); }
 
 std::string PointsWord(int p) { return (p > 0 ? "+" : "") + std::to_string(p); }
 
-bool ParseChoice(const std::vector<std::string>& words, Choice* out) {
+// The choice whose label (in `scenario`) the words start with.
+bool ParseChoice(const std::vector<std::string>& words, const Scenario& scenario, Choice* out) {
   if (words.empty()) return false;
-  if (words[0] == "black") {
-    *out = Choice::kBlack;
-    return true;
-  }
-  if (words[0] == "red") {
-    *out = Choice::kRed;
-    return true;
+  for (Choice c : {Choice::kBlack, Choice::kRed}) {
+    if (words[0] == scenario.Label(c)) {
+      *out = c;
+      return true;
+    }
   }
   return false;
 }
 
+const Scenario& PickScenario(const RedBlackGame& game, uint64_t seed, int index) {
+  const std::vector<Scenario>& all = game.scenarios();
+  if (index >= 0) return all.at(index);
+  // Its own stream, so that a one-scenario game's episodes stay as they were.
+  return all.size() == 1 ? all[0] : all[Rng(Rng::Mix(seed, 0x5CE7A210)).Below(static_cast<int>(all.size()))];
+}
+
 }  // namespace
 
-RedBlackState::RedBlackState(const RedBlackGame& game, uint64_t seed) : game_(&game), seed_(seed), rng_(seed) {
+RedBlackState::RedBlackState(const RedBlackGame& game, uint64_t seed, int scenario)
+    : game_(&game), scenario_(&PickScenario(game, seed, scenario)), seed_(seed), rng_(seed) {
   invalid_ = {{"will", 0}, {"speak", 0}, {"vote", 0}};
   inert_.assign(2 * game.team_size(), false);
   StartRound();
@@ -92,12 +99,13 @@ RoundView RedBlackState::ViewFor(int team) const {
 std::vector<std::string> RedBlackState::Observation(int seat, const std::string& phase,
                                                     std::vector<LatentRef>* refs) const {
   const int team = game_->TeamOf(seat);
-  std::vector<std::string> o = {"history"};
+  std::vector<std::string> o = scenario_->Preamble();  // what the options mean, in a scenario
+  o.push_back("history");
   auto append = [&o](const std::vector<std::string>& w) { o.insert(o.end(), w.begin(), w.end()); };
   for (const auto& r : history_) {
     // Both teams' choices and points, own team first (the spec's history).
-    o.push_back(ChoiceWord(r.choice[team]));
-    o.push_back(ChoiceWord(r.choice[1 - team]));
+    o.push_back(scenario_->Label(r.choice[team]));
+    o.push_back(scenario_->Label(r.choice[1 - team]));
     o.push_back(PointsWord(r.points[team]));
     o.push_back(PointsWord(r.points[1 - team]));
   }
@@ -109,7 +117,7 @@ std::vector<std::string> RedBlackState::Observation(int seat, const std::string&
       refs->push_back({o.size(), m.latent});
       continue;
     }
-    o.push_back(ChoiceWord(m.recommendation));
+    o.push_back(scenario_->Label(m.recommendation));
     append(m.reasoning);
   }
   o.push_back("us");
@@ -125,7 +133,15 @@ std::vector<std::string> RedBlackState::Observation(int seat, const std::string&
 }
 
 std::vector<Decision> RedBlackState::Longest(const RedBlackGame& game, int message_words) {
-  RedBlackState s(game, 0);
+  std::vector<Decision> all;
+  for (size_t i = 0; i < game.scenarios().size(); ++i) {
+    for (Decision& d : LongestIn(game, static_cast<int>(i), message_words)) all.push_back(std::move(d));
+  }
+  return all;
+}
+
+std::vector<Decision> RedBlackState::LongestIn(const RedBlackGame& game, int scenario, int message_words) {
+  RedBlackState s(game, 0, scenario);
   const int n = game.team_size();
   int most_points = 0;
   for (int r = 0; r < game.rounds(); ++r) most_points += 6 * game.Multiplier(r);
@@ -148,10 +164,11 @@ std::vector<Decision> RedBlackState::Longest(const RedBlackGame& game, int messa
   s.teams_[0].messages.assign(speakers - 1, longest);
   std::vector<LatentRef> none;
   d.push_back({0, "will", s.Observation(0, "will", &none), 1, {"0", "1", "2", "3"}});
-  d.push_back({0, "speak", s.Observation(0, "speak", &none), 1 + game.reason_words(), {"red", "black"}, true});
+  const std::vector<std::string> options = s.scenario_->OrderedLabels();
+  d.push_back({0, "speak", s.Observation(0, "speak", &none), 1 + game.reason_words(), options, true});
   for (Decision& x : d) x.text = s.ObservationText(0, x.phase);
   s.teams_[0].messages.assign(speakers, longest);
-  d.push_back({0, "vote", s.Observation(0, "vote", &none), 1, {"red", "black"}});
+  d.push_back({0, "vote", s.Observation(0, "vote", &none), 1, options});
   d.back().text = s.ObservationText(0, "vote");
   return d;
 }
@@ -181,10 +198,10 @@ std::vector<Decision> RedBlackState::Pending(bool with_observations) const {
           break;
         case Phase::kSpeak:
           if (i == team.speaker) {
-            add(seat, "speak", 1 + game_->reason_words(), {"red", "black"}, true);
+            add(seat, "speak", 1 + game_->reason_words(), scenario_->OrderedLabels(), true);
           }
           break;
-        case Phase::kVote: add(seat, "vote", 1, {"red", "black"}, false); break;
+        case Phase::kVote: add(seat, "vote", 1, scenario_->OrderedLabels(), false); break;
         case Phase::kDone: break;
       }
     }
@@ -228,7 +245,7 @@ std::vector<bool> RedBlackState::Apply(const std::vector<SeatOutput>& outputs) {
     } else if (phase_ == Phase::kSpeak) {
       Message m;
       m.seat = out.seat;
-      valid[k] = ParseChoice(out.words, &m.recommendation);
+      valid[k] = ParseChoice(out.words, *scenario_, &m.recommendation);
       if (!valid[k]) m.recommendation = game_->invalid_choice();
       for (size_t w = 1; w < out.words.size() && static_cast<int>(m.reasoning.size()) < game_->reason_words(); ++w) {
         m.reasoning.push_back(out.words[w]);
@@ -239,7 +256,7 @@ std::vector<bool> RedBlackState::Apply(const std::vector<SeatOutput>& outputs) {
       team.order.push_back(out.seat);
     } else if (phase_ == Phase::kVote) {
       Choice c = game_->invalid_choice();
-      valid[k] = ParseChoice(out.words, &c);
+      valid[k] = ParseChoice(out.words, *scenario_, &c);
       team.votes[i] = valid[k] ? c : game_->invalid_choice();
     }
     if (!valid[k]) ++invalid_[it->phase];
@@ -384,9 +401,13 @@ std::string RedBlackState::ToString() const {
     const auto& rec = history_[r];
     a += rec.points[0];
     b += rec.points[1];
+    // Each label in a column of at least 7 ("red    ", "black  ").
+    auto column = [&](Choice c) {
+      const std::string& label = scenario_->Label(c);
+      return label + std::string(label.size() < 5 ? 7 - label.size() : 2, ' ');
+    };
     out << (r + 1 < 10 ? " " : "") << r + 1 << "     x" << rec.multiplier << (rec.multiplier < 10 ? "    " : "   ")
-        << ChoiceWord(rec.choice[0]) << (rec.choice[0] == Choice::kRed ? "    " : "  ") << ChoiceWord(rec.choice[1])
-        << (rec.choice[1] == Choice::kRed ? "    " : "  ") << rec.points[0] << "\t" << rec.points[1] << "\n";
+        << column(rec.choice[0]) << column(rec.choice[1]) << rec.points[0] << "\t" << rec.points[1] << "\n";
   }
   out << "score  A " << a << "  B " << b << (IsTerminal() ? "  (final)" : "") << "\n";
   return out.str();

@@ -28,7 +28,8 @@ struct RoundRecord {
 
 class RedBlackState : public State {
  public:
-  RedBlackState(const RedBlackGame& game, uint64_t seed);
+  // The episode's scenario is drawn from the game's by `seed`, or is the game's `scenario`-th when >= 0.
+  RedBlackState(const RedBlackGame& game, uint64_t seed, int scenario = -1);
 
   std::vector<Decision> PendingDecisions() const override;
   std::vector<bool> Apply(const std::vector<SeatOutput>& outputs) override;
@@ -44,14 +45,16 @@ class RedBlackState : public State {
 
   // The longest decision of each phase (RedBlackGame::LongestDecisions): the
   // last round with every earlier round played, the longest scores, and every
-  // message of the round (all discussion cycles) at its longest.
+  // message of the round (all discussion cycles) at its longest; one set per scenario.
   static std::vector<Decision> Longest(const RedBlackGame& game, int message_words);
+  static std::vector<Decision> LongestIn(const RedBlackGame& game, int scenario, int message_words);
 
   // Read access for scripted strategies, renderers and tests.
   const std::vector<RoundRecord>& history() const { return history_; }
   RoundView ViewFor(int team) const;
   int Score(int team) const { return score_[team]; }
   const RedBlackGame& game() const { return *game_; }
+  const Scenario& scenario() const { return *scenario_; }
 
  private:
   enum class Phase { kWill, kSpeak, kVote, kDone };
@@ -77,6 +80,7 @@ class RedBlackState : public State {
   int RemainingSpeakers(int team) const;
 
   const RedBlackGame* game_;
+  const Scenario* scenario_;  // one of game_->scenarios()
   uint64_t seed_;
   Rng rng_;
   Phase phase_ = Phase::kWill;

@@ -13,11 +13,12 @@ std::vector<std::string> RedBlackStrategy::Act(const State& state, const Decisio
   const int team = rb->game().TeamOf(decision.seat);
   if (decision.phase == "will") return {std::to_string(rng.Below(4))};
   const Choice c = Choose(rb->ViewFor(team), rng);
+  const std::string& label = rb->scenario().Label(c);  // what the episode's scenario calls the choice
   if (decision.phase == "speak") {
-    if (c == Choice::kBlack) return {"black", "we", "cooperate", "together"};
-    return {"red", "we", "defect", "now"};
+    if (c == Choice::kBlack) return {label, "we", "cooperate", "together"};
+    return {label, "we", "defect", "now"};
   }
-  return {ChoiceWord(c)};
+  return {label};
 }
 
 namespace {
