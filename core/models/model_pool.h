@@ -39,6 +39,7 @@ struct ModelConfig {
   double lr = 0.0;
   double weight_decay = 0.0;
   double grad_clip = 0.0;  // global norm; 0: off
+  bool frozen = false;     // generation only: the trainer never updates it and keeps no optimiser for it
 };
 
 struct GenerateQuery {

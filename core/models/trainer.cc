@@ -391,6 +391,11 @@ Trainer::Trainer(ModelPool& pool, TrainerConfig config, uint64_t seed) : impl_(s
   impl_->rng = Rng(Rng::Mix(seed, 77));
   for (int m = 0; m < pool.size(); ++m) {
     const ModelConfig& c = pool.config(m);
+    if (c.frozen) {  // never updated: no optimiser, no reference copy
+      impl_->optimizers.push_back(nullptr);
+      if (config.kl_coef > 0) impl_->references.push_back(pool.impl().models[m]);
+      continue;
+    }
     impl_->optimizers.push_back(std::make_unique<torch::optim::AdamW>(
         pool.impl().models[m]->parameters(), torch::optim::AdamWOptions(c.lr).weight_decay(c.weight_decay)));
     if (config.kl_coef > 0) {
@@ -456,7 +461,7 @@ std::vector<ModelTrainStats> Trainer::Update(const std::vector<CallRecord>& reco
   const CallRecord* first = records.data();
   for (int m = 0; m < impl_->pool->size(); ++m) {
     std::vector<const CallRecord*> recs = RecordsOf(records, m);
-    if (recs.empty()) continue;
+    if (recs.empty() || impl_->pool->config(m).frozen) continue;
     if (cfg.update_records > 0 && static_cast<int>(recs.size()) > cfg.update_records) {
       impl_->Shuffle(recs);
       recs.resize(cfg.update_records);
@@ -574,7 +579,7 @@ std::vector<ModelTrainStats> Trainer::Supervised(const std::vector<CallRecord>& 
   const CallRecord* first = demos.data();
   for (int m = 0; m < impl_->pool->size(); ++m) {
     std::vector<const CallRecord*> recs = RecordsOf(demos, m);
-    if (recs.empty()) continue;
+    if (recs.empty() || impl_->pool->config(m).frozen) continue;
     PolicyModel& model = impl_->pool->impl().models[m];
     const torch::Device device = impl_->pool->impl().devices[m];
     ModelTrainStats& st = stats[m];
@@ -618,6 +623,7 @@ void Trainer::JoinLearners(const LearnerGroupSpec& spec) {
 std::string Trainer::SaveState() const {
   std::string out = Frame(impl_->rng.Save());
   for (const auto& opt : impl_->optimizers) {
+    if (!opt) continue;  // a frozen model
     std::ostringstream bytes;
     torch::save(*opt, bytes);
     out += Frame(bytes.str());
@@ -629,6 +635,7 @@ void Trainer::LoadState(const std::string& state) {
   size_t at = 0;
   impl_->rng.Load(Unframe(state, &at));
   for (auto& opt : impl_->optimizers) {
+    if (!opt) continue;  // a frozen model
     std::istringstream bytes(Unframe(state, &at));
     opt->state().clear();  // loading sets the saved entries only: steps taken since must not linger
     torch::load(*opt, bytes);
@@ -668,6 +675,7 @@ std::string Trainer::RngFile(const std::string& dir) const {
 
 void Trainer::Save(const std::string& dir) const {
   for (int m = 0; m < impl_->pool->size(); ++m) {
+    if (!impl_->optimizers[m]) continue;  // a frozen model: its weights are all there is
     torch::save(*impl_->optimizers[m], dir + "/optimizer-" + impl_->pool->config(m).name + ".pt");
     if (!impl_->references.empty()) {
       torch::save(impl_->references[m], dir + "/reference-" + impl_->pool->config(m).name + ".pt");
@@ -678,6 +686,7 @@ void Trainer::Save(const std::string& dir) const {
 
 void Trainer::Load(const std::string& dir) {
   for (int m = 0; m < impl_->pool->size(); ++m) {
+    if (!impl_->optimizers[m]) continue;  // a frozen model
     const std::string path = dir + "/optimizer-" + impl_->pool->config(m).name + ".pt";
     if (!std::filesystem::exists(path)) throw CheckpointError("checkpoint lacks optimizer file " + path);
     impl_->optimizers[m]->state().clear();  // loading sets the saved entries only

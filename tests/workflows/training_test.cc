@@ -458,3 +458,61 @@ TEST_CASE("negotiators train on Sugarscape from a warm start on the MRS negotiat
   CHECK_THAT(table, Catch::StartsWith("metric") && Catch::Contains("trade_success_rate") &&
                         Catch::Contains("welfare_gain_learner") && Catch::Contains(" +-"));
 }
+
+TEST_CASE("a frozen model is never updated while the model beside it trains, and all its seats play the one copy",
+          "[training][frozen]") {
+  std::string text = kTiny;
+  const std::string single_role = "role { name: \"a\" seats: \"a*\" model: \"m\" }\n";
+  text.replace(text.find(single_role), single_role.size(),
+               "role { name: \"a0\" seats: \"a0\" model: \"m\" }\n"
+               "role { name: \"pop\" seats: \"a1\" seats: \"a2\" model: \"population\" }\n");
+  text += "model { name: \"population\" frozen: true transformer { d_model: 16 heads: 2 layers: 1 max_len: 64 } }\n";
+  const CompiledWorkflow w = Tiny({"trainer.iterations=3", "trainer.checkpoint_every=1"}, text);
+  REQUIRE(w.models.size() == 2);
+  CHECK(w.models[1].frozen);
+  CHECK(w.rollout.roles[w.RoleIndex("pop")].frozen);
+  CHECK(w.rollout.roles[w.RoleIndex("pop")].seats.size() == 2);
+  const auto dir = Temp("frozen");
+  Run(w, dir);
+  // Its weights are the same bytes after every update; the trained model's move; it has no optimiser state.
+  const std::string first = dir + "/checkpoints/iter-000002", last = dir + "/checkpoints/iter-000003";
+  REQUIRE(fs::exists(first + "/model-population.pt"));
+  CHECK(testing::ReadFile(first + "/model-population.pt") == testing::ReadFile(last + "/model-population.pt"));
+  CHECK(testing::ReadFile(first + "/model-m.pt") != testing::ReadFile(last + "/model-m.pt"));
+  CHECK_FALSE(fs::exists(last + "/optimizer-population.pt"));
+  CHECK(fs::exists(last + "/optimizer-m.pt"));
+  for (const auto& line : MetricsJson(dir)) {
+    CHECK(Number(line, "grad_norm/m") > 0);
+    CHECK(Number(line, "grad_norm/population") == 0);
+  }
+  // A resumed run reads it back.
+  Run(Tiny({"trainer.iterations=4", "trainer.checkpoint_every=1"}, text), dir, true);
+  CHECK(testing::ReadFile(last + "/model-population.pt") ==
+        testing::ReadFile(dir + "/checkpoints/iter-000004/model-population.pt"));
+}
+
+TEST_CASE("a reward or a warm start only a frozen model would receive is refused, as is a run with nothing to train",
+          "[training][frozen]") {
+  std::string text = kTiny;
+  text.replace(text.find("seats: \"a*\" model: \"m\""), 22, "seats: \"a0\" model: \"m\"");
+  text +=
+      "role { name: \"pop\" seats: \"a1\" seats: \"a2\" model: \"population\" }\n"
+      "model { name: \"population\" frozen: true transformer { d_model: 16 heads: 2 layers: 1 max_len: 64 } }\n"
+      "reward { level: TRAJECTORY signal: \"team_score\" roles: \"pop\" }\n";
+  CHECK_THROWS_WITH(Tiny({}, text),
+                    Catch::Contains("tiny.textproto:14:49") && Catch::Contains("plays on frozen model 'population'"));
+  // Demonstrations for a role on a frozen model would teach it nothing.
+  text.erase(text.rfind("reward {"));
+  const std::string jsonl = Temp("frozen-demos.jsonl");
+  std::ofstream(jsonl) << nlohmann::json{{"role", "pop"}, {"prompt", "history now"}, {"response", "black"}}.dump()
+                       << "\n";
+  CHECK_THROWS_WITH(Tiny({"trainer.sft.jsonl=" + jsonl}, text), Catch::Contains("on a frozen model"));
+  // Every model frozen: the workflow plays (troupe run, eval) but has nothing to train.
+  std::string all_frozen = kTiny;
+  all_frozen.replace(all_frozen.find("optimizer { lr: 0.01 }"), 22, "frozen: true");
+  const CompiledWorkflow w = Tiny({}, all_frozen);
+  std::ostringstream sink;
+  TrainOptions o;
+  o.out_dir = Temp("all-frozen");
+  CHECK_THROWS_WITH(Train(w, o, sink), Catch::Contains("nothing to train"));
+}

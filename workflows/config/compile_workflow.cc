@@ -187,6 +187,7 @@ void CompileRoles(const LoadedWorkflow& w, CompiledWorkflow& c) {
         w.Fail({{"role", i}, {"model"}}, "role '" + r.name() + "' maps to undefined model '" + r.model() + "'");
       }
       info.slot = static_cast<int>(roles_of_model[info.model].size());
+      info.frozen = c.models[info.model].frozen;
       roles_of_model[info.model].push_back(i);
     } else {
       if (!StrategyFactory::Get().Has(r.scripted())) {
@@ -283,7 +284,7 @@ void CompileRoles(const LoadedWorkflow& w, CompiledWorkflow& c) {
 void CompileRewards(const LoadedWorkflow& w, CompiledWorkflow& c) {
   // A workflow that trains nothing (scripted seats, or a world that runs by its own rules) needs no reward.
   const bool trains =
-      std::any_of(c.rollout.roles.begin(), c.rollout.roles.end(), [](const RoleInfo& r) { return r.trained(); });
+      std::any_of(c.rollout.roles.begin(), c.rollout.roles.end(), [](const RoleInfo& r) { return r.learns(); });
   if (w.proto.reward_size() == 0 && trains) {
     w.Fail({}, "no reward: add at least one reward { level: ... signal: ... }");
   }
@@ -322,6 +323,11 @@ void CompileRewards(const LoadedWorkflow& w, CompiledWorkflow& c) {
       const int ri = c.RoleIndex(r.roles(j));
       if (ri < 0 || !c.rollout.roles[ri].trained()) {
         w.Fail({{"reward", i}, {"roles", j}}, "reward names '" + r.roles(j) + "', which is not a trained role");
+      }
+      if (c.rollout.roles[ri].frozen) {
+        w.Fail({{"reward", i}, {"roles", j}}, "reward names '" + r.roles(j) + "', which plays on frozen model '" +
+                                                  c.models[c.rollout.roles[ri].model].name +
+                                                  "': its reward would train nothing");
       }
       term.roles.push_back(ri);
     }
@@ -610,7 +616,7 @@ std::string DescribeWorkflow(const CompiledWorkflow& c) {
         << " heads=" << sizes.heads;
     if (!arch.Details(mc.spec).empty()) out << " " << arch.Details(mc.spec);
     if (!mc.hf_dir.empty()) out << " from " << mc.hf_dir;
-    out << " on " << mc.device << ", " << c.sharing[m];
+    out << " on " << mc.device << ", " << c.sharing[m] << (mc.frozen ? ", frozen" : "");
     if (c.rollout.codecs[m]->reads_text())
       out << ", text prompts (" << mc.tokenizer_json << ", " << mc.vocab_size << " tokens)";
     out << "\n";

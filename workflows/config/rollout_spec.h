@@ -34,7 +34,9 @@ struct RoleInfo {
   int latent_vectors = 0;
   int text_words = 0;
   int latent_width = 0;  // width of the vectors its messages carry (its model's d_model)
-  bool trained() const { return model >= 0; }
+  bool frozen = false;   // its model is frozen: it plays, and is never trained
+  bool trained() const { return model >= 0; }  // played by a model (frozen or not), not a scripted strategy
+  bool learns() const { return trained() && !frozen; }
 };
 
 struct RewardTerm {

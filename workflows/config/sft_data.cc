@@ -25,7 +25,8 @@ std::vector<std::string> Words(const std::string& text) {
 
 int TrainedRole(const CompiledWorkflow& c, const std::string& name) {
   for (size_t r = 0; r < c.rollout.roles.size(); ++r) {
-    if (c.rollout.roles[r].name == name && c.rollout.roles[r].trained()) return static_cast<int>(r);
+    if (c.rollout.roles[r].name == name && c.rollout.roles[r].learns())
+      return static_cast<int>(r);  // frozen: not trained
   }
   return -1;
 }
@@ -61,7 +62,9 @@ std::vector<Demonstration> FromJsonl(const LoadedWorkflow& loaded, const Compile
     }
     Demonstration d;
     d.role = TrainedRole(c, j["role"].get<std::string>());
-    if (d.role < 0) fail("'" + j["role"].get<std::string>() + "' is not a trained role of this workflow");
+    if (d.role < 0)
+      fail("'" + j["role"].get<std::string>() +
+           "' is not a trained role of this workflow (scripted, on a frozen model, or unknown)");
     d.prompt_text = j["prompt"].get<std::string>();
     d.prompt = Words(d.prompt_text);
     d.response = Words(j["response"].get<std::string>());

@@ -208,8 +208,8 @@ class TrainingRun {
 TrainResult Train(const CompiledWorkflow& w, const TrainOptions& options, std::ostream& out) {
   SetTorchThreads(w.run.threads);
   bool trained_role = false;
-  for (const auto& r : w.rollout.roles) trained_role = trained_role || r.trained();
-  if (!trained_role) throw ConfigError(w.file, 0, 0, "nothing to train: every role is scripted");
+  for (const auto& r : w.rollout.roles) trained_role = trained_role || r.learns();
+  if (!trained_role) throw ConfigError(w.file, 0, 0, "nothing to train: every role is scripted or on a frozen model");
   SessionEvents events(w, options.publish.empty() ? w.runtime.publish : options.publish, options.record,
                        options.resume);
   if (events.enabled() && !events.publish_endpoint().empty()) {

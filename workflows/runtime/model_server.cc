@@ -63,7 +63,7 @@ ModelTrainStats ModelServer::Supervised(const std::vector<CallRecord>& demos, in
 HybridStepStats ModelServer::HybridStep(const HybridBatch& batch, const HybridSettings& settings) {
   if (!hybrid_) throw ModelError("model '" + config().name + "' is not served for trainer.hybrid");
   const HybridBatch mine = ExamplesOfModel(batch, model_index_, 0);  // this server's pool holds one model
-  if (mine.empty()) return {};
+  if (mine.empty() || config().frozen) return {};
   return hybrid_->Step(mine, settings);
 }
 

@@ -33,6 +33,7 @@ ModelConfig ModelConfigOf(const config::ModelSpec& spec) {
   m.lr = spec.optimizer().lr();
   m.weight_decay = spec.optimizer().weight_decay();
   m.grad_clip = spec.optimizer().grad_clip();
+  m.frozen = spec.frozen();
   return m;
 }
 
