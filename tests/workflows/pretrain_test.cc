@@ -64,6 +64,14 @@ std::string Temp(const std::string& name) {
   return p.string();
 }
 
+// Options for a run without a progress line into a fresh folder named for `name`.
+PretrainOptions Quiet(const std::string& name) {
+  PretrainOptions o;
+  o.out_dir = Temp(name);
+  o.progress = false;
+  return o;
+}
+
 PretrainResult Run(const std::string& dir, bool resume = false, int stop_at = 0) {
   PretrainOptions o;
   o.out_dir = dir;
@@ -278,9 +286,7 @@ TEST_CASE("repeated random sequences and renamed prose take their shares of the 
   std::string text = kTiny;
   text.replace(text.find("heldout_every"), 0, "induction_share: 0.3\n  renamed_share: 0.2\n  renamed_echo: 0.5\n  ");
   text.replace(text.find("seq_len: 32"), 11, "seq_len: 64");
-  PretrainOptions o;
-  o.out_dir = Temp("induction");
-  o.progress = false;
+  PretrainOptions o = Quiet("induction");
   std::ostringstream log;
   const PretrainResult r = Pretrain(Tiny(text), o, log);
   INFO(log.str());
@@ -297,9 +303,7 @@ TEST_CASE("reading documents take their share of a run, and a run whose document
   std::string text = kTiny;
   text.replace(text.find("heldout_every"), 0, "reading_share: 0.3\n  ");
   text.replace(text.find("epochs: 3"), 9, "epochs: 1");
-  PretrainOptions o;
-  o.out_dir = Temp("reading");
-  o.progress = false;
+  PretrainOptions o = Quiet("reading");
   // Every fifth document is longer than a training sequence of 32 tokens: those are left out and counted.
   o.reading_document = [](uint64_t i) {
     return i % 5 == 4 ? std::string(400, 'x') : "Question: who is " + InventedName(i) + "?\nAnswer: " + InventedName(i);
@@ -323,9 +327,7 @@ TEST_CASE("reading documents take their share of a run, and a run whose document
 TEST_CASE("a pretraining run stopped at its time limit still ends with its model and report", "[pretrain]") {
   std::string text = kTiny;
   text.replace(text.find("heldout_every"), 0, "max_minutes: 0.0005\n  ");  // 30 ms: a few of its ~280 steps
-  PretrainOptions o;
-  o.out_dir = Temp("time-limit");
-  o.progress = false;
+  PretrainOptions o = Quiet("time-limit");
   std::ostringstream log;
   const PretrainResult r = Pretrain(Tiny(text), o, log);
   INFO(log.str());
@@ -355,9 +357,7 @@ TEST_CASE("guided attention teaches two heads where to look, and only while it i
   const CompiledPretrain w = Tiny(text);
   CHECK(w.guided_attention_steps == 60);
   CHECK(w.guided_attention.induction_layer == 1);
-  PretrainOptions o;
-  o.out_dir = Temp("guided");
-  o.progress = false;
+  PretrainOptions o = Quiet("guided");
   std::ostringstream log;
   const PretrainResult r = Pretrain(w, o, log);
   INFO(log.str());
