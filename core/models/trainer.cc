@@ -391,7 +391,7 @@ Trainer::Trainer(ModelPool& pool, TrainerConfig config, uint64_t seed) : impl_(s
   impl_->rng = Rng(Rng::Mix(seed, 77));
   for (int m = 0; m < pool.size(); ++m) {
     const ModelConfig& c = pool.config(m);
-    if (c.frozen) {  // never updated: no optimiser, no reference copy
+    if (c.frozen) {  // never updated: no optimiser, and no copy for the KL term (the model holds its place)
       impl_->optimizers.push_back(nullptr);
       if (config.kl_coef > 0) impl_->references.push_back(pool.impl().models[m]);
       continue;
