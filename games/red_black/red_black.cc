@@ -118,11 +118,16 @@ std::vector<std::string> RedBlackGame::Vocabulary() const {
   }
   for (int p : points) v.push_back((p > 0 ? "+" : "") + std::to_string(p));
   for (const auto& w : ReasoningWords()) v.push_back(w);
-  // Each scenario's labels and the words of what its options mean, once.
+  // With scenarios, the labels and the words of what the options mean, once: those of every built-in
+  // scenario (so a model trained on some can be evaluated on the others, word for word) and of the game's.
+  // The plain game alone keeps its own words.
+  if (scenarios_.size() == 1 && scenarios_[0].plain()) return v;
   std::set<std::string> seen(v.begin(), v.end());
-  for (const Scenario& s : scenarios_) {
-    for (const std::string& w : s.Preamble()) {
-      if (seen.insert(w).second) v.push_back(w);
+  for (const std::vector<Scenario>* list : {&BuiltInScenarios(), &scenarios_}) {
+    for (const Scenario& s : *list) {
+      for (const std::string& w : s.Preamble()) {
+        if (seen.insert(w).second) v.push_back(w);
+      }
     }
   }
   return v;

@@ -174,6 +174,18 @@ TEST_CASE("word models read what the options mean before the history, with those
   for (const std::string& w : preamble) CHECK(std::count(vocab.begin(), vocab.end(), w) == 1);
   // The plain game's observation starts at its history, as before.
   CHECK(Make("")->NewInitialState(2)->PendingDecisions().front().observation.front() == "history");
+  // A game of training scenarios and one of held-out ones read the same words, so a word model trained on
+  // the one plays the other; the plain game alone keeps its own.
+  CHECK(Make("training")->Vocabulary() == Make("held_out")->Vocabulary());
+  CHECK(Make("")->Vocabulary() == Make("plain")->Vocabulary());
+  CHECK(Make("")->Vocabulary().size() < Make("training")->Vocabulary().size());
+  const std::string own =
+      TempFile("own_words.json", R"({"name": "own", "title": "Own", "story": "A story of a few words.",
+    "teams": ["one", "two"], "options": [{"label": "P", "means": "zebra crossing", "cooperative": true},
+    {"label": "Q", "means": "quagga"}], "points": "stripes"})");
+  const std::vector<std::string> with_own = Make(own)->Vocabulary();
+  CHECK(std::count(with_own.begin(), with_own.end(), "quagga") == 1);
+  CHECK(std::count(with_own.begin(), with_own.end(), "tariffs") == 1);
   // Every scenario a game may draw is in its vocabulary and its longest prompts.
   auto both = Make("training,held_out");
   const std::vector<std::string> all = both->Vocabulary();
