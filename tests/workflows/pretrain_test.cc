@@ -209,6 +209,10 @@ TEST_CASE("a pretraining workflow is checked whole, with errors at their line", 
   std::string echo = kTiny;
   echo.replace(echo.find("heldout_every"), 0, "renamed_share: 0.3\n  renamed_echo: 1.5\n  ");
   CHECK_THROWS_WITH(Tiny(echo), Catch::Contains("tiny.textproto:11:3") && Catch::Contains("renamed_echo is a share"));
+  std::string spans = kTiny;
+  spans.replace(spans.find("heldout_every"), 0, "repeated_text_share: 0.95\n  ");
+  CHECK_THROWS_WITH(Tiny(spans),
+                    Catch::Contains("tiny.textproto:10:3") && Catch::Contains("repeated_text_share is 0 or more"));
   // A game workflow is not pretrained, and a pretraining one is not trained with `troupe train`.
   CHECK_THROWS_WITH(CompileWorkflow(ParseWorkflowText(kTiny, "tiny.textproto")),
                     Catch::Contains("troupe pretrain"));
@@ -284,7 +288,8 @@ TEST_CASE("reading documents are mixed into the corpus stream, each inside one t
 TEST_CASE("repeated random sequences and renamed prose take their shares of the pretraining tokens",
           "[pretrain][reading]") {
   std::string text = kTiny;
-  text.replace(text.find("heldout_every"), 0, "induction_share: 0.3\n  renamed_share: 0.2\n  renamed_echo: 0.5\n  ");
+  text.replace(text.find("heldout_every"), 0,
+               "induction_share: 0.2\n  renamed_share: 0.2\n  renamed_echo: 0.5\n  repeated_text_share: 0.1\n  ");
   text.replace(text.find("seq_len: 32"), 11, "seq_len: 64");
   PretrainOptions o = Quiet("induction");
   std::ostringstream log;
@@ -292,10 +297,39 @@ TEST_CASE("repeated random sequences and renamed prose take their shares of the 
   INFO(log.str());
   CHECK(r.finished);
   CHECK(r.train_tokens == 24000);  // max_tokens: the corpus's share and the sequences' together
-  CHECK_THAT(log.str(),
-             Catch::Contains("repeated random sequences, ") && Catch::Contains("windows of renamed prose mixed in"));
+  CHECK_THAT(log.str(), Catch::Contains("repeated random sequences, ") &&
+                            Catch::Contains("windows of renamed prose, ") &&
+                            Catch::Contains("repeated spans of the corpora mixed in"));
   // The tiny model's 64 positions cannot hold the probes' prompts: the summary says so.
   CHECK_THAT(testing::ReadFile(o.out_dir + "/summary.json"), Catch::Contains("not_run"));
+}
+
+TEST_CASE("repeated text spans are pieces of one document of the corpora, each said twice", "[pretrain][reading]") {
+  // Documents 1..30 and 100..139, each ended by <eot> (9).
+  std::vector<int> corpus;
+  for (int t = 1; t <= 30; ++t) corpus.push_back(t);
+  corpus.push_back(9);
+  for (int t = 100; t < 140; ++t) corpus.push_back(t);
+  corpus.push_back(9);
+  const std::vector<std::vector<int>> spans = RepeatedTextSpans(corpus, 9, 64, 5, 2000);
+  int64_t tokens = 0;
+  std::set<size_t> lengths;
+  for (const std::vector<int>& s : spans) {
+    REQUIRE(s.size() % 2 == 0);
+    const size_t n = s.size() / 2;
+    lengths.insert(n);
+    CHECK(n >= 8);
+    CHECK(n <= 31);
+    CHECK(std::equal(s.begin(), s.begin() + n, s.begin() + n));  // said twice
+    for (size_t i = 1; i < n; ++i) CHECK(s[i] == s[i - 1] + 1);  // consecutive text of one document, no <eot>
+    tokens += static_cast<int64_t>(s.size()) + 1;
+  }
+  CHECK(tokens >= 2000);
+  CHECK(lengths.size() > 5);
+  CHECK(RepeatedTextSpans(corpus, 9, 64, 5, 2000) == spans);  // fixed by the seed
+  // Documents shorter than every span cannot give one.
+  CHECK_THROWS_WITH(RepeatedTextSpans({1, 2, 9, 3, 4, 9, 5, 6, 9, 7, 8, 9, 1, 2, 9, 3, 4, 9, 5, 6, 9}, 9, 64, 5, 100),
+                    Catch::Contains("repeated_text_share"));
 }
 
 TEST_CASE("reading documents take their share of a run, and a run whose documents do not fit is refused",

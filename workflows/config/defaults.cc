@@ -77,6 +77,7 @@ constexpr char kDefaults[] = R"pb(
     induction_share: 0
     renamed_share: 0
     renamed_echo: 0
+    repeated_text_share: 0
     guided_attention { steps: 0 weight: 1 previous_layer: 0 induction_layer: 1 head: 0 }
   }
   runtime {

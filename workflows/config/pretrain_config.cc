@@ -96,6 +96,12 @@ CompiledPretrain CompilePretrain(const LoadedWorkflow& w) {
     w.Fail({{"pretrain"}, {"renamed_echo"}}, "renamed_echo is a share of the renamed windows, between 0 and 1");
   }
   c.renamed_echo = p.renamed_echo();
+  if (p.repeated_text_share() < 0 ||
+      p.reading_share() + p.induction_share() + p.renamed_share() + p.repeated_text_share() > 0.9) {
+    w.Fail({{"pretrain"}, {"repeated_text_share"}},
+           "repeated_text_share is 0 or more, and with the other shares at most 0.9 (the rest is the corpora)");
+  }
+  c.repeated_text_share = p.repeated_text_share();
   const config::GuidedAttentionSpec& g = p.guided_attention();
   if (g.steps() < 0) w.Fail({{"pretrain"}, {"guided_attention"}, {"steps"}}, "steps is 0 (off) or more");
   if (g.steps() > 0) {

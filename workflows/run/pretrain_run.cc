@@ -127,6 +127,14 @@ std::vector<std::vector<int>> ShortDocuments(const std::function<std::vector<int
   return docs;
 }
 
+// `ids` followed by itself.
+std::vector<int> Twice(std::vector<int> ids) {
+  const size_t n = ids.size();
+  ids.resize(2 * n);
+  std::copy_n(ids.begin(), n, ids.begin() + static_cast<std::ptrdiff_t>(n));
+  return ids;
+}
+
 // Random sequences of ordinary tokens (8-64 of them, never added tokens nor,
 // in a vocabulary of more than 512, bare bytes), each followed by itself, until
 // `budget` tokens: the plainest lesson in predicting from the context.
@@ -145,12 +153,40 @@ std::vector<std::vector<int>> RepeatedSequences(const CompiledPretrain& w, const
     for (int i = 0, n = std::min(8, longest) + rng.Below(std::max(1, longest - 7)); i < n; ++i) {
       ids.push_back(ordinary[rng.Below(static_cast<int>(ordinary.size()))]);
     }
-    ids.insert(ids.end(), ids.begin(), ids.end());
+    ids = Twice(std::move(ids));
     tokens += static_cast<int64_t>(ids.size()) + 1;
     docs.push_back(std::move(ids));
   }
   return docs;
 }
+
+}  // namespace
+
+std::vector<std::vector<int>> RepeatedTextSpans(const std::vector<int>& corpus, int eot, int seq_len, uint64_t seed,
+                                                int64_t budget) {
+  const int longest = std::min(64, (seq_len - 1) / 2), shortest = std::min(8, longest);
+  Rng rng(seed);
+  std::vector<std::vector<int>> docs;
+  int misses = 0;
+  for (int64_t tokens = 0; tokens < budget;) {
+    const int n = shortest + rng.Below(longest - shortest + 1);
+    if (static_cast<int64_t>(corpus.size()) <= n)
+      throw Error("pretrain.repeated_text_share: the corpora are too short");
+    const auto start = corpus.begin() + rng.Below(static_cast<int>(corpus.size()) - n);
+    if (std::find(start, start + n, eot) != start + n) {  // across a document's end: draw again
+      if (++misses > 1000 && misses > 10 * static_cast<int>(docs.size())) {
+        throw Error("pretrain.repeated_text_share: the corpora's documents are shorter than its spans");
+      }
+      continue;
+    }
+    std::vector<int> ids = Twice(std::vector<int>(start, start + n));
+    tokens += static_cast<int64_t>(ids.size()) + 1;
+    docs.push_back(std::move(ids));
+  }
+  return docs;
+}
+
+namespace {
 
 Splits TokenizeCorpora(const CompiledPretrain& w, PretrainDocuments docs, const Tokenizer& tokenizer,
                        const std::function<std::string(uint64_t)>& reading_document, std::ostream& out) {
@@ -162,7 +198,7 @@ Splits TokenizeCorpora(const CompiledPretrain& w, PretrainDocuments docs, const 
   for (size_t i = train.size(); i > 1; --i) std::swap(train[i - 1], train[rng.Below(static_cast<int>(i))]);
   // With reading documents, repeated sequences and renamed prose, the corpora fill their share of max_tokens and
   // those the rest.
-  const double short_share = w.reading_share + w.induction_share + w.renamed_share;
+  const double short_share = w.reading_share + w.induction_share + w.renamed_share + w.repeated_text_share;
   const int64_t corpus_budget =
       w.max_tokens > 0 ? static_cast<int64_t>(std::llround(w.max_tokens * (1.0 - short_share))) : 0;
   Splits s;
@@ -211,6 +247,12 @@ Splits TokenizeCorpora(const CompiledPretrain& w, PretrainDocuments docs, const 
       out << (short_docs.empty() ? "data: " : ", ") << renamed.size() << " windows of renamed prose";
       if (left_out > 0) out << " (" << left_out << " longer than seq_len left out)";
       for (auto& r : renamed) short_docs.push_back(std::move(r));
+    }
+    if (w.repeated_text_share > 0) {
+      std::vector<std::vector<int>> spans =
+          RepeatedTextSpans(s.train, *eot, w.seq_len, Rng::Mix(w.seed, 53), budget(w.repeated_text_share));
+      out << (short_docs.empty() ? "data: " : ", ") << spans.size() << " repeated spans of the corpora";
+      for (auto& r : spans) short_docs.push_back(std::move(r));
     }
     out << " mixed in, each within one training sequence\n";
     Rng mix(Rng::Mix(w.seed, 37));

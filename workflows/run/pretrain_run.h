@@ -67,6 +67,13 @@ PretrainDocuments ReadPretrainDocuments(const CompiledPretrain& workflow, const 
 std::vector<int> MixWithinSequences(const std::vector<int>& corpus, const std::vector<std::vector<int>>& reading,
                                     int length, int eot);
 
+// Spans of `corpus` (a token stream whose documents end with `eot`), 8 to 64
+// tokens long and never across a document's end, each followed by itself,
+// drawn by `seed` until `budget` tokens: the induction lesson in ordinary text
+// (pretrain.repeated_text_share). Error when no document is long enough.
+std::vector<std::vector<int>> RepeatedTextSpans(const std::vector<int>& corpus, int eot, int seq_len, uint64_t seed,
+                                                int64_t budget);
+
 PretrainResult Pretrain(const CompiledPretrain& workflow, const PretrainOptions& options, std::ostream& out);
 
 }  // namespace troupe
