@@ -58,6 +58,13 @@ pretrain {
 
 CompiledPretrain Tiny(const std::string& text = kTiny) { return CompilePretrain(ParseWorkflowText(text, "tiny.textproto")); }
 
+// kTiny with `fields` (each ending "\n  ") at the start of its pretrain block's settings, from line 10 on.
+std::string WithPretrainFields(const std::string& fields) {
+  std::string text = kTiny;
+  text.replace(text.find("heldout_every"), 0, fields);
+  return text;
+}
+
 std::string Temp(const std::string& name) {
   const fs::path p = fs::temp_directory_path() / ("troupe-pretrain-" + name);
   fs::remove_all(p);
@@ -187,11 +194,9 @@ TEST_CASE("a pretraining workflow is checked whole, with errors at their line", 
   const std::string llama = "llama { hidden_size: 32 intermediate_size: 64 layers: 1 heads: 2 kv_heads: 1 max_len: 64 }";
   micro.replace(micro.find(llama), llama.size(), "transformer { d_model: 16 heads: 2 }");
   CHECK_THROWS_WITH(Tiny(micro), Catch::Contains("tiny.textproto:3:1") && Catch::Contains("transformer has none"));
-  std::string unseen_without_factbook = kTiny;
-  unseen_without_factbook.replace(unseen_without_factbook.find("heldout_every"), 0, "unseen_questions: \"q.jsonl\"\n  ");
-  CHECK_THROWS_WITH(Tiny(unseen_without_factbook), Catch::Contains("tiny.textproto:10:3") && Catch::Contains("no corpus is 'factbook'"));
-  std::string reading = kTiny;
-  reading.replace(reading.find("heldout_every"), 0, "reading_share: 0.95\n  ");
+  CHECK_THROWS_WITH(Tiny(WithPretrainFields("unseen_questions: \"q.jsonl\"\n  ")),
+                    Catch::Contains("tiny.textproto:10:3") && Catch::Contains("no corpus is 'factbook'"));
+  std::string reading = WithPretrainFields("reading_share: 0.95\n  ");
   CHECK_THROWS_WITH(Tiny(reading),
                     Catch::Contains("tiny.textproto:10:3") && Catch::Contains("reading_share is between 0 and 0.9"));
   reading.replace(reading.find("0.95"), 4, "0.3");
@@ -199,19 +204,13 @@ TEST_CASE("a pretraining workflow is checked whole, with errors at their line", 
   without_documents.out_dir = Temp("no-reading-documents");
   std::ostringstream sink;
   CHECK_THROWS_WITH(Pretrain(Tiny(reading), without_documents, sink), Catch::Contains("no reading documents"));
-  std::string induction = kTiny;
-  induction.replace(induction.find("heldout_every"), 0, "reading_share: 0.5\n  induction_share: 0.5\n  ");
-  CHECK_THROWS_WITH(Tiny(induction), Catch::Contains("tiny.textproto:11:3") && Catch::Contains("at most 0.9"));
-  std::string renamed = kTiny;
-  renamed.replace(renamed.find("heldout_every"), 0, "induction_share: 0.5\n  renamed_share: 0.5\n  ");
-  CHECK_THROWS_WITH(Tiny(renamed),
+  CHECK_THROWS_WITH(Tiny(WithPretrainFields("reading_share: 0.5\n  induction_share: 0.5\n  ")),
+                    Catch::Contains("tiny.textproto:11:3") && Catch::Contains("at most 0.9"));
+  CHECK_THROWS_WITH(Tiny(WithPretrainFields("induction_share: 0.5\n  renamed_share: 0.5\n  ")),
                     Catch::Contains("tiny.textproto:11:3") && Catch::Contains("renamed_share is 0 or more"));
-  std::string echo = kTiny;
-  echo.replace(echo.find("heldout_every"), 0, "renamed_share: 0.3\n  renamed_echo: 1.5\n  ");
-  CHECK_THROWS_WITH(Tiny(echo), Catch::Contains("tiny.textproto:11:3") && Catch::Contains("renamed_echo is a share"));
-  std::string spans = kTiny;
-  spans.replace(spans.find("heldout_every"), 0, "repeated_text_share: 0.95\n  ");
-  CHECK_THROWS_WITH(Tiny(spans),
+  CHECK_THROWS_WITH(Tiny(WithPretrainFields("renamed_share: 0.3\n  renamed_echo: 1.5\n  ")),
+                    Catch::Contains("tiny.textproto:11:3") && Catch::Contains("renamed_echo is a share"));
+  CHECK_THROWS_WITH(Tiny(WithPretrainFields("repeated_text_share: 0.95\n  ")),
                     Catch::Contains("tiny.textproto:10:3") && Catch::Contains("repeated_text_share is 0 or more"));
   // A game workflow is not pretrained, and a pretraining one is not trained with `troupe train`.
   CHECK_THROWS_WITH(CompileWorkflow(ParseWorkflowText(kTiny, "tiny.textproto")),
