@@ -5,11 +5,12 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <fstream>
 #include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
+
+#include "core/base/file_io.h"
 
 namespace troupe::red_black {
 
@@ -86,11 +87,11 @@ std::vector<std::string> Words(const std::string& phrase) {
 }
 
 std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw GameError("scenario: cannot read '" + path + "'", "scenario");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  try {
+    return ReadWholeFile(path);
+  } catch (const Error&) {
+    throw GameError("scenario: cannot read '" + path + "'", "scenario");  // the param, not only the path
+  }
 }
 
 }  // namespace
