@@ -7,6 +7,7 @@
 
 #include "core/base/errors.h"
 #include "core/models/architecture.h"
+#include "core/models/model_pool_impl.h"
 
 namespace troupe {
 
@@ -14,8 +15,9 @@ namespace {
 
 class FolderLanguageModel : public LanguageModel {
  public:
-  FolderLanguageModel(ModelConfig config, PolicyModel model)
-      : config_(std::move(config)), model_(std::move(model)) {
+  FolderLanguageModel(ModelConfig config, PolicyModel model, torch::Device device)
+      : config_(std::move(config)), model_(std::move(model)), device_(device) {
+    model_->to(device_);
     model_->eval();
   }
 
@@ -24,8 +26,9 @@ class FolderLanguageModel : public LanguageModel {
     ForEachWindow(ids, [&](const torch::Tensor& logits, int64_t first, int64_t end) {
       // The targets' log-probabilities in one gather, copied out once.
       const torch::Tensor targets =
-          torch::tensor(std::vector<int64_t>(ids.begin() + first, ids.begin() + end), torch::kLong).unsqueeze(1);
-      const torch::Tensor chosen = torch::log_softmax(logits, -1).gather(1, targets).squeeze(1).contiguous();
+          torch::tensor(std::vector<int64_t>(ids.begin() + first, ids.begin() + end), torch::kLong).unsqueeze(1).to(device_);
+      const torch::Tensor chosen =
+          torch::log_softmax(logits, -1).gather(1, targets).squeeze(1).to(torch::kCPU, torch::kFloat).contiguous();
       out.insert(out.end(), chosen.data_ptr<float>(), chosen.data_ptr<float>() + chosen.numel());
     });
     return out;
@@ -34,7 +37,7 @@ class FolderLanguageModel : public LanguageModel {
   std::vector<int> Predict(const std::vector<int>& ids) const override {
     std::vector<int> out;
     ForEachWindow(ids, [&](const torch::Tensor& logits, int64_t, int64_t) {
-      const torch::Tensor best = logits.argmax(-1).contiguous();
+      const torch::Tensor best = logits.argmax(-1).to(torch::kCPU).contiguous();
       out.insert(out.end(), best.data_ptr<int64_t>(), best.data_ptr<int64_t>() + best.numel());
     });
     return out;
@@ -49,10 +52,12 @@ class FolderLanguageModel : public LanguageModel {
     std::vector<int64_t> tokens(prompt.begin(), prompt.end());
     int64_t T = static_cast<int64_t>(tokens.size());
     if (T + max_new > max_len()) throw ModelError("prompt and continuation exceed max_len " + std::to_string(max_len()));
-    torch::Tensor logits = model_->forward(torch::tensor(tokens, torch::kLong).view({1, T}),
-                                           torch::arange(T, torch::kLong).view({1, T}),
-                                           torch::ones({1, T}, torch::kBool), {}, &cache)
-                               .logits[0][T - 1];
+    const auto on = torch::TensorOptions().device(device_);
+    torch::Tensor logits = model_->forward(torch::tensor(tokens, torch::kLong).view({1, T}).to(device_),
+                                           torch::arange(T, on.dtype(torch::kLong)).view({1, T}),
+                                           torch::ones({1, T}, on.dtype(torch::kBool)), {}, &cache)
+                               .logits[0][T - 1]
+                               .to(torch::kCPU, torch::kFloat);
     std::vector<int> out;
     for (int i = 0; i < max_new; ++i) {
       int next;
@@ -64,9 +69,11 @@ class FolderLanguageModel : public LanguageModel {
       }
       out.push_back(next);
       if (std::find(stop_ids.begin(), stop_ids.end(), next) != stop_ids.end()) break;
-      logits = model_->forward(torch::full({1, 1}, next, torch::kLong), torch::full({1, 1}, T, torch::kLong),
-                               torch::ones({1, T + 1}, torch::kBool), {}, &cache)
-                   .logits[0][0];
+      logits = model_->forward(torch::full({1, 1}, next, on.dtype(torch::kLong)),
+                               torch::full({1, 1}, T, on.dtype(torch::kLong)), torch::ones({1, T + 1}, on.dtype(torch::kBool)),
+                               {}, &cache)
+                   .logits[0][0]
+                   .to(torch::kCPU, torch::kFloat);
       ++T;
     }
     return out;
@@ -89,11 +96,12 @@ class FolderLanguageModel : public LanguageModel {
       const int64_t end = std::min(n, begin + window);
       std::vector<int64_t> tokens(ids.begin() + begin, ids.begin() + end);
       const int64_t T = end - begin;
-      const torch::Tensor logits =
-          model_
-              ->forward(torch::tensor(tokens, torch::kLong).view({1, T}), torch::arange(T, torch::kLong).view({1, T}),
-                        torch::ones({1, T}, torch::kBool), {})
-              .logits[0];
+      const auto on = torch::TensorOptions().device(device_);
+      const torch::Tensor logits = model_
+                                       ->forward(torch::tensor(tokens, torch::kLong).view({1, T}).to(device_),
+                                                 torch::arange(T, on.dtype(torch::kLong)).view({1, T}),
+                                                 torch::ones({1, T}, on.dtype(torch::kBool)), {})
+                                       .logits[0];
       visit(logits.narrow(0, scored - 1 - begin, end - scored), scored, end);
       scored = end;
     }
@@ -101,14 +109,17 @@ class FolderLanguageModel : public LanguageModel {
 
   ModelConfig config_;
   mutable PolicyModel model_;  // forward is not const in the frontend
+  torch::Device device_;
 };
 
 }  // namespace
 
-std::unique_ptr<LanguageModel> LanguageModel::Load(const std::string& dir) {
+std::unique_ptr<LanguageModel> LanguageModel::Load(const std::string& dir, const std::string& device) {
+  const torch::Device where = ParseDevice(device);  // ModelError before any file is read
   ModelConfig config = HfFolderConfig(dir);
+  config.device = device;
   PolicyModel model = BuildPolicyModel(config);
-  return std::make_unique<FolderLanguageModel>(std::move(config), std::move(model));
+  return std::make_unique<FolderLanguageModel>(std::move(config), std::move(model), where);
 }
 
 }  // namespace troupe

@@ -12,8 +12,10 @@ namespace troupe {
 
 class LanguageModel {
  public:
-  // config.json and model.safetensors of `dir`; CheckpointError when they do not fit.
-  static std::unique_ptr<LanguageModel> Load(const std::string& dir);
+  // config.json and model.safetensors of `dir`, on `device` ("cpu" or
+  // "cuda:N"); CheckpointError when they do not fit, ModelError when the device
+  // cannot be used.
+  static std::unique_ptr<LanguageModel> Load(const std::string& dir, const std::string& device = "cpu");
   virtual ~LanguageModel() = default;
 
   // log p(ids[i] | ids[0..i-1]) for i = 1..n-1, in windows of at most max_len

@@ -3,12 +3,12 @@
 #include "core/models/policy_model.h"
 
 #include <ATen/CPUGeneratorImpl.h>
-#include <ATen/autocast_mode.h>
 
 #include <cmath>
 #include <mutex>
 
 #include "core/base/errors.h"
+#include "core/models/torch_compat.h"
 
 namespace troupe {
 
@@ -34,35 +34,27 @@ namespace {
 // would be stale after the next optimiser step).
 class Bf16Autocast {
  public:
-  Bf16Autocast(bool on, const torch::Device& device) : on_(on), cuda_(device.is_cuda()) {
+  Bf16Autocast(bool on, const torch::Device& device) : on_(on), device_(device.type()) {
     if (!on_) return;
-    was_enabled_ = cuda_ ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled();
-    was_dtype_ = cuda_ ? at::autocast::get_autocast_gpu_dtype() : at::autocast::get_autocast_cpu_dtype();
-    if (cuda_) {
-      at::autocast::set_enabled(true);
-      at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
-    } else {
-      at::autocast::set_cpu_enabled(true);
-      at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
-    }
+    was_enabled_ = torch_compat::IsAutocastEnabled(device_);
+    was_dtype_ = torch_compat::AutocastDtype(device_);
+    torch_compat::SetAutocastEnabled(device_, true);
+    torch_compat::SetAutocastDtype(device_, at::kBFloat16);
     at::autocast::increment_nesting();
   }
   ~Bf16Autocast() {
     if (!on_) return;
     if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-    if (cuda_) {
-      at::autocast::set_enabled(was_enabled_);
-      at::autocast::set_autocast_gpu_dtype(was_dtype_);
-    } else {
-      at::autocast::set_cpu_enabled(was_enabled_);
-      at::autocast::set_autocast_cpu_dtype(was_dtype_);
-    }
+    torch_compat::SetAutocastEnabled(device_, was_enabled_);
+    torch_compat::SetAutocastDtype(device_, was_dtype_);
   }
   Bf16Autocast(const Bf16Autocast&) = delete;
   Bf16Autocast& operator=(const Bf16Autocast&) = delete;
 
  private:
-  bool on_, cuda_, was_enabled_ = false;
+  bool on_;
+  c10::DeviceType device_;
+  bool was_enabled_ = false;
   at::ScalarType was_dtype_ = at::kBFloat16;
 };
 

@@ -11,6 +11,7 @@
 
 #include "core/base/errors.h"
 #include "core/models/architecture.h"
+#include "core/models/model_pool_impl.h"
 
 namespace troupe {
 
@@ -86,8 +87,9 @@ struct Replica {
   // Mean cross-entropy of `target` after `input` [B,T].
   torch::Tensor LossOf(const torch::Tensor& input, const torch::Tensor& target) {
     const int64_t B = input.size(0), T = input.size(1);
-    const torch::Tensor positions = torch::arange(T, torch::kLong).repeat({B, 1});
-    const LMOutput o = model->forward(input, positions, torch::ones({B, T}, torch::kBool), {});
+    const auto on = torch::TensorOptions().device(input.device());
+    const torch::Tensor positions = torch::arange(T, on.dtype(torch::kLong)).repeat({B, 1});
+    const LMOutput o = model->forward(input, positions, torch::ones({B, T}, on.dtype(torch::kBool)), {});
     return torch::nn::functional::cross_entropy(o.logits.reshape({B * T, -1}), target.reshape({B * T}));
   }
 };
@@ -99,6 +101,7 @@ struct ShareResult {
 
 struct Pretrainer::Impl {
   ModelConfig config;
+  torch::Device device = torch::kCPU;         // the model's (config.device)
   std::vector<Replica> replicas;              // [0] is the model trained
   std::vector<torch::Tensor> decayed, plain;  // replica 0's, weight decay on matrices only
   std::unique_ptr<torch::optim::AdamW> optimizer;
@@ -110,13 +113,13 @@ struct Pretrainer::Impl {
 
   PolicyModel& model() { return replicas[0].model; }
 
-  static std::pair<torch::Tensor, torch::Tensor> Batch(const std::vector<int>& tokens, int batch, int length) {
+  std::pair<torch::Tensor, torch::Tensor> Batch(const std::vector<int>& tokens, int batch, int length) const {
     if (tokens.size() != static_cast<size_t>(batch) * (length + 1)) {
       throw ModelError("a batch of " + std::to_string(batch) + " x " + std::to_string(length + 1) + " tokens has " +
                        std::to_string(tokens.size()));
     }
     const torch::Tensor all =
-        torch::tensor(std::vector<int64_t>(tokens.begin(), tokens.end()), torch::kLong).view({batch, length + 1});
+        torch::tensor(std::vector<int64_t>(tokens.begin(), tokens.end()), torch::kLong).view({batch, length + 1}).to(device);
     return {all.narrow(1, 0, length), all.narrow(1, 1, length)};
   }
 
@@ -185,10 +188,12 @@ Pretrainer::Pretrainer(const ModelConfig& config, uint64_t seed, int threads, in
     SetBlasThreads(std::max(1, threads / replicas));
   }
   impl_->config = config;
+  impl_->device = ParseDevice(config.device);
   torch::manual_seed(seed);
   const Architecture& architecture = ArchitectureOf(config);
   for (int k = 0; k < replicas; ++k) {
     PolicyModel model = BuildPolicyModel(config);
+    model->to(impl_->device);  // initialised on the CPU from the seed: the same model on every device
     for (const auto& p : model->named_parameters()) {
       if (!architecture.IsFieldParameter(p.key())) {
         p.value().set_requires_grad(false);  // the value head is not trained on text
@@ -211,7 +216,7 @@ Pretrainer::~Pretrainer() = default;
 
 PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int length, double lr,
                               const GuidedAttention* guide) {
-  const auto [input, target] = Impl::Batch(tokens, batch, length);
+  const auto [input, target] = impl_->Batch(tokens, batch, length);
   for (auto& group : impl_->optimizer->param_groups()) {
     static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
   }
@@ -284,7 +289,7 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
 
 double Pretrainer::Loss(const std::vector<int>& tokens, int batch, int length) {
   torch::NoGradGuard no_grad;
-  const auto [input, target] = Impl::Batch(tokens, batch, length);
+  const auto [input, target] = impl_->Batch(tokens, batch, length);
   const std::vector<std::pair<int, int>> shares = impl_->Shares(batch);
   std::vector<double> losses(shares.size());
   impl_->OnReplicas(shares.size(), [&](size_t k) {
@@ -318,7 +323,7 @@ void Pretrainer::Load(const std::string& dir) {
   ArchitectureOf(impl_->config).ReadHfWeights(*impl_->model(), dir + "/model");
   impl_->SyncReplicas();
   try {
-    torch::load(*impl_->optimizer, dir + "/optimizer.pt");
+    torch::load(*impl_->optimizer, dir + "/optimizer.pt", impl_->device);
   } catch (const c10::Error& e) {
     throw CheckpointError("cannot load " + dir + "/optimizer.pt: " + e.what_without_backtrace());
   }

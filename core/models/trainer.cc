@@ -617,7 +617,10 @@ void Trainer::JoinLearners(const LearnerGroupSpec& spec) {
     return;
   }
   impl_->learners.reset();
-  if (spec.world > 1) impl_->learners = std::make_unique<LearnerGroup>(spec);
+  if (spec.world < 2) return;
+  LearnerGroupSpec placed = spec;  // on the device of the model this worker serves (a worker serves one)
+  if (impl_->pool->size() > 0) placed.device = impl_->pool->config(0).device.empty() ? "cpu" : impl_->pool->config(0).device;
+  impl_->learners = std::make_unique<LearnerGroup>(placed);
 }
 
 std::string Trainer::SaveState() const {

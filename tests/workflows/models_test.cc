@@ -3,12 +3,11 @@
 // teacher-forced scoring.
 #include <catch2/catch.hpp>
 
-#include <ATen/autocast_mode.h>
-
 #include <set>
 
 #include "core/models/gae.h"
 #include "core/models/model_pool_impl.h"
+#include "core/models/torch_compat.h"
 #include "core/models/trainer.h"
 #include "workflows/config/compiled_workflow.h"
 #include "workflows/config/config_loader.h"
@@ -449,7 +448,7 @@ TEST_CASE("bf16 models compute in bfloat16 under autocast and keep float32 param
     model->zero_grad();
     out.push_back(model->forward(tokens, positions, valid, role));
     (out.back().logits.pow(2).mean() + out.back().values.mean()).backward();
-    CHECK_FALSE(at::autocast::is_cpu_enabled());  // the guard put autocast back as it was
+    CHECK_FALSE(torch_compat::IsAutocastEnabled(c10::DeviceType::CPU));  // the guard put autocast back as it was
   }
   for (const LMOutput& o : out) {
     CHECK(o.logits.scalar_type() == torch::kFloat);

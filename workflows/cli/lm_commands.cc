@@ -20,7 +20,7 @@ namespace {
 
 int Score(const TextArgs& a) {
   const Tokenizer tokenizer = LoadTokenizer(a.tokenizer.empty() ? a.model : a.tokenizer);
-  const auto model = LanguageModel::Load(a.model);
+  const auto model = LanguageModel::Load(a.model, a.device);
   const std::vector<int> ids = tokenizer.Encode(ReadTextInput(a.file), !a.no_special);
   const std::vector<float> logp = model->Score(ids);
   double total = 0;
@@ -52,7 +52,7 @@ int Score(const TextArgs& a) {
 
 int Generate(const TextArgs& a) {
   const Tokenizer tokenizer = LoadTokenizer(a.tokenizer.empty() ? a.model : a.tokenizer);
-  const auto model = LanguageModel::Load(a.model);
+  const auto model = LanguageModel::Load(a.model, a.device);
   std::vector<int> stops;
   for (const char* s : {"<|endoftext|>", "<|im_end|>"}) {
     if (auto id = tokenizer.TokenId(s)) stops.push_back(*id);
@@ -69,7 +69,7 @@ int Generate(const TextArgs& a) {
 
 int Probe(const TextArgs& a) {
   const Tokenizer tokenizer = LoadTokenizer(a.tokenizer.empty() ? a.model : a.tokenizer);
-  const auto model = LanguageModel::Load(a.model);
+  const auto model = LanguageModel::Load(a.model, a.device);
   const std::vector<ProbeScore> probes = ProbeReading(*model, tokenizer);
   if (a.json) {
     nlohmann::json j = nlohmann::json::object();
@@ -108,6 +108,7 @@ void AddLmCommands(CLI::App& app, TextArgs& a) {
     c->add_option("--model", a.model, "a folder with config.json, model.safetensors and tokenizer.json")->required();
     c->add_option("--tokenizer", a.tokenizer, "a tokenizer.json elsewhere than the model folder");
     c->add_option("--threads", a.threads, "LibTorch threads (default 2)");
+    c->add_option("--device", a.device, "cpu (default) or cuda:N");
     c->add_flag("--json", a.json, "print one JSON object");
     c->add_flag("--no-special", a.no_special, "read special tokens (<|im_start|>, ...) as plain text");
   }

@@ -61,7 +61,7 @@ Exit status: 0 done, 1 config error, 2 usage, 3 troupe error, 4 internal error,
 5 a model worker was lost.
 )";
 
-const char* kPretrainUsage = R"(usage: troupe pretrain FILE [--out DIR] [--resume] [--set FIELD=VALUE]... [--seed N]
+const char* kPretrainUsage = R"(usage: troupe pretrain FILE [--out DIR] [--resume] [--device D] [--set FIELD=VALUE]... [--seed N]
 
 Pretrains the workflow's one model (llama or gpt2) on real text (its pretrain { }
 section: corpora, tokenizer, sequence length, batch, passes). The run folder
@@ -184,6 +184,7 @@ struct Args {
   std::string out;
   std::string checkpoint;
   std::string dataset;  // eval: a question file for a pipeline task's evaluation set
+  std::string device;   // pretrain: where the model trains (overrides the workflow's model device)
   std::vector<std::string> sets;
   std::string connect, model, keys, publish, record;
   long long seed = -1;
@@ -246,6 +247,9 @@ int Pretrain(const Args& a) {
   troupe::LoadedWorkflow loaded = troupe::LoadWorkflowFile(a.file);
   for (const auto& s : a.sets) troupe::ApplyOverride(loaded, s);
   if (a.seed >= 0) loaded.proto.set_seed(static_cast<uint64_t>(a.seed));
+  if (!a.device.empty()) {
+    for (auto& model : *loaded.proto.mutable_model()) model.set_device(a.device);
+  }
   const troupe::CompiledPretrain w = troupe::CompilePretrain(loaded);
   if (a.resume && a.out.empty()) throw UsageError("--resume needs --out DIR (the run to continue)");
   troupe::PretrainOptions o;
@@ -508,6 +512,7 @@ struct Cli {
     Overrides(pretrain);
     pretrain->add_option("--out", a.out, "run folder (default runs/<workflow>-<date>-<time>)");
     pretrain->add_flag("--resume", a.resume, "continue the run in --out from its latest checkpoint");
+    pretrain->add_option("--device", a.device, "where the model trains: cpu or cuda:N (default: the workflow's model device)");
     CLI::App* eval = Command("eval", "evaluate trained models from a checkpoint", kEvalUsage);
     File(eval, "workflow file");
     Overrides(eval);

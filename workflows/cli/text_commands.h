@@ -27,6 +27,7 @@ struct TextArgs {
   int max_new = 32;
   double temperature = 1.0;
   int threads = 2;
+  std::string device = "cpu";  // lm: where the model runs
   unsigned long long seed = 1;
 };
 

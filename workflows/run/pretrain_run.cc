@@ -552,7 +552,7 @@ class PretrainRun {
     std::tie(result_.unigram_perplexity, result_.bigram_perplexity) = Baselines(
         data.corpus_train.empty() ? data.train : data.corpus_train, data.heldout, w_.seq_len, tokenizer.vocab_size());
     std::ostringstream samples;
-    const auto lm = LanguageModel::Load(folder.string());
+    const auto lm = LanguageModel::Load(folder.string(), w_.model.device.empty() ? "cpu" : w_.model.device);
     std::vector<int> stops = {*tokenizer.TokenId("<|endoftext|>")};
     nlohmann::json continuations = nlohmann::json::array();
     for (const std::string& prompt : w_.sample_prompts) {

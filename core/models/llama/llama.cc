@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/base/errors.h"
+#include "core/models/torch_compat.h"
 
 namespace troupe {
 
@@ -61,7 +62,7 @@ LlamaAttentionImpl::LlamaAttentionImpl(const LlamaOptions& o)
 
 torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                                           const torch::Tensor& allowed, const torch::Tensor& role,
-                                          torch::Tensor* cache_k, torch::Tensor* cache_v) {
+                                          torch::Tensor* cache_k, torch::Tensor* cache_v, bool causal) {
   const int64_t B = x.size(0), T = x.size(1);
   torch::Tensor q = WithRoleLora(q_proj(x), lora_q, x, role).view({B, T, heads_, head_dim_});
   torch::Tensor k = WithRoleLora(k_proj(x), lora_k, x, role).view({B, T, kv_heads_, head_dim_});
@@ -81,6 +82,11 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const torch::T
     }
     *cache_k = k;
     *cache_v = v;
+  }
+  if (torch_compat::kHasFusedAttention && kept_head_ < 0) {  // no weights to keep: the fused kernels
+    const torch::Tensor out = torch_compat::FusedAttention(q, k, v, causal ? torch::Tensor() : allowed);
+    const torch::Tensor merged = out.transpose(1, 2).reshape({B, T, heads_ * head_dim_});
+    return WithRoleLora(o_proj(merged), lora_o, merged, role);
   }
   // Each key/value head serves `group` consecutive query heads: those heads'
   // queries are stacked as one longer query block of their key/value head, so
@@ -123,8 +129,8 @@ LlamaLayerImpl::LlamaLayerImpl(const LlamaOptions& o) {
 
 torch::Tensor LlamaLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                                       const torch::Tensor& allowed, const torch::Tensor& role, torch::Tensor* cache_k,
-                                      torch::Tensor* cache_v) {
-  torch::Tensor h = x + self_attn(input_layernorm(x), cos, sin, allowed, role, cache_k, cache_v);
+                                      torch::Tensor* cache_v, bool causal) {
+  torch::Tensor h = x + self_attn(input_layernorm(x), cos, sin, allowed, role, cache_k, cache_v, causal);
   return h + mlp(post_attention_layernorm(h), role);
 }
 
@@ -190,12 +196,15 @@ LMOutput LlamaLMImpl::forward_blocks(const torch::Tensor& embeds, const torch::T
   angles = torch::cat({angles, angles}, -1).unsqueeze(1);                        // [B,1,T,D]
   const torch::Tensor cos = angles.cos().to(embeds.scalar_type()), sin = angles.sin().to(embeds.scalar_type());
   const torch::Tensor allowed = AttentionMask(key_valid, T);
+  // No padding and nothing cached: the fused kernels' own causal mask (FlashAttention) will do.
+  const bool causal = torch_compat::kHasFusedAttention && cache == nullptr && key_valid.size(1) == T &&
+                      key_valid.all().item<bool>();
   if (cache != nullptr) cache->reserve_layers(model->layers->size());
   torch::Tensor x = role_emb ? embeds + role_emb(roles).unsqueeze(1) : embeds;
   LMOutput out;
   for (size_t i = 0; i < model->layers->size(); ++i) {
     x = model->layers[i]->as<LlamaLayer>()->forward(x, cos, sin, allowed, roles, cache ? &cache->keys[i] : nullptr,
-                                                    cache ? &cache->values[i] : nullptr);
+                                                    cache ? &cache->values[i] : nullptr, causal);
     if (all_layers) out.layers.push_back(x);
   }
   out.hidden = model->norm(x);

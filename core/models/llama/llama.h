@@ -50,10 +50,12 @@ class LlamaAttentionImpl : public torch::nn::Module {
  public:
   explicit LlamaAttentionImpl(const LlamaOptions& o);
   // x [B,T,H]; cos/sin [B,1,T,D]; allowed [B,1,T,Tk]; role [B] (for the adapters).
-  // Cached keys and values are per layer [B, kv_heads, T, head_dim].
+  // Cached keys and values are per layer [B, kv_heads, T, head_dim]. `causal`:
+  // `allowed` is the plain causal mask (no padding, no cache), which the fused
+  // kernels (LibTorch 2.5+) take without reading it.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                         const torch::Tensor& allowed, const torch::Tensor& role, torch::Tensor* cache_k,
-                        torch::Tensor* cache_v);
+                        torch::Tensor* cache_v, bool causal = false);
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
   RMSNorm q_norm{nullptr}, k_norm{nullptr};
   RoleLora lora_q{nullptr}, lora_k{nullptr}, lora_v{nullptr}, lora_o{nullptr};
@@ -83,7 +85,7 @@ class LlamaLayerImpl : public torch::nn::Module {
   explicit LlamaLayerImpl(const LlamaOptions& o);
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                         const torch::Tensor& allowed, const torch::Tensor& role, torch::Tensor* cache_k,
-                        torch::Tensor* cache_v);
+                        torch::Tensor* cache_v, bool causal = false);
   LlamaAttention self_attn{nullptr};
   LlamaMlp mlp{nullptr};
   RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
