@@ -157,10 +157,6 @@ for device in cpu cuda:0; do
   cp "$dir/metrics.jsonl" "$out/main_job_${device/:/}.jsonl" 2>/dev/null
 done
 
-section "the CPU suites of models, training, runtime and learners on this LibTorch"
-check "cpu suites" ctest --test-dir build-gpu -j 8 --output-on-failure --timeout 300 \
-  -R "workflows/(models|training|runtime|config_errors)_test"
-
 section "figures"
 env -u LD_LIBRARY_PATH python3 - "$out" <<'PY'
 import json, statistics, sys, os
@@ -186,6 +182,10 @@ try:
 except Exception as e:
     print("(b) no figures:", e)
 PY
+
+section "the CPU suites of models, training, runtime and learners on this LibTorch"
+check "cpu suites" ctest --test-dir build-gpu -j 8 --output-on-failure --timeout 240 \
+  -R "workflows/(models|training|runtime|config_errors)_test"
 
 section "done"
 if ((${#failures[@]})); then
