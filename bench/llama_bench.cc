@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 

@@ -4,6 +4,7 @@
 // (messages, states) kept for every `detail_every`-th iteration.
 // Usage: make_session IN OUT [iterations=10000] [detail_every=50]
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <string>

@@ -14,6 +14,7 @@
 // forward FLOPs ~ 2 x parameters per position.
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
 #include <string>

@@ -7,6 +7,7 @@
 // bench/sugarscape_speed.sh runs them all and reports them beside Mesa's figure.
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>

@@ -1,6 +1,8 @@
 // Event publisher and subscriber.
 #include "comms/event_stream.h"
 
+#include <cstdint>
+
 namespace troupe {
 
 EventPublisher::EventPublisher(const std::string& endpoint, const SocketOptions& options) {

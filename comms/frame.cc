@@ -1,6 +1,7 @@
 // Frame encoding and checked decoding.
 #include "comms/frame.h"
 
+#include <cstdint>
 #include <cstring>
 
 namespace troupe {

@@ -1,6 +1,7 @@
 // Session file writing, reading and summary.
 #include "comms/session_file.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <map>

@@ -3,6 +3,7 @@
 // A file cut short by a crash reads back up to its last complete record.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>

@@ -3,6 +3,7 @@
 
 #include "core/base/registry.h"
 
+#include <cstdint>
 #include <sstream>
 
 namespace troupe {

@@ -2,6 +2,7 @@
 #include "core/base/crc32c.h"
 
 #include <array>
+#include <cstdint>
 
 namespace troupe {
 

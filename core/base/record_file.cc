@@ -1,6 +1,7 @@
 // TFRecord-layout record files: writing and checked reading.
 #include "core/base/record_file.h"
 
+#include <cstdint>
 #include <cstring>
 
 #include "core/base/crc32c.h"

@@ -2,6 +2,7 @@
 // whatever architecture a ModelConfig names.
 #include "core/models/architecture.h"
 
+#include <cstdint>
 #include <map>
 
 #include "core/base/errors.h"

@@ -6,6 +6,7 @@
 // (architecture_spec.h); nothing outside that folder names it.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>

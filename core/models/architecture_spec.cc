@@ -1,6 +1,7 @@
 // The architecture registry's configuration side, and config.json both ways.
 #include "core/models/architecture_spec.h"
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <map>

@@ -1,6 +1,8 @@
 // Token-level generalised advantage estimation (PPO), for the trainer and its tests.
 #pragma once
 
+#include <cstdint>
+
 #include <torch/torch.h>
 
 namespace troupe {

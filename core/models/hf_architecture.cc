@@ -2,6 +2,7 @@
 // architecture that has one.
 #include "core/models/hf_architecture.h"
 
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 

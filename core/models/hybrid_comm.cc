@@ -2,6 +2,7 @@
 // KV cache, vectors spliced at a reader's soft slots, and the losses.
 #include "core/models/hybrid_comm.h"
 
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <set>

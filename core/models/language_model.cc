@@ -4,6 +4,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <algorithm>
+#include <cstdint>
 
 #include "core/base/errors.h"
 #include "core/models/architecture.h"

@@ -11,6 +11,12 @@
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/version.h>
+#if TORCH_VERSION_MAJOR >= 2
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#else
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#endif
 #if TROUPE_WITH_GLOO
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #endif
@@ -20,6 +26,7 @@
 #include <torch/torch.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <set>
 
@@ -70,6 +77,7 @@ using CollectiveBackend = c10d::ProcessGroup;
 }  // namespace
 
 bool LearnersHaveNccl() { return TROUPE_WITH_NCCL != 0; }
+bool LearnersHaveGloo() { return TROUPE_WITH_GLOO != 0; }
 
 struct LearnerStore::Impl {
   c10::intrusive_ptr<c10d::TCPStore> store;

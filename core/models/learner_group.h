@@ -30,8 +30,10 @@ struct LearnerGroupSpec {
   std::string device = "cpu";  // the learner's model: "cpu" or "cuda:N"
 };
 
-// Whether this build can sum over NCCL (a CUDA LibTorch with c10d's NCCL backend).
+// Whether this build can sum over NCCL (a CUDA LibTorch with c10d's NCCL
+// backend), and over Gloo (PyTorch's wheels ship LibTorch without Gloo's headers).
 bool LearnersHaveNccl();
+bool LearnersHaveGloo();
 
 // The TCPStore server: the controller's side of the rendezvous (any port when 0).
 class LearnerStore {

@@ -1,6 +1,7 @@
 // The LibTorch side of ModelPool, for core files that train or save models.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "core/models/model_pool.h"

@@ -5,6 +5,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <cmath>
+#include <cstdint>
 #include <mutex>
 
 #include "core/base/errors.h"

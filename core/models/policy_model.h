@@ -8,6 +8,7 @@
 
 #include <torch/torch.h>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <utility>

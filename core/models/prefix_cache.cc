@@ -2,6 +2,7 @@
 #include "core/models/prefix_cache.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "core/base/fnv1a.h"
 

@@ -2,6 +2,7 @@
 #include "core/models/pretrainer.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <exception>
 #include <filesystem>
 #include <functional>

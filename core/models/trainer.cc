@@ -2,6 +2,7 @@
 #include "core/models/trainer.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>

@@ -4,6 +4,7 @@
 // and supervised fine-tuning (cross-entropy) on recorded calls.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>

@@ -2,6 +2,7 @@
 // frequent pair found through a heap whose stale entries are skipped.
 #include "core/text/bpe_trainer.h"
 
+#include <cstdint>
 #include <queue>
 #include <tuple>
 #include <unordered_set>

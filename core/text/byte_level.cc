@@ -2,6 +2,7 @@
 #include "core/text/byte_level.h"
 
 #include <array>
+#include <cstdint>
 #include <unordered_map>
 
 namespace troupe {

@@ -2,6 +2,7 @@
 #include "core/text/corpora.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <sstream>

@@ -2,6 +2,7 @@
 #include "core/text/invented_names.h"
 
 #include <cctype>
+#include <cstdint>
 
 #include "core/rng.h"
 

@@ -2,6 +2,7 @@
 // secret colour and says one word; a listener hears the word and names a
 // colour; both score 1 when the listener is right. Registered like any game,
 // it is trained from its own workflow file (see README.md beside this file).
+#include <cstdint>
 #include <sstream>
 
 #include "core/game.h"

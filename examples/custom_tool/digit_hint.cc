@@ -1,6 +1,7 @@
 // A pipeline tool defined outside games/: it reads the question of the
 // reverse_digits task ("reverse 4 7 1") and returns its last `count` digits,
 // last first ("1 7"), as a hint for the proposer that answers after it.
+#include <cstdint>
 #include <sstream>
 
 #include "core/pipeline_task.h"

@@ -1,5 +1,6 @@
 // A toy pipeline task: reverse a string of digits. Used by the node-driven
 // proposer -> critic example; score = fraction of positions answered right.
+#include <cstdint>
 #include <sstream>
 
 #include "core/pipeline_task.h"

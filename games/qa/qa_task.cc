@@ -5,6 +5,7 @@
 //   tool "answer_scorer" EM and F1 of its input against the gold answers
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <set>

@@ -2,6 +2,7 @@
 #include "games/red_black/red_black.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <set>
 #include <sstream>
 

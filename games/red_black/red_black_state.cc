@@ -3,6 +3,7 @@
 #include "games/red_black/red_black_state.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <sstream>
 
 namespace troupe::red_black {

@@ -2,6 +2,7 @@
 #include "games/split_facts/split_facts.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <numeric>
 #include <sstream>
 #include <utility>

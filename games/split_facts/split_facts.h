@@ -8,6 +8,7 @@
 // Without communication an agent can only guess (1 / values).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>

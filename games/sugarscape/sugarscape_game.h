@@ -10,6 +10,7 @@
 // once per decision step for every pair of every world.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 
 #include <unordered_map>

@@ -3,6 +3,7 @@
 // observations use only the game's vocabulary, signals are defined.
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <set>
 
 #include "core/game.h"

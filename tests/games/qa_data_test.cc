@@ -2,6 +2,7 @@
 // slice of the real sources, and the Xapian passage index built from it.
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <map>

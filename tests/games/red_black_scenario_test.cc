@@ -4,6 +4,7 @@
 // per episode, and a malformed scenario file is refused at its position.
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <functional>

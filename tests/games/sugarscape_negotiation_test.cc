@@ -3,6 +3,8 @@
 // the game's seats, pending decisions, rewards and metrics.
 #include <catch2/catch.hpp>
 
+#include <cstdint>
+
 #include "core/base/errors.h"
 #include "games/sugarscape/encounter.h"
 #include "games/sugarscape/encounter_view.h"

@@ -2,6 +2,7 @@
 // presets on the classic and the seed study's landscapes.
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <set>

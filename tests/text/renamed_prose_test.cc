@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cctype>
+#include <cstdint>
 #include <string>
 
 #include "core/base/errors.h"

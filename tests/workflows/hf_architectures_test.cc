@@ -8,6 +8,7 @@
 // time, equals the full one; folders troupe writes read back.
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>

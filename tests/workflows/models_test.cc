@@ -3,6 +3,7 @@
 // teacher-forced scoring.
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <set>
 
 #include "core/models/gae.h"

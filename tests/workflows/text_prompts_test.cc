@@ -4,6 +4,7 @@
 // role model in split_facts; workflows that cannot work that way are refused.
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <filesystem>
 #include <sstream>
 

@@ -2,6 +2,7 @@
 // trainer settings; defaults filled in. Graph properties are checked in
 // validate_graph.cc. Every error names its position or the offending name.
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <set>

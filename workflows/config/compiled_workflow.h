@@ -5,6 +5,7 @@
 // Everything the runtime needs; nothing in it can still be wrong.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>

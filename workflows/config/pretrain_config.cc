@@ -2,6 +2,7 @@
 #include "workflows/config/pretrain_config.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "core/base/errors.h"
 #include "core/base/registry.h"

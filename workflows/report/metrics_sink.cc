@@ -1,6 +1,7 @@
 // metrics.jsonl + TensorBoard + session events.
 #include "workflows/report/metrics_sink.h"
 
+#include <cstdint>
 #include <filesystem>
 
 #include "core/base/errors.h"

@@ -5,6 +5,7 @@
 // their own.
 #pragma once
 
+#include <cstdint>
 #include <fstream>
 #include <map>
 #include <memory>

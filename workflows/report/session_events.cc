@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 
 #include "workflows/runtime/worker_hub.h"
 

@@ -5,6 +5,7 @@
 // iteration; episode ends, credit and metrics for all.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>

@@ -5,6 +5,7 @@
 // The next frontier is every edge target whose condition holds; an episode
 // stops at an end node or after max_steps ticks.
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <set>
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 
 #include "core/base/background_call.h"
 #include "core/base/errors.h"

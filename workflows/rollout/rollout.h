@@ -4,6 +4,7 @@
 // answer without a model. Produces one CallRecord per model call, with rewards.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>

@@ -3,6 +3,7 @@
 #include "workflows/run/distill_objective.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <deque>
 #include <iomanip>
 #include <ostream>

@@ -1,6 +1,8 @@
 // Evaluation runs and the best-achievable reference.
 #include "workflows/run/evaluate.h"
 
+#include <cstdint>
+
 #include "workflows/report/metrics_log.h"
 #include "workflows/report/spread.h"
 

@@ -2,6 +2,7 @@
 // (or pipeline task) reports, plus the reward signal of every trained role.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>

@@ -2,6 +2,7 @@
 #include "workflows/run/rl_objective.h"
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <iomanip>
 #include <ostream>

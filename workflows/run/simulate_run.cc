@@ -2,6 +2,7 @@
 #include "workflows/run/simulate_run.h"
 
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>

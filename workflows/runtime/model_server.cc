@@ -1,6 +1,8 @@
 // ModelServer and LocalPolicy.
 #include "workflows/runtime/model_server.h"
 
+#include <cstdint>
+
 #include "core/base/errors.h"
 #include "workflows/specs/model_spec.h"
 

@@ -2,6 +2,7 @@
 // wherever it runs. LocalPolicy: a ModelServer per model, called directly.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>

@@ -2,6 +2,7 @@
 #include "workflows/runtime/wire_records.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "core/base/errors.h"

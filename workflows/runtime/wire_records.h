@@ -2,6 +2,7 @@
 // (comms/proto/runtime.proto). Torch-free.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "comms/proto/runtime.pb.h"

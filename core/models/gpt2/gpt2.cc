@@ -2,6 +2,7 @@
 #include "core/models/gpt2/gpt2.h"
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 namespace troupe {

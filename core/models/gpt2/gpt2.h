@@ -11,6 +11,7 @@
 // need LibTorch include this header.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 

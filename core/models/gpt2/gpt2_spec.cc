@@ -3,6 +3,8 @@
 // n_inner, activation_function, layer_norm_epsilon).
 #include "core/models/architecture_spec.h"
 
+#include <cstdint>
+
 #include "core/base/errors.h"
 
 namespace troupe {

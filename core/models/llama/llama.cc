@@ -2,6 +2,7 @@
 #include "core/models/llama/llama.h"
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <string>
 

@@ -11,6 +11,7 @@
 // include this.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>

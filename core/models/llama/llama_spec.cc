@@ -2,6 +2,8 @@
 // the config.json of Llama, Qwen2 (q/k/v bias) and Qwen3 (q/k norms).
 #include "core/models/architecture_spec.h"
 
+#include <cstdint>
+
 namespace troupe {
 namespace {
 

@@ -3,6 +3,7 @@
 #include "core/models/transformer/transformer.h"
 
 #include <cmath>
+#include <cstdint>
 
 namespace troupe {
 

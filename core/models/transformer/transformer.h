@@ -4,6 +4,7 @@
 // Only translation units that need LibTorch include this header.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 
 #include "comms/proto/workflow.pb.h"
