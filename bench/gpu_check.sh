@@ -150,6 +150,8 @@ for round in 1 2; do
   timeout 120 build-gpu/bench/llama_bench 8 --device cuda:0 --batch 32 --length 1024 --steps 10 | tee -a "$out/llama_troupe.jsonl"
   timeout 120 env -u LD_LIBRARY_PATH python3 bench/llama_gpu_reference.py --device cuda:0 --batch 32 --length 1024 --steps 10 |
     tee -a "$out/llama_pytorch.jsonl"
+  timeout 120 env -u LD_LIBRARY_PATH python3 bench/llama_gpu_reference.py --device cuda:0 --batch 32 --length 1024 --steps 10 \
+    --fp32-head | tee -a "$out/llama_pytorch_fp32_head.jsonl"
 done
 
 section "(b) the main job's iteration: cuda:0 against cpu"
@@ -174,6 +176,10 @@ try:
           f"troupe {tt:,.0f} tokens/s (MFU {statistics.median(x['mfu'] for x in t):.1%}), "
           f"PyTorch {p[0].get('torch')} {pp:,.0f} tokens/s (MFU {statistics.median(x['mfu'] for x in p):.1%}); "
           f"troupe / PyTorch {tt / pp:.2f}x")
+    f = load("llama_pytorch_fp32_head.jsonl")
+    ff = statistics.median(x["train_tokens_per_s_bf16"] for x in f)
+    print(f"    PyTorch with the output projection in float32 as troupe computes it: {ff:,.0f} tokens/s; "
+          f"troupe / that {tt / ff:.2f}x")
 except Exception as e:
     print("(a) no figures:", e)
 try:
@@ -192,6 +198,20 @@ check "cpu suites" ctest --test-dir build-gpu -j 8 --output-on-failure --timeout
   -R "workflows/(models|training|config_errors)_test"
 # The runtime's cases but those of data-parallel learners, which need Gloo (this build may lack it: see above).
 check "runtime suite" timeout 300 build-gpu/tests/troupe_workflow_tests "[#runtime_test]~[c10d]" --filenames-as-tags --warn NoTests
+# Cases that crashed on this build before: a backtrace each (cuda-gdb debugs host code too; there is no gdb).
+backtrace() {  # backtrace TITLE COMMAND...
+  section "backtrace: $1"
+  shift
+  timeout 200 cuda-gdb -batch -ex run -ex bt -ex "info threads" --args "$@" 2>&1 |
+    grep -v "^\[New Thread\|^\[Thread .* exited" | tail -60
+}
+if command -v cuda-gdb > /dev/null; then
+  backtrace "training_test's interrupted checkpoint" build-gpu/tests/troupe_workflow_tests \
+    "an interrupted checkpoint never replaces the last complete one"
+  hybrid=$(ls /tmp/troupe-runtime-*-hybrid-local.textproto 2> /dev/null | head -1)
+  [[ -n "$hybrid" ]] && rm -rf /tmp/hybrid-bt && backtrace "runtime_test's hybrid distillation run" $troupe train "$hybrid" \
+    --out /tmp/hybrid-bt --quiet
+fi
 
 section "done"
 if ((${#failures[@]})); then

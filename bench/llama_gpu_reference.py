@@ -5,7 +5,10 @@ embeddings, a value head), written as a PyTorch user writes it: the forward
 pass under torch.autocast(bfloat16), F.scaled_dot_product_attention with
 is_causal, and torch.optim.AdamW's defaults.
 
-Usage: python3 bench/llama_gpu_reference.py [--device cuda:0] [--batch 32] [--length 1024] [--steps 10]
+With --fp32-head the output projection runs outside autocast in float32, as
+troupe's models compute it (their logits feed the policy's log-probabilities).
+
+Usage: python3 bench/llama_gpu_reference.py [--device cuda:0] [--batch 32] [--length 1024] [--steps 10] [--fp32-head]
 Prints one JSON object with the same keys as `llama_bench 1 --device cuda:0`.
 """
 import argparse
@@ -64,7 +67,7 @@ class Model(nn.Module):
         self.norm = RMSNorm(H)
         self.value = nn.Linear(H, 1)
 
-    def forward(self, ids):
+    def forward(self, ids, fp32_head=False):
         B, T = ids.shape
         pos = torch.arange(T, dtype=torch.float32, device=ids.device)
         inv = 1.0 / (THETA ** (torch.arange(0, D, 2, dtype=torch.float32, device=ids.device) / D))
@@ -75,6 +78,9 @@ class Model(nn.Module):
             x = layer(x, cos, sin)
         h = self.norm(x)
         self.value(h)
+        if fp32_head:  # as troupe computes it: the output projection outside autocast, in float32
+            with torch.autocast(ids.device.type, enabled=False):
+                return h.float() @ self.embed.weight.T
         return (h @ self.embed.weight.T).float()
 
 
@@ -89,6 +95,7 @@ def main():
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--length", type=int, default=1024)
     ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--fp32-head", action="store_true", help="the output projection in float32, as troupe computes it")
     a = ap.parse_args()
     torch.manual_seed(0)
     model = Model().to(a.device)
@@ -98,7 +105,7 @@ def main():
     def step():
         opt.zero_grad()
         with torch.autocast(torch.device(a.device).type, dtype=torch.bfloat16):
-            logits = model(tokens[:, :-1])
+            logits = model(tokens[:, :-1], a.fp32_head)
         loss = F.cross_entropy(logits.reshape(-1, V), tokens[:, 1:].reshape(-1))
         loss.backward()
         opt.step()
@@ -115,7 +122,7 @@ def main():
     f = flops_per_token(a.length)
     print(json.dumps({"device": a.device, "parameters": sum(p.numel() for p in model.parameters()), "batch": a.batch,
                       "length": a.length, "steps": a.steps, "train_tokens_per_s_bf16": round(tps, 1),
-                      "flops_per_token": f, "tflops": round(tps * f / 1e12, 1), "mfu": round(tps * f / PEAK, 4),
+                      "fp32_head": a.fp32_head, "flops_per_token": f, "tflops": round(tps * f / 1e12, 1), "mfu": round(tps * f / PEAK, 4),
                       "torch": torch.__version__}))
 
 
