@@ -7,6 +7,9 @@
 #else
 #define TROUPE_WITH_GLOO 0
 #endif
+#ifndef TROUPE_WITH_NCCL
+#define TROUPE_WITH_NCCL 0
+#endif
 #include "core/models/learner_group.h"
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -29,10 +32,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <set>
-
-#ifndef TROUPE_WITH_NCCL
-#define TROUPE_WITH_NCCL 0
-#endif
 
 #include "core/base/errors.h"
 #include "core/models/torch_compat.h"
