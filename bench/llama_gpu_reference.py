@@ -13,75 +13,20 @@ Prints one JSON object with the same keys as `llama_bench 1 --device cuda:0`.
 """
 import argparse
 import json
+import os
+import sys
 import time
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 
-V, H, I, L, NH, NKV, THETA, EPS = 32000, 768, 2048, 12, 12, 12, 10000.0, 1e-6
-D = H // NH
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from llama_reference_model import Model, Sizes  # noqa: E402
+
+# llama_bench.cc's GpuConfig.
+SIZES = Sizes(vocab=32000, hidden=768, intermediate=2048, layers=12, heads=12, kv_heads=12)
+V, H, I, L, NH, NKV = SIZES.vocab, SIZES.hidden, SIZES.intermediate, SIZES.layers, SIZES.heads, SIZES.kv_heads
 PEAK = 989.5e12  # H100/H200 SXM dense bfloat16
-
-
-class RMSNorm(nn.Module):
-    def __init__(self, n):
-        super().__init__()
-        self.weight = nn.Parameter(torch.ones(n))
-
-    def forward(self, x):
-        h = x.float()
-        return self.weight * (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + EPS)).to(x.dtype)
-
-
-def rotate_half(x):
-    return torch.cat([-x[..., D // 2:], x[..., :D // 2]], dim=-1)
-
-
-class Layer(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.q, self.k = nn.Linear(H, NH * D, bias=False), nn.Linear(H, NKV * D, bias=False)
-        self.v, self.o = nn.Linear(H, NKV * D, bias=False), nn.Linear(NH * D, H, bias=False)
-        self.gate, self.up, self.down = nn.Linear(H, I, bias=False), nn.Linear(H, I, bias=False), nn.Linear(I, H, bias=False)
-        self.n1, self.n2 = RMSNorm(H), RMSNorm(H)
-
-    def forward(self, x, cos, sin):
-        B, T, _ = x.shape
-        h = self.n1(x)
-        q = self.q(h).view(B, T, NH, D).transpose(1, 2)
-        k = self.k(h).view(B, T, NKV, D).transpose(1, 2)
-        v = self.v(h).view(B, T, NKV, D).transpose(1, 2)
-        q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
-        a = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=NH != NKV)
-        x = x + self.o(a.transpose(1, 2).reshape(B, T, NH * D))
-        h = self.n2(x)
-        return x + self.down(F.silu(self.gate(h)) * self.up(h))
-
-
-class Model(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.embed = nn.Embedding(V, H)
-        self.layers = nn.ModuleList(Layer() for _ in range(L))
-        self.norm = RMSNorm(H)
-        self.value = nn.Linear(H, 1)
-
-    def forward(self, ids, fp32_head=False):
-        B, T = ids.shape
-        pos = torch.arange(T, dtype=torch.float32, device=ids.device)
-        inv = 1.0 / (THETA ** (torch.arange(0, D, 2, dtype=torch.float32, device=ids.device) / D))
-        emb = torch.cat([torch.outer(pos, inv)] * 2, -1)
-        x = self.embed(ids)
-        cos, sin = emb.cos()[None, None].to(x.dtype), emb.sin()[None, None].to(x.dtype)
-        for layer in self.layers:
-            x = layer(x, cos, sin)
-        h = self.norm(x)
-        self.value(h)
-        if fp32_head:  # as troupe computes it: the output projection outside autocast, in float32
-            with torch.autocast(ids.device.type, enabled=False):
-                return h.float() @ self.embed.weight.T
-        return (h @ self.embed.weight.T).float()
 
 
 def flops_per_token(length):
@@ -98,14 +43,14 @@ def main():
     ap.add_argument("--fp32-head", action="store_true", help="the output projection in float32, as troupe computes it")
     a = ap.parse_args()
     torch.manual_seed(0)
-    model = Model().to(a.device)
+    model = Model(SIZES, fused_attention=True).to(a.device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     tokens = torch.randint(0, V, (a.batch, a.length + 1), device=a.device)
 
     def step():
         opt.zero_grad()
         with torch.autocast(torch.device(a.device).type, dtype=torch.bfloat16):
-            logits = model(tokens[:, :-1], a.fp32_head)
+            logits = model(tokens[:, :-1], 0, fp32_head=a.fp32_head).float()
         loss = F.cross_entropy(logits.reshape(-1, V), tokens[:, 1:].reshape(-1))
         loss.backward()
         opt.step()
