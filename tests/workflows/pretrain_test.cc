@@ -213,6 +213,10 @@ TEST_CASE("a pretraining workflow is checked whole, with errors at their line", 
                     Catch::Contains("tiny.textproto:11:3") && Catch::Contains("renamed_echo is a share"));
   CHECK_THROWS_WITH(Tiny(WithPretrainFields("repeated_text_share: 0.95\n  ")),
                     Catch::Contains("tiny.textproto:10:3") && Catch::Contains("repeated_text_share is 0 or more"));
+  // A CUDA device this build cannot use (none has 99), before any data is read.
+  std::string gpu = kTiny;
+  gpu.replace(gpu.find(llama), llama.size(), llama + " device: \"cuda:99\"");
+  CHECK_THROWS_WITH(Tiny(gpu), Catch::Contains("tiny.textproto:5:") && Catch::Contains("this build of LibTorch"));
   // A game workflow is not pretrained, and a pretraining one is not trained with `troupe train`.
   CHECK_THROWS_WITH(CompileWorkflow(ParseWorkflowText(kTiny, "tiny.textproto")),
                     Catch::Contains("troupe pretrain"));

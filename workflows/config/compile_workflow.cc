@@ -64,12 +64,6 @@ bool SeatMatches(const std::string& pattern, const std::string& seat) {
   return pattern == seat;
 }
 
-bool ValidDeviceSyntax(const std::string& d) {
-  if (d.empty() || d == "cpu") return true;
-  if (d.rfind("cuda:", 0) != 0 || d.size() == 5) return false;
-  return std::all_of(d.begin() + 5, d.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
 void CompileGame(const LoadedWorkflow& w, CompiledWorkflow& c) {
   const config::GameSpec& spec = w.proto.game();
   const std::vector<ParamSpec>* specs = GameParamRegistry::Get().Find(spec.name());
@@ -122,21 +116,6 @@ bool WritesOption(const config::ModelSpec& model, const char* field) {
   return f != nullptr && options.GetReflection()->HasField(options, f);
 }
 
-void CheckDevice(const LoadedWorkflow& w, int i) {
-  const std::string& d = w.proto.model(i).device();
-  if (!ValidDeviceSyntax(d)) {
-    w.Fail({{"model", i}, {"device"}}, "model '" + w.proto.model(i).name() + "': device '" + d + "' is not cpu or cuda:N");
-  }
-  const std::optional<int> cuda = CudaDeviceCount();
-  if (d.rfind("cuda:", 0) != 0 || !cuda) return;
-  const std::string index = d.substr(5);
-  if (index.size() > 4 || std::stoi(index) >= *cuda) {
-    w.Fail({{"model", i}, {"device"}},
-           "model '" + w.proto.model(i).name() + "': device '" + d + "', but this build of LibTorch " +
-               (*cuda == 0 ? std::string("has no CUDA devices (a CPU build, or no GPU here)")
-                           : "sees " + std::to_string(*cuda) + " CUDA device(s)"));
-  }
-}
 
 void CompileModels(const LoadedWorkflow& w, CompiledWorkflow& c) {
   std::set<std::string> names;
@@ -144,7 +123,7 @@ void CompileModels(const LoadedWorkflow& w, CompiledWorkflow& c) {
     const config::ModelSpec& m = w.proto.model(i);
     if (m.name().empty()) w.Fail({{"model", i}}, "model needs a name");
     if (!names.insert(m.name()).second) w.Fail({{"model", i}, {"name"}}, "model '" + m.name() + "' is defined twice");
-    CheckDevice(w, i);
+    CheckModelDevice(w, i);
     if (m.has_hf_dir() && m.architecture_case() != config::ModelSpec::ARCHITECTURE_NOT_SET) {
       w.Fail({{"model", i}, {"hf_dir"}}, "model '" + m.name() +
                                              "' names an architecture and an hf_dir; the folder's config.json "

@@ -21,4 +21,8 @@ std::vector<PathStep> ModelOptionsPath(const LoadedWorkflow& w, int i, const std
 // its architecture refuses, or a learning rate that is not positive.
 void CheckModelOptions(const LoadedWorkflow& w, int i, const ModelConfig& model);
 
+// Fails at model i's device when it is not cpu or cuda:N, or names a CUDA
+// device this build's LibTorch cannot use.
+void CheckModelDevice(const LoadedWorkflow& w, int i);
+
 }  // namespace troupe

@@ -37,6 +37,7 @@ CompiledPretrain CompilePretrain(const LoadedWorkflow& w) {
                                " has none: give the model llama { } or gpt2 { } (or hf_dir)");
   }
   c.model.index = 0;
+  CheckModelDevice(w, 0);
   CheckModelOptions(w, 0, c.model);
   const config::PretrainSpec& p = c.proto.pretrain();
   if (p.corpus_size() == 0) {
