@@ -131,7 +131,6 @@ EOF
 rm -rf /tmp/gpu_pretrain
 check "pretrain on cuda:0" timeout 150 $troupe pretrain /tmp/gpu_pretrain.textproto --out /tmp/gpu_pretrain --device cuda:0 --quiet
 if [[ -d /tmp/gpu_pretrain/model ]]; then
-  cp /tmp/gpu_pretrain/summary.json "$out/pretrain_summary.json" 2>/dev/null
   echo "Call me Ishmael. Some years ago, never mind how long precisely, having little or no money in my purse" > /tmp/text.txt
   $troupe lm score --model /tmp/gpu_pretrain/model --file /tmp/text.txt --json --device cpu > /tmp/score_cpu.json
   $troupe lm score --model /tmp/gpu_pretrain/model --file /tmp/text.txt --json --device cuda:0 > /tmp/score_gpu.json
