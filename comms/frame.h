@@ -14,8 +14,9 @@
 
 namespace troupe {
 
-constexpr uint16_t kProtocolVersion = 5;  // 2: attachments; 3: Welcome carries a ModelServeSpec; 4: hybrid steps;
-                                          // 5: data-parallel learners (UpdateRequest.learners)
+constexpr uint16_t kProtocolVersion = 6;  // 2: attachments; 3: Welcome carries a ModelServeSpec; 4: hybrid steps;
+                                          // 5: data-parallel learners (UpdateRequest.learners);
+                                          // 6: models start from checkpoints (ModelServeSpec.init)
 constexpr size_t kFrameHeaderBytes = 12;
 constexpr size_t kDefaultMaxFrameBytes = 64u << 20;  // 64 MiB, attachment included
 constexpr uint16_t kFlagAttachment = 1;              // raw bytes follow the body

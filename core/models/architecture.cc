@@ -6,6 +6,7 @@
 #include <map>
 
 #include "core/base/errors.h"
+#include "core/models/model_init.h"
 
 namespace troupe {
 
@@ -37,6 +38,7 @@ int64_t FieldParameterCount(PolicyModelImpl& model, const ModelConfig& c) {
 
 PolicyModel BuildPolicyModel(const ModelConfig& c) {
   PolicyModel model = ArchitectureOf(c).Build(c);
+  StartFromCheckpoint(*model, c);
   model->set_bf16(c.bf16);
   return model;
 }

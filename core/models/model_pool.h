@@ -14,6 +14,8 @@
 
 namespace troupe {
 
+struct ModelInit;
+
 // A physical model's architecture and optimiser. No defaults here: a
 // workflow's are in one table (workflows/config/defaults.cc), and compilation
 // sets every field.
@@ -40,6 +42,18 @@ struct ModelConfig {
   double weight_decay = 0.0;
   double grad_clip = 0.0;  // global norm; 0: off
   bool frozen = false;     // generation only: the trainer never updates it and keeps no optimiser for it
+  std::shared_ptr<const ModelInit> init;  // the checkpoint it starts from (init_from); null: fresh or hf_dir
+};
+
+// Where a model starts from another run's checkpoint (workflow.proto's
+// init_from), as compilation resolved it: building the model loads `source`
+// from `checkpoint` and copies its parameters over, row by row where the
+// vocabulary or the roles differ (core/models/model_init.h).
+struct ModelInit {
+  std::string checkpoint;                    // a checkpoint folder
+  std::shared_ptr<const ModelConfig> source; // the model as that run built it (no init of its own)
+  std::vector<int> token_map;  // per token here: the checkpoint's id, -1: fresh; empty: the same tokens
+  std::vector<int> slot_map;   // per role slot here: the checkpoint's slot, -1: fresh
 };
 
 struct GenerateQuery {

@@ -12,6 +12,7 @@
 #include "core/device_support.h"
 #include "core/models/architecture_spec.h"
 #include "workflows/config/compiled_workflow.h"
+#include "workflows/config/compile_model_init.h"
 #include "workflows/config/config_loader.h"
 #include "workflows/config/defaults.h"
 #include "workflows/config/model_options.h"
@@ -192,6 +193,10 @@ void CompileRoles(const LoadedWorkflow& w, CompiledWorkflow& c) {
         for (size_t s = 0; s < c.rollout.seat_names.size(); ++s) {
           if (!SeatMatches(r.seats(j), c.rollout.seat_names[s])) continue;
           matched = true;
+          if (r.has_draw()) {  // its seats are drawn per episode; a role without a draw plays them otherwise
+            info.seats.push_back(static_cast<int>(s));
+            continue;
+          }
           if (c.rollout.seat_role[s] >= 0) {
             w.Fail({{"role", i}, {"seats", j}}, "seat '" + c.rollout.seat_names[s] + "' is already played by role '" +
                                                     c.rollout.roles[c.rollout.seat_role[s]].name + "'");
@@ -209,12 +214,42 @@ void CompileRoles(const LoadedWorkflow& w, CompiledWorkflow& c) {
       w.Fail({{"role", i}, {"seats", 0}},
              "role '" + r.name() + "': seats belong to game workflows; pipelines use nodes");
     }
+    if (r.has_draw()) {
+      if (!c.rollout.game) w.Fail({{"role", i}, {"draw"}}, "role '" + r.name() + "': draw picks seats of a game");
+      if (r.draw() < 0 || r.draw() > static_cast<int>(info.seats.size())) {
+        w.Fail({{"role", i}, {"draw"}}, "role '" + r.name() + "': draw " + std::to_string(r.draw()) +
+                                            " must be between 0 and the " + std::to_string(info.seats.size()) +
+                                            " seats it matches");
+      }
+      // Seats earlier draws may take first.
+      int free = static_cast<int>(info.seats.size());
+      for (const auto& d : c.rollout.seat_draws) {
+        for (int s : info.seats) {
+          if (std::find(d.seats.begin(), d.seats.end(), s) != d.seats.end()) {
+            free -= d.count;
+            break;
+          }
+        }
+      }
+      if (r.draw() > free) {
+        w.Fail({{"role", i}, {"draw"}}, "role '" + r.name() + "': draw " + std::to_string(r.draw()) +
+                                            " may find fewer seats left than that after the draws before it");
+      }
+      c.rollout.seat_draws.push_back({i, r.draw(), info.seats});
+    }
     c.rollout.roles.push_back(info);
   }
   if (c.rollout.game) {
     for (size_t s = 0; s < c.rollout.seat_names.size(); ++s) {
-      if (c.rollout.seat_role[s] < 0)
-        w.Fail({{"game"}, {"name"}}, "seat '" + c.rollout.seat_names[s] + "' is played by no role");
+      if (c.rollout.seat_role[s] >= 0) continue;
+      for (const auto& d : c.rollout.seat_draws) {
+        if (std::find(d.seats.begin(), d.seats.end(), static_cast<int>(s)) != d.seats.end()) {
+          w.Fail({{"role", d.role}, {"draw"}}, "seat '" + c.rollout.seat_names[s] + "' is played by no role when role '" +
+                                                   c.rollout.roles[d.role].name +
+                                                   "' does not draw it: give it a role without a draw too");
+        }
+      }
+      w.Fail({{"game"}, {"name"}}, "seat '" + c.rollout.seat_names[s] + "' is played by no role");
     }
   }
   // Sharing modes follow from the mapping and the adapters.
@@ -328,8 +363,12 @@ GroupKey ToGroupKey(const LoadedWorkflow& w, int key, int index) {
 void CompileTraining(const LoadedWorkflow& w, CompiledWorkflow& c) {
   const config::TrainerSpec& t = c.proto.trainer();  // with its defaults
   const config::CreditSpec& k = c.proto.credit();
-  const std::pair<const char*, double> trainer_positive[] = {{"iterations", t.iterations()},
-                                                             {"episodes_per_iteration", t.episodes_per_iteration()},
+  // A warm start alone (supervised, no reinforcement learning after it) may have no iterations.
+  const bool warm_start = t.sft().episodes() > 0 || !t.sft().jsonl().empty() || !t.sft().session().empty();
+  if (t.iterations() < 0 || (t.iterations() == 0 && !warm_start)) {
+    w.Fail({{"trainer"}, {"iterations"}}, "iterations must be positive (or 0 after a warm start, trainer.sft)");
+  }
+  const std::pair<const char*, double> trainer_positive[] = {{"episodes_per_iteration", t.episodes_per_iteration()},
                                                              {"epochs", t.epochs()},
                                                              {"minibatch", t.minibatch()},
                                                              {"clip", t.clip()},
@@ -521,6 +560,7 @@ CompiledWorkflow CompileWorkflow(const LoadedWorkflow& w) {
   ApplyDefaults(&c.proto);  // compilation reads values from c.proto, positions from w
   c.seed = w.proto.seed();
   if (w.proto.has_pretrain()) w.Fail({{"pretrain"}}, "a pretraining workflow: run it with `troupe pretrain`");
+  if (w.proto.has_experiment()) w.Fail({{"experiment"}}, "an experiment: run it with `troupe experiment`");
   const bool has_game = w.proto.has_game();
   const bool has_pipeline = w.proto.has_pipeline();
   if (has_game == has_pipeline) {
@@ -542,6 +582,11 @@ CompiledWorkflow CompileWorkflow(const LoadedWorkflow& w) {
   CompileRuntime(w, c);
   CompilePrompts(w, c);
   ValidatePromptLengths(w, c);
+  CompileModelInits(w, c);
+  if (c.hybrid() && !c.rollout.seat_draws.empty()) {
+    w.Fail({{"role", c.rollout.seat_draws.front().role}, {"draw"}},
+           "seats drawn per episode are not supported with trainer.hybrid yet");
+  }
   for (const auto& m : c.models) c.rollout.max_len.push_back(static_cast<int>(m.sizes().max_len));
   if (c.rollout.pipeline) {
     // A pipeline's prompts are cut to fit (their length depends on the outputs); its answers are not.
@@ -596,6 +641,7 @@ std::string DescribeWorkflow(const CompiledWorkflow& c) {
         << " heads=" << sizes.heads;
     if (!arch.Details(mc.spec).empty()) out << " " << arch.Details(mc.spec);
     if (!mc.hf_dir.empty()) out << " from " << mc.hf_dir;
+    if (mc.init) out << " from checkpoint " << mc.init->checkpoint;
     out << " on " << mc.device << ", " << c.sharing[m] << (mc.frozen ? ", frozen" : "");
     if (c.rollout.codecs[m]->reads_text())
       out << ", text prompts (" << mc.tokenizer_json << ", " << mc.vocab_size << " tokens)";

@@ -80,6 +80,7 @@ constexpr char kDefaults[] = R"pb(
     repeated_text_share: 0
     guided_attention { steps: 0 weight: 1 previous_layer: 0 induction_layer: 1 head: 0 }
   }
+  experiment { seeds: 1 eval_episodes: 200 train: true greedy: false }
   runtime {
     heartbeat_ms: 200
     worker_timeout_ms: 3000

@@ -5,6 +5,7 @@
 // (CompiledWorkflow::rollout).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -88,7 +89,15 @@ struct RolloutSpec {
   std::unique_ptr<Game> game;                  // seat-driven workflows
   std::unique_ptr<CompiledPipeline> pipeline;  // node-driven workflows
   std::vector<std::string> seat_names;
-  std::vector<int> seat_role;  // seat -> role index
+  std::vector<int> seat_role;  // seat -> role index (the roles without a draw: who plays a seat no draw took)
+  // Roles that take `count` of `seats` per episode group (RoleSpec.draw), drawn in this order.
+  struct SeatDraw {
+    int role = -1, count = 0;
+    std::vector<int> seats;
+  };
+  std::vector<SeatDraw> seat_draws;
+  // Who plays each seat in an episode whose group's game seed is `seed`: seat_role with the draws applied.
+  std::vector<int> SeatRoles(uint64_t seed) const;
   std::vector<RoleInfo> roles;
   Vocab vocab;
   // Per physical model: how it reads prompts and writes answers (the game's

@@ -103,7 +103,7 @@ void SessionEvents::WorkerChanged(const WorkerNotice& n) {
 
 bool SessionEvents::Detailed(int episode) const { return enabled() && episode < workflow_.runtime.detail_episodes; }
 
-void SessionEvents::EpisodeStarted(int episode, int group) {
+void SessionEvents::EpisodeStarted(int episode, int group, const std::vector<int>& seat_roles) {
   if (!enabled()) return;
   session::Event e;
   auto* s = e.mutable_episode_start();
@@ -111,6 +111,7 @@ void SessionEvents::EpisodeStarted(int episode, int group) {
   s->set_episode(episode);
   s->set_group(group);
   s->set_evaluation(evaluation_);
+  if (!workflow_.rollout.seat_draws.empty()) s->mutable_seat_role()->Add(seat_roles.begin(), seat_roles.end());
   Emit(e);
 }
 

@@ -42,7 +42,7 @@ class SessionEvents : public RolloutObserver {
   void RunEnded(int iterations, double seconds, bool failed, const std::string& reason);
 
   bool Detailed(int episode) const override;
-  void EpisodeStarted(int episode, int group) override;
+  void EpisodeStarted(int episode, int group, const std::vector<int>& seat_roles) override;
   void Acted(int episode, const CallRecord& call, const std::vector<std::string>& words, bool scripted) override;
   void ToolRan(int episode, const std::string& node, int step, const std::vector<std::string>& inputs,
                const std::map<std::string, std::vector<std::string>>& outputs, bool ok) override;

@@ -189,7 +189,7 @@ class Rollout::PipelineRun {
   RolloutBatch Run() {
     const int64_t calls_before = r_.policy_.forward_calls();
     if (observer_) {
-      for (int e = 0; e < E_; ++e) observer_->EpisodeStarted(e, e / std::max(1, options_.group_size));
+      for (int e = 0; e < E_; ++e) observer_->EpisodeStarted(e, e / std::max(1, options_.group_size), {});
     }
     for (;;) {
       Tick tick;

@@ -215,8 +215,10 @@ class Rollout::GameRun {
         cost_(E_) {
     for (int e = 0; e < E_; ++e) {
       const int group = e / std::max(1, options.group_size);
-      states_.push_back(w_.game->NewInitialState(Rng::Mix(options.seed, static_cast<uint64_t>(group))));
-      if (observer_) observer_->EpisodeStarted(e, group);
+      const uint64_t game_seed = Rng::Mix(options.seed, static_cast<uint64_t>(group));
+      states_.push_back(w_.game->NewInitialState(game_seed));
+      seat_roles_.push_back(w_.SeatRoles(game_seed));
+      if (observer_) observer_->EpisodeStarted(e, group, seat_roles_.back());
     }
     if (options.scripted_for_trained) teacher_ = StrategyFactory::Get().Create(options.teacher);
     decisions_.resize(E_);
@@ -338,14 +340,14 @@ class Rollout::GameRun {
 
   void Decide(Wave& w, int e, size_t k) {
     const Decision& d = decisions_[e][k];
-    const int role = w_.seat_role[d.seat];
+    const int role = seat_roles_[e][d.seat];
     const RoleInfo& info = w_.roles[role];
     outputs_[e][k].seat = d.seat;
     if (!info.trained()) {
       outputs_[e][k].words = r_.strategies_[role]->Act(*states_[e], d, rng_);
       return;
     }
-    if (teacher_) {  // a demonstration: the teacher answers for the trained seat
+    if (teacher_ && info.learns()) {  // a demonstration: the teacher answers for a learning seat (frozen ones play)
       outputs_[e][k].words = teacher_->Act(*states_[e], d, rng_);
       CallRecord rec = r_.NewRecord(e, options_.group_size, role, d.seat, states_[e]->Turn(), d.phase);
       PromptParts prompt = r_.Prompt(role, d, &sent_[e]);
@@ -461,11 +463,11 @@ class Rollout::GameRun {
         if (r != SIZE_MAX) {
           observer_->Acted(e, batch_.records[r], outputs_[e][k].words, false);
         } else {
-          CallRecord scripted = r_.NewRecord(e, options_.group_size, w_.seat_role[d.seat], d.seat, turn, d.phase);
+          CallRecord scripted = r_.NewRecord(e, options_.group_size, seat_roles_[e][d.seat], d.seat, turn, d.phase);
           scripted.valid = valid[k];
           scripted.format = valid[k] ? 0.0 : -1.0;
           // What a model in this seat would have read: a recorded session can then teach one (trainer.sft.session).
-          if (d.latent_messages.empty()) scripted.prompt = r_.Prompt(w_.seat_role[d.seat], d.observation).tokens;
+          if (d.latent_messages.empty()) scripted.prompt = r_.Prompt(seat_roles_[e][d.seat], d.observation).tokens;
           observer_->Acted(e, scripted, outputs_[e][k].words, true);
         }
       }
@@ -501,6 +503,7 @@ class Rollout::GameRun {
   std::unique_ptr<ScriptedStrategy> teacher_;
   RolloutBatch batch_;
   std::vector<std::unique_ptr<State>> states_;
+  std::vector<std::vector<int>> seat_roles_;  // per episode: who plays each seat (RolloutSpec::SeatRoles)
   std::vector<std::vector<size_t>> episode_records_;
   std::vector<bool> dropped_;
   std::vector<std::vector<LatentMessage>> sent_;  // per episode

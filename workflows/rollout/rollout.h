@@ -41,7 +41,8 @@ class RolloutObserver {
   virtual ~RolloutObserver() = default;
   // Whether to report this episode's calls and states (they cost bandwidth).
   virtual bool Detailed(int episode) const = 0;
-  virtual void EpisodeStarted(int episode, int group) = 0;
+  // `seat_roles`: who plays each seat in it (RolloutSpec::SeatRoles); empty for pipelines.
+  virtual void EpisodeStarted(int episode, int group, const std::vector<int>& seat_roles) = 0;
   // A seat or node acted (scripted acts come without tokens); detailed episodes only.
   virtual void Acted(int episode, const CallRecord& call, const std::vector<std::string>& words, bool scripted) = 0;
   // A pipeline's tool node ran (detailed episodes only): its inputs and outputs.

@@ -30,7 +30,9 @@ class ChunkObserver : public RolloutObserver {
  public:
   ChunkObserver(RolloutObserver* base, int offset) : base_(base), offset_(offset) {}
   bool Detailed(int episode) const override { return base_->Detailed(episode + offset_); }
-  void EpisodeStarted(int episode, int group) override { base_->EpisodeStarted(episode + offset_, group + offset_); }
+  void EpisodeStarted(int episode, int group, const std::vector<int>& seat_roles) override {
+    base_->EpisodeStarted(episode + offset_, group + offset_, seat_roles);
+  }
   void Acted(int episode, const CallRecord& call, const std::vector<std::string>& words, bool scripted) override {
     CallRecord shifted = call;
     shifted.episode += offset_;

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/base/errors.h"
+#include "core/models/checkpoint.h"
 #include "workflows/report/metrics_sink.h"
 #include "workflows/report/run_clock.h"
 
@@ -57,6 +58,7 @@ RunLoopEnd RunLoop::Run() {
     if ((it + 1) % every == 0 || it + 1 == total) Save(it + 1);
   }
   if (it > start_ && it % every != 0 && it != total) Save(it);
+  if (total == 0 && start_ == 0 && !FindCheckpoint(spec_.dir)) Save(0);  // a warm start alone: its models
   if (spec_.tty && spec_.progress) out_ << "\n";
   end.iterations = it;
   end.seconds = Elapsed();

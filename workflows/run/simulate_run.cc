@@ -59,10 +59,11 @@ std::vector<SeedRun> Simulate(const CompiledWorkflow& w, const SimulateOptions& 
     Rng rng(Rng::Mix(run.seed, 0x52554E));  // the scripted seats' draws
     const double t0 = MonotonicSeconds();
     std::unique_ptr<State> state = w.rollout.game->NewInitialState(run.seed);
+    const std::vector<int> seat_roles = w.rollout.SeatRoles(run.seed);
     std::map<std::string, ChartSeries> seed_curves;
     if (events) {
       events->BeginIteration(k + 1, false);
-      events->EpisodeStarted(0, 0);
+      events->EpisodeStarted(0, 0, seat_roles);
     }
     while (!state->IsTerminal() && (o.steps <= 0 || run.steps < o.steps)) {
       const int turn = state->Turn();
@@ -72,7 +73,7 @@ std::vector<SeedRun> Simulate(const CompiledWorkflow& w, const SimulateOptions& 
       } else {
         std::vector<SeatOutput> outputs;
         for (const Decision& d : pending) {
-          outputs.push_back({d.seat, strategies.at(w.rollout.seat_role.at(d.seat))->Act(*state, d, rng)});
+          outputs.push_back({d.seat, strategies.at(seat_roles.at(d.seat))->Act(*state, d, rng)});
         }
         state->Apply(outputs);
       }

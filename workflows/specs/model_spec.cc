@@ -48,6 +48,14 @@ ModelConfig ModelConfigOf(const wire::ModelServeSpec& s) {
   m.latent_in_width = s.latent_in_width();
   m.eos_token = s.eos_token();
   m.tokenizer_json = s.tokenizer_json();
+  if (!s.init().checkpoint().empty()) {
+    auto init = std::make_shared<ModelInit>();
+    init->checkpoint = s.init().checkpoint();
+    init->source = std::make_shared<const ModelConfig>(ModelConfigOf(s.init().source()));
+    init->token_map.assign(s.init().token_map().begin(), s.init().token_map().end());
+    init->slot_map.assign(s.init().slot_map().begin(), s.init().slot_map().end());
+    m.init = std::move(init);
+  }
   return m;
 }
 
