@@ -30,6 +30,10 @@ std::vector<ParamSpec> RedBlackParamSpecs() {
        "what an unparseable recommendation or vote counts as (black|red); also breaks vote ties"},
       {"reason_words", ParamType::kInt, int64_t{3}, "longest reasoning message, in words", 0, 16},
       {"discussion_rounds", ParamType::kInt, int64_t{0}, "extra speaking cycles before the vote", 0, 3},
+      {"topology", ParamType::kText, std::string("broadcast"),
+       "who hears whom in a team's deliberation: broadcast (every teammate), ring (the two neighbours), pairs "
+       "(fixed pairs: seats 0-1, 2-3, ...; an odd last seat joins the pair before it), rotating_pairs (a new pairing "
+       "each round, round-robin; with an odd team one seat a round hears nobody)"},
       {"silent", ParamType::kFlag, false,
        "a control for experiments, not the spec's game: seats speak but no seat sees the messages"},
       {"scenario", ParamType::kText, std::string(""),
@@ -77,7 +81,41 @@ Choice ParseChoiceParam(const std::string& text) {
   throw GameError("invalid_choice must be \"black\" or \"red\", got \"" + text + "\"");
 }
 
+RedBlackGame::Topology ParseTopology(const std::string& text) {
+  if (text == "broadcast") return RedBlackGame::Topology::kBroadcast;
+  if (text == "ring") return RedBlackGame::Topology::kRing;
+  if (text == "pairs") return RedBlackGame::Topology::kPairs;
+  if (text == "rotating_pairs") return RedBlackGame::Topology::kRotatingPairs;
+  throw GameError("red_black: topology '" + text + "' is none of broadcast, ring, pairs, rotating_pairs");
+}
+
+// The round-robin (circle) pairing of n seats (n even) in round r: seat 0 stays, the others turn.
+int CirclePartner(int i, int n, int r) {
+  if (n < 2) return -1;
+  auto position = [&](int seat) { return seat == 0 ? 0 : 1 + ((seat - 1 + r) % (n - 1)); };
+  auto seat_at = [&](int pos) { return pos == 0 ? 0 : 1 + ((pos - 1 - r % (n - 1) + (n - 1)) % (n - 1)); };
+  return seat_at(n - 1 - position(i));
+}
+
 }  // namespace
+
+bool RedBlackGame::Hears(int listener, int speaker, int round) const {
+  if (listener == speaker) return true;
+  const int n = team_size_;
+  switch (topology_) {
+    case Topology::kBroadcast: return true;
+    case Topology::kRing: return (listener + 1) % n == speaker || (speaker + 1) % n == listener;
+    case Topology::kPairs: {
+      auto pair = [&](int i) { return std::min(i / 2, n / 2 - 1); };  // an odd last seat joins the pair before it
+      return n >= 2 && pair(listener) == pair(speaker);
+    }
+    case Topology::kRotatingPairs: {
+      const int m = n % 2 == 0 ? n : n + 1;  // odd: a ghost seat; its partner hears nobody that round
+      return CirclePartner(listener, m, round) == speaker;
+    }
+  }
+  return true;
+}
 
 RedBlackGame::RedBlackGame(const Params& params)
     : team_size_(static_cast<int>(params.Int("team_size"))),
@@ -87,6 +125,7 @@ RedBlackGame::RedBlackGame(const Params& params)
       reason_words_(static_cast<int>(params.Int("reason_words"))),
       discussion_rounds_(static_cast<int>(params.Int("discussion_rounds"))),
       silent_(params.Flag("silent")),
+      topology_(ParseTopology(params.Text("topology"))),
       scenarios_(ResolveScenarios(params.Text("scenario"))) {}
 
 std::vector<std::string> RedBlackGame::SeatNames() const {

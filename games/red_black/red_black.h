@@ -48,6 +48,9 @@ class RedBlackGame : public Game {
   int reason_words() const { return reason_words_; }
   int discussion_rounds() const { return discussion_rounds_; }
   bool silent() const { return silent_; }
+  enum class Topology { kBroadcast, kRing, kPairs, kRotatingPairs };
+  // Whether team seat `listener` hears team seat `speaker` (indices within the team) in `round` (0-based).
+  bool Hears(int listener, int speaker, int round) const;
   // The scenarios an episode is drawn from (one: every episode plays it).
   const std::vector<Scenario>& scenarios() const { return scenarios_; }
   int TeamOf(int seat) const { return seat / team_size_; }
@@ -62,6 +65,7 @@ class RedBlackGame : public Game {
   int reason_words_;
   int discussion_rounds_;
   bool silent_;
+  Topology topology_;
   std::vector<Scenario> scenarios_;
 };
 

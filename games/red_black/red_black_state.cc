@@ -111,8 +111,7 @@ std::vector<std::string> RedBlackState::Observation(int seat, const std::string&
     o.push_back(PointsWord(r.points[1 - team]));
   }
   o.push_back("now");
-  static const std::vector<Message> kNone;  // the silent control: no seat sees a message
-  for (const auto& m : game_->silent() ? kNone : teams_[team].messages) {
+  for (const auto& m : HeardMessages(seat)) {
     o.push_back("says");
     if (m.latent >= 0) {
       refs->push_back({o.size(), m.latent});
@@ -131,6 +130,16 @@ std::vector<std::string> RedBlackState::Observation(int seat, const std::string&
           CountWord(game_->rounds() - round_ - 1), "x", CountWord(game_->Multiplier(round_))});
   o.push_back(phase);
   return o;
+}
+
+std::vector<Message> RedBlackState::HeardMessages(int seat) const {
+  std::vector<Message> heard;
+  if (game_->silent()) return heard;
+  const int n = game_->team_size();
+  for (const Message& m : teams_[game_->TeamOf(seat)].messages) {
+    if (game_->Hears(seat % n, m.seat % n, round_)) heard.push_back(m);
+  }
+  return heard;
 }
 
 std::vector<Decision> RedBlackState::Longest(const RedBlackGame& game, int message_words) {

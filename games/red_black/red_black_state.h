@@ -56,6 +56,10 @@ class RedBlackState : public State {
   int Score(int team) const { return score_[team]; }
   const RedBlackGame& game() const { return *game_; }
   const Scenario& scenario() const { return *scenario_; }
+  // The messages `seat` has heard so far this round, in order: its teammates' that the topology lets it hear
+  // (none in the silent control).
+  std::vector<Message> HeardMessages(int seat) const;
+  uint64_t seed() const { return seed_; }
 
  private:
   enum class Phase { kWill, kSpeak, kVote, kDone };

@@ -60,10 +60,11 @@ std::string RedBlackState::ObservationText(int seat, const std::string& phase) c
   t << "Now round " << round_ + 1 << " of " << game_->rounds() << " (" << game_->rounds() - round_ - 1
     << " left after it), multiplier x" << game_->Multiplier(round_) << ". Score: us " << score_[team] << ", them "
     << score_[1 - team] << ".\n";
-  if (!game_->silent() && !teams_[team].messages.empty()) {
+  const std::vector<Message> heard = HeardMessages(seat);
+  if (!heard.empty()) {
     t << "Teammates said:";
     const char* sep = " ";
-    for (const Message& m : teams_[team].messages) {
+    for (const Message& m : heard) {
       t << sep << '"' << scenario_->Label(m.recommendation);
       for (size_t w = 0; w < m.reasoning.size(); ++w) {
         t << (w == 0 ? ", " : " ") << TextWord(m.reasoning[w]);
