@@ -16,6 +16,7 @@ packages=(
   libxapian-dev
   wordnet-base
   xvfb xauth libgl1-mesa-dri
+  gnuplot-nox
 )
 
 missing=()

@@ -42,6 +42,7 @@
 #include "workflows/config/workflow_reference.h"
 #include "workflows/report/session_events.h"
 #include "workflows/run/evaluate.h"
+#include "workflows/run/experiment.h"
 #include "workflows/run/pretrain_run.h"
 #include "workflows/run/simulate_run.h"
 #include "workflows/run/train_run.h"
@@ -165,6 +166,25 @@ Parses and validates the whole workflow (schema, roles, seats, models, sharing,
 channels, rewards, graph) and prints a summary. Errors read file:line:col: message.
 )";
 
+const char* kExperimentUsage = R"(usage: troupe experiment FILE [--out DIR] [--jobs N]
+
+Runs an experiment file (an experiment { } section alone: a workflow, overrides
+for every cell, axes whose values override more, training seeds, evaluation
+games, metrics, a baseline cell): in every cell of the grid and for every
+training seed, trains the workflow (unless train: false) and evaluates it on
+the same games as every other cell. Each cell and seed is a folder under
+DIR/cells/; one whose evaluation is written is kept, so running the same
+command again goes on where a stopped experiment stopped. At the end:
+DIR/results.jsonl, DIR/results.md (means with 95% bootstrap intervals over
+games and training seeds; differences paired game by game against the
+baseline) and DIR/plots/METRIC.png (a metric against plot_x with interval
+bars, one line per value of plot_lines; drawn by gnuplot, whose .gp scripts
+stay beside them to restyle). Ctrl-C stops the training at hand after its
+current iteration, with a checkpoint; run the command again to go on.
+  --out DIR   the experiment's folder (default runs/<experiment name>)
+  --jobs N    cells and seeds side by side, each in a process of its own (default 1)
+)";
+
 const char* kRunUsage = R"(usage: troupe run FILE [--steps N] [--seeds K] [--out DIR] [--json] [--record F] [--publish E]
                   [--seed N] [--set P=V ...]
 
@@ -193,6 +213,8 @@ struct Args {
   int show = 0;
   int replica = 0;
   int steps = 0, seeds = 1;
+  int jobs = 1;
+  std::string only;  // experiment: "CELL:SEED", what a job runs
   int events = 0;
   double seconds = 0;
   double await_subscriber = 0;
@@ -268,6 +290,34 @@ int Pretrain(const Args& a) {
   std::cout << "run folder: " << o.out_dir << "\n";
   const troupe::PretrainResult r = troupe::Pretrain(w, o, std::cout);
   return r.finished || g_stop_training ? 0 : 3;
+}
+
+int Experiment(const Args& a) {
+  const troupe::CompiledExperiment x = troupe::CompileExperiment(troupe::LoadWorkflowFile(a.file));
+  troupe::ExperimentOptions o;
+  o.out_dir = a.out.empty() ? "runs/" + x.name : a.out;
+  o.jobs = a.jobs;
+  o.progress = !a.quiet;
+  o.self = std::filesystem::read_symlink("/proc/self/exe").string();
+  o.stop = &g_stop_training;
+  if (!a.only.empty()) {
+    const size_t colon = a.only.find(':');
+    if (colon == std::string::npos) throw UsageError("--only takes CELL:SEED");
+    o.only_cell = std::stoi(a.only.substr(0, colon));
+    o.only_seed = std::stoi(a.only.substr(colon + 1));
+  }
+  StopOnSignals();
+  if (o.only_cell < 0) std::cout << "experiment folder: " << o.out_dir << "\n";
+  const troupe::ExperimentResult r = troupe::RunExperiment(x, o, std::cout);
+  if (o.only_cell >= 0) return r.ran == 1 ? 0 : 3;
+  if (r.finished) {
+    std::cout << "\n" << r.table << "\n(" << r.ran << " ran, " << r.kept << " kept; " << o.out_dir
+              << "/results.md, results.jsonl, plots/)\n";
+    return 0;
+  }
+  std::cout << r.ran << " ran, " << r.kept << " kept, " << r.failed << " failed"
+            << (g_stop_training ? "; stopped" : "") << ": run the same command to go on\n";
+  return r.failed > 0 ? 3 : 0;
 }
 
 int Train(const Args& a) {
@@ -404,6 +454,16 @@ int Validate(const Args& a) {
               << (p.max_tokens > 0 ? " over at most " + std::to_string(p.max_tokens) + " tokens" : "") << "\n\nvalid\n";
     return 0;
   }
+  if (loaded.proto.has_experiment()) {
+    if (!a.sets.empty()) throw UsageError("--set applies to workflows; an experiment's overrides are in its file");
+    const troupe::CompiledExperiment x = troupe::CompileExperiment(loaded);
+    std::cout << x.name << ": experiment on " << x.workflow_file << ", " << x.cells.size() << " cells x "
+              << x.spec.seeds() << " seeds, " << x.spec.eval_episodes() << " evaluation games each"
+              << (x.spec.train() ? "" : " (no training)") << "\n";
+    for (const auto& c : x.cells) std::cout << "  " << c.name << "\n";
+    std::cout << "\nvalid\n";
+    return 0;
+  }
   CompiledWorkflow w = Load(a);
   std::cout << troupe::DescribeWorkflow(w) << "\nvalid\n";
   return 0;
@@ -536,6 +596,14 @@ struct Cli {
     run->add_flag("--json", a.json, "print one JSON object per seed");
     run->add_option("--publish", a.publish, "publish session events on this endpoint");
     run->add_option("--record", a.record, "write the session events to this file");
+    CLI::App* experiment = Command("experiment", "train and evaluate a workflow over a grid of overrides and seeds; "
+                                   "table, plots", kExperimentUsage);
+    File(experiment, "experiment file");
+    experiment->add_option("--out", a.out, "the experiment's folder (default runs/<experiment name>)");
+    experiment->add_option("--jobs", a.jobs, "cells side by side, each in its own process (default 1)")
+        ->check(CLI::Range(1, 256));
+    experiment->add_option("--only", a.only, "run one cell and seed, CELL:SEED (what each --jobs process runs)")
+        ->group("");
     CLI::App* worker = Command("worker", "serve one model of a running `troupe train` from this process", kWorkerUsage);
     worker->add_option("--model", a.model, "the model to serve")->required();
     worker->add_option("--connect", a.connect, "the controller's worker endpoint")->required();
@@ -618,6 +686,7 @@ struct Cli {
     if (command == "eval") return Eval(a);
     if (command == "validate") return Validate(a);
     if (command == "run") return Simulate(a);
+    if (command == "experiment") return Experiment(a);
     if (command == "worker") return Worker(a);
     if (command == "record") return Record(a);
     if (command == "replay") return Replay(a);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <utility>
 
 #include "core/rng.h"
 
@@ -18,6 +19,13 @@ double T975(int n) {
                              2.074, 2.069,  2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
   const int df = n - 1;
   return df <= 0 ? 0.0 : df <= 30 ? t[df] : 1.96;
+}
+
+// The 2.5th and 97.5th percentiles of resampled means.
+Interval PercentileInterval(std::vector<double> means) {
+  std::sort(means.begin(), means.end());
+  auto at = [&](double q) { return means[static_cast<size_t>(std::lround(q * static_cast<double>(means.size() - 1)))]; };
+  return {at(0.025), at(0.975)};
 }
 
 }  // namespace
@@ -46,9 +54,29 @@ Interval BootstrapInterval(const std::vector<double>& v, int resamples, uint64_t
     for (size_t i = 0; i < n; ++i) sum += v[rng.Next() % n];
     m = sum / static_cast<double>(n);
   }
-  std::sort(means.begin(), means.end());
-  auto at = [&](double q) { return means[static_cast<size_t>(std::lround(q * (resamples - 1)))]; };
-  return {at(0.025), at(0.975)};
+  return PercentileInterval(std::move(means));
+}
+
+Interval GroupedBootstrapInterval(const std::vector<std::vector<double>>& groups, int resamples, uint64_t seed) {
+  std::vector<const std::vector<double>*> kept;
+  for (const auto& g : groups) {
+    if (!g.empty()) kept.push_back(&g);
+  }
+  if (kept.size() == 1) return BootstrapInterval(*kept[0], resamples, seed);
+  if (kept.empty() || resamples < 2) return {0.0, 0.0};
+  Rng rng(seed);
+  std::vector<double> means(static_cast<size_t>(resamples));
+  for (double& m : means) {
+    double sum = 0.0;
+    size_t count = 0;
+    for (size_t k = 0; k < kept.size(); ++k) {
+      const std::vector<double>& g = *kept[rng.Next() % kept.size()];
+      for (size_t i = 0; i < g.size(); ++i) sum += g[rng.Next() % g.size()];
+      count += g.size();
+    }
+    m = sum / static_cast<double>(count);
+  }
+  return PercentileInterval(std::move(means));
 }
 
 }  // namespace troupe

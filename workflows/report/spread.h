@@ -25,4 +25,11 @@ struct Interval {
 // interval. Both ends are the mean below two values.
 Interval BootstrapInterval(const std::vector<double>& values, int resamples = 2000, uint64_t seed = 1);
 
+// The same over values in groups (games of several training seeds): each
+// resample draws the groups with replacement, then values within each drawn
+// group, so the interval holds the spread between seeds as well as between
+// games. One group: BootstrapInterval; empty groups are left out.
+Interval GroupedBootstrapInterval(const std::vector<std::vector<double>>& groups, int resamples = 2000,
+                                  uint64_t seed = 1);
+
 }  // namespace troupe

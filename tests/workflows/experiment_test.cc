@@ -1,0 +1,176 @@
+// `troupe experiment`: every cell and seed of a grid trained and evaluated on
+// the same games, kept when done so a stopped experiment goes on, a table that
+// matches a computation by hand from the cells' own games, the same results
+// from side-by-side processes, and experiment files that cannot run refused
+// at their position.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/base/errors.h"
+#include "tests/test_paths.h"
+#include "tests/test_support.h"
+#include "workflows/config/config_loader.h"
+#include "workflows/run/experiment.h"
+#include "workflows/run/experiment_results.h"
+
+using namespace troupe;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path Temp(const std::string& name) {
+  const fs::path p = fs::temp_directory_path() / ("troupe-experiment-" + name);
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p;
+}
+
+// A folder with the tiny Red-Black workflow and an experiment over team B's strategy.
+fs::path Setup(const std::string& name, const std::string& experiment) {
+  const fs::path dir = Temp(name);
+  std::ofstream(dir / "tiny.textproto")
+      << testing::TinyRedBlack(5, "trainer { iterations: 1 episodes_per_iteration: 8 minibatch: 64 }");
+  std::ofstream(dir / "grid.textproto") << experiment;
+  return dir;
+}
+
+const char kGrid[] = R"(name: "grid"
+experiment {
+  workflow: "tiny.textproto"
+  seeds: 2
+  eval_episodes: 6
+  metric: "team_a_score"
+  axis {
+    name: "opponent"
+    value { label: "tit_for_tat" }
+    value { label: "always_defect" set: "role[1].scripted=always_defect" }
+  }
+  baseline: "opponent=tit_for_tat"
+}
+)";
+
+CompiledExperiment Compile(const fs::path& dir) {
+  return CompileExperiment(LoadWorkflowFile((dir / "grid.textproto").string()));
+}
+
+// Each game's team_a_score of one cell and seed, by episode.
+std::map<int, double> Scores(const fs::path& out, const std::string& cell, int seed) {
+  std::ifstream in(out / "cells" / cell / ("seed-" + std::to_string(seed)) / "eval.episodes.jsonl");
+  std::map<int, double> s;
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto j = nlohmann::json::parse(line);
+    s[j.at("episode").get<int>()] = j.at("team_a_score").get<double>();
+  }
+  return s;
+}
+
+std::string ErrorOf(const std::string& experiment) {
+  const fs::path dir = Setup("errors", experiment);
+  try {
+    Compile(dir);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("an experiment trains and evaluates every cell and seed once, and its table is the cells' games",
+          "[experiment]") {
+  const fs::path dir = Setup("grid", kGrid);
+  const CompiledExperiment x = Compile(dir);
+  REQUIRE(x.cells.size() == 2);
+  CHECK(x.cells[1].name == "opponent=always_defect");
+  ExperimentOptions o;
+  o.out_dir = (dir / "out").string();
+  o.progress = false;
+  std::ostringstream log;
+  ExperimentResult r = RunExperiment(x, o, log);
+  CHECK(r.ran == 4);
+  CHECK(r.kept == 0);
+  REQUIRE(r.finished);
+  const fs::path out = o.out_dir;
+  // By hand: the mean of every game of both seeds, and the paired difference game by game.
+  const std::string base = x.cells[0].folder, defect = x.cells[1].folder;
+  double sum = 0, diff = 0;
+  int n = 0;
+  for (int k = 0; k < 2; ++k) {
+    const auto b = Scores(out, base, k), d = Scores(out, defect, k);
+    REQUIRE(b.size() == 6);
+    REQUIRE(d.size() == 6);
+    for (const auto& [episode, score] : d) sum += score, diff += score - b.at(episode), ++n;
+  }
+  const std::vector<CellSummary> s = SummarizeExperiment(x, o.out_dir);
+  CHECK(s[1].games == 12);
+  CHECK(s[1].mean.at("team_a_score") == Approx(sum / n));
+  CHECK(s[1].diff.at("team_a_score") == Approx(diff / n));
+  CHECK(s[1].interval.at("team_a_score").lo <= s[1].mean.at("team_a_score"));
+  CHECK(s[1].interval.at("team_a_score").hi >= s[1].mean.at("team_a_score"));
+  CHECK_FALSE(s[0].diff.count("team_a_score"));  // the baseline is not compared with itself
+  // The evaluation games are the same in both cells: team B's strategy is what differs, and it shows.
+  CHECK(s[1].mean.at("team_a_score") != s[0].mean.at("team_a_score"));
+  std::ifstream results(out / "results.jsonl");
+  std::string first, second;
+  std::getline(results, first);
+  std::getline(results, second);
+  CHECK(nlohmann::json::parse(second).at("team_a_score").get<double>() == Approx(sum / n));
+  CHECK_THAT(r.table, Catch::Contains("| opponent | team_a_score | team_a_score - baseline |") &&
+                          Catch::Contains("| tit_for_tat |") && Catch::Contains("baseline"));
+  CHECK(fs::exists(out / "plots" / "team_a_score.png"));
+  CHECK(fs::exists(out / "plots" / "team_a_score.gp"));
+  CHECK(fs::exists(out / "cells" / defect / "seed-1" / "run" / "workflow.resolved.textproto"));
+
+  // Run again: nothing to do. Remove one seed's evaluation: that one alone runs, and the table is the same.
+  r = RunExperiment(x, o, log);
+  CHECK(r.ran == 0);
+  CHECK(r.kept == 4);
+  fs::remove(out / "cells" / defect / "seed-1" / "eval.json");
+  r = RunExperiment(x, o, log);
+  CHECK(r.ran == 1);
+  CHECK(r.kept == 3);
+  CHECK(SummarizeExperiment(x, o.out_dir)[1].mean.at("team_a_score") == Approx(sum / n));
+}
+
+TEST_CASE("troupe experiment --jobs 2 runs cells in processes of their own, to the same results", "[experiment][cli]") {
+  const fs::path dir = Setup("jobs", kGrid);
+  const fs::path one = dir / "one", two = dir / "two";
+  const auto a = testing::RunCommand(testing::TroupeBinary() + " experiment " + (dir / "grid.textproto").string() +
+                                     " --out " + one.string() + " --quiet");
+  INFO(a.output);
+  REQUIRE(a.status == 0);
+  const auto b = testing::RunCommand(testing::TroupeBinary() + " experiment " + (dir / "grid.textproto").string() +
+                                     " --out " + two.string() + " --jobs 2");
+  INFO(b.output);
+  REQUIRE(b.status == 0);
+  CHECK_THAT(b.output, Catch::Contains("[4/4]") && Catch::Contains("| opponent |"));
+  CHECK(testing::ReadFile((one / "results.jsonl").string()) == testing::ReadFile((two / "results.jsonl").string()));
+}
+
+TEST_CASE("experiment files that cannot run are refused at their position", "[experiment][config]") {
+  std::string text = kGrid;
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string t = text;
+    t.replace(t.find(from), from.size(), to);
+    return t;
+  };
+  CHECK_THAT(ErrorOf(with("tiny.textproto", "missing.textproto")),
+             Catch::Contains("grid.textproto:3:") && Catch::Contains("no workflow file"));
+  CHECK_THAT(ErrorOf(with("role[1].scripted=always_defect", "role[1].scripted=no_such_strategy")),
+             Catch::Contains("grid.textproto:10:") && Catch::Contains("cell opponent=always_defect") &&
+                 Catch::Contains("no_such_strategy"));
+  CHECK_THAT(ErrorOf(with("opponent=tit_for_tat", "opponent=nobody")),
+             Catch::Contains("'opponent=nobody' is no axis=label") && Catch::Contains("opponent: tit_for_tat always_defect"));
+  CHECK_THAT(ErrorOf(with("baseline:", "plot_x: \"nothing\"\n  baseline:")), Catch::Contains("plot_x 'nothing' is no axis"));
+  CHECK_THAT(ErrorOf(with("name: \"grid\"", "name: \"grid\" seed: 3")),
+             Catch::Contains("grid.textproto:1:") && Catch::Contains("not seed"));
+  CHECK_THAT(ErrorOf(with("value { label: \"tit_for_tat\" }", "value { label: \"always_defect\" }")),
+             Catch::Contains("each value needs a label of its own"));
+}

@@ -1,0 +1,96 @@
+// Interval charts through gnuplot (interval_chart.h).
+#include "workflows/report/interval_chart.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+
+#include "core/base/errors.h"
+#include "core/base/file_io.h"
+#include "workflows/report/line_chart.h"
+
+namespace troupe {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A string as gnuplot reads it between double quotes; `shown` text also keeps
+// enhanced text's marks (_ ^ @ & { }) from acting.
+std::string Quoted(const std::string& s, bool shown = true) {
+  std::string q = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') q += '\\';
+    if (shown && (c == '_' || c == '^' || c == '@' || c == '&' || c == '{' || c == '}')) q += "\\\\";
+    q += c;
+  }
+  return q + "\"";
+}
+
+}  // namespace
+
+bool OnPath(const std::string& program) {
+  const char* path = std::getenv("PATH");
+  if (path == nullptr) return false;
+  std::stringstream dirs(path);
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    if (!dir.empty() && ::access((fs::path(dir) / program).c_str(), X_OK) == 0) return true;
+  }
+  return false;
+}
+
+bool WriteIntervalChart(const std::string& base, const std::vector<IntervalSeries>& series,
+                        const IntervalChartOptions& o) {
+  const fs::path png = base + ".png", dat = base + ".dat", gp = base + ".gp";
+  // One block per series (gnuplot's `index`), separated by two blank lines.
+  std::ostringstream data;
+  for (size_t s = 0; s < series.size(); ++s) {
+    data << (s ? "\n\n" : "") << "# " << series[s].label << "\n# x mean lo hi\n";
+    for (size_t i = 0; i < series[s].x.size(); ++i) {
+      data << series[s].x[i] << " " << series[s].y[i] << " " << series[s].lo[i] << " " << series[s].hi[i] << "\n";
+    }
+  }
+  WriteFileAtomically(dat.string(), data.str());
+  std::ostringstream script;
+  script << "# Drawn by troupe; edit and redraw with: gnuplot " << gp.filename().string() << "\n"
+         << "set terminal pngcairo size 900,540 enhanced font \"DejaVu Sans,11\"\n"
+         << "set output " << Quoted(png.filename().string(), false) << "\n"
+         << "set title " << Quoted(o.title) << "\n"
+         << "set xlabel " << Quoted(o.x_label) << "\nset ylabel " << Quoted(o.y_label) << "\n"
+         << "set grid\nset key outside right top\nset offsets graph 0.05, graph 0.05, graph 0.05, graph 0.05\n";
+  if (!o.x_ticks.empty()) {
+    script << "set xtics (";
+    for (size_t i = 0; i < o.x_ticks.size(); ++i) script << (i ? ", " : "") << Quoted(o.x_ticks[i]) << " " << i;
+    script << ")\n";
+  }
+  script << "plot ";
+  for (size_t s = 0; s < series.size(); ++s) {
+    script << (s ? ", \\\n     " : "") << Quoted(dat.filename().string(), false) << " index " << s
+           << " using 1:2:3:4 with " << (o.x_ticks.empty() ? "yerrorlines" : "yerrorbars")  // categories: no line between
+           << " lw 2 pt 7 title " << Quoted(series[s].label);
+  }
+  script << "\n";
+  WriteFileAtomically(gp.string(), script.str());
+  if (OnPath("gnuplot")) {
+    // gnuplot reads the data by the script's relative names: run it in their folder.
+    const std::string folder = gp.parent_path().empty() ? "." : gp.parent_path().string();
+    fs::remove(png);
+    const std::string command = "cd '" + folder + "' && gnuplot '" + gp.filename().string() + "' 2>&1";
+    FILE* pipe = popen(command.c_str(), "r");
+    std::string output;
+    char buf[512];
+    while (pipe && fgets(buf, sizeof buf, pipe)) output += buf;
+    const int status = pipe ? pclose(pipe) : -1;
+    if (status != 0 || !fs::exists(png)) throw Error("gnuplot could not draw " + png.string() + ": " + output);
+    return true;
+  }
+  std::vector<ChartSeries> means;
+  for (const IntervalSeries& s : series) means.push_back({s.label, s.x, s.y});
+  WriteLineChartPng(png.string(), means, {o.title + " (install gnuplot for interval bars)", o.x_label});
+  return false;
+}
+
+}  // namespace troupe

@@ -1,0 +1,34 @@
+// Charts of means with 95% intervals (experiment results: a metric against a
+// grid axis, one line per value of another), drawn by gnuplot: the data and
+// the script are written beside the PNG, so a user can restyle and redraw it
+// (`gnuplot NAME.gp`). Without gnuplot on the PATH the means are drawn by the
+// built-in line chart (line_chart.h), without the interval bars, and the
+// script is still written.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace troupe {
+
+struct IntervalSeries {
+  std::string label;
+  std::vector<double> x, y, lo, hi;  // same length: the point, and its interval's ends
+};
+
+struct IntervalChartOptions {
+  std::string title, x_label, y_label;
+  // Categorical x: the label of each x = 0, 1, ...; empty: x is numeric.
+  std::vector<std::string> x_ticks;
+};
+
+// Writes BASE.dat, BASE.gp and BASE.png. Returns true when gnuplot drew the
+// PNG (with interval bars), false when the built-in chart did. Error when no
+// file can be written, or gnuplot fails.
+bool WriteIntervalChart(const std::string& base, const std::vector<IntervalSeries>& series,
+                        const IntervalChartOptions& options);
+
+// Whether a program of that name is on the PATH.
+bool OnPath(const std::string& program);
+
+}  // namespace troupe
