@@ -1,0 +1,59 @@
+// The seed study's shipped files, end to end in miniature (tiny budgets by
+// --set, the same files and commands a user runs): the population learns
+// from the personas by a warm start alone, the seed starts from it and trains
+// beside it frozen, and the propagation experiment evaluates both over seed
+// counts and opponents into its table.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/test_paths.h"
+#include "tests/test_support.h"
+
+namespace fs = std::filesystem;
+using troupe::testing::RunCommand;
+
+TEST_CASE("the seed study's workflows and experiment run end to end in miniature", "[seed_study][cli]") {
+  const fs::path root = fs::temp_directory_path() / "troupe-seed-study";
+  fs::remove_all(root);
+  fs::create_directories(root);
+  const std::string troupe = "cd " + root.string() + " && " + troupe::testing::TroupeBinary();
+  const std::string shipped = troupe::testing::SourceDir() + "/workflows/shipped/seed_study/";
+  const auto population = RunCommand(troupe + " train " + shipped + "population.textproto --out runs/seed_study/population "
+                                     "--quiet --no-eval --set trainer.sft.episodes=16 --set trainer.sft.steps=20");
+  INFO(population.output);
+  REQUIRE(population.status == 0);
+  REQUIRE(fs::exists(root / "runs/seed_study/population/checkpoints/latest"));
+  const auto seed = RunCommand(troupe + " train " + shipped + "seed.textproto --out runs/seed_study/seed --quiet "
+                               "--set trainer.iterations=2 --set trainer.episodes_per_iteration=8 "
+                               "--set trainer.sft.episodes=8 --set trainer.sft.steps=10 --set trainer.eval_episodes=8");
+  INFO(seed.output);
+  REQUIRE(seed.status == 0);
+  CHECK_THAT(seed.output, Catch::Contains("from checkpoint") && Catch::Contains("frozen"));
+  // The experiment with eight games a cell.
+  std::string experiment =
+      troupe::testing::ReadFile(troupe::testing::SourceDir() + "/workflows/experiments/seed_propagation.textproto");
+  experiment.replace(experiment.find("eval_episodes: 200"), 18, "eval_episodes: 8");
+  experiment.replace(experiment.find("../shipped/seed_study/"), 22, shipped);
+  std::ofstream(root / "propagation.textproto") << experiment;
+  const auto grid = RunCommand(troupe + " experiment propagation.textproto --out runs/propagation --jobs 2");
+  INFO(grid.output);
+  REQUIRE(grid.status == 0);
+  CHECK_THAT(grid.output, Catch::Contains("| seeds | opponent | team_a_cooperation | combined_score |"));
+  std::ifstream results(root / "runs/propagation/results.jsonl");
+  int cells = 0;
+  std::string line;
+  while (std::getline(results, line)) {
+    const auto j = nlohmann::json::parse(line);
+    ++cells;
+    CHECK(j.at("games").get<int>() == 8);
+    CHECK(j.at("team_a_cooperation").get<double>() >= 0.0);
+    CHECK(j.at("team_a_cooperation").get<double>() <= 1.0);
+    // Every cell but the zero-seed ones is compared with its opponent's zero-seed cell.
+    CHECK(j.contains("diff/team_a_cooperation") == (j.at("axis/seeds") != "0"));
+  }
+  CHECK(cells == 10);
+}
