@@ -2,7 +2,7 @@
 // --set, the same files and commands a user runs): the population learns
 // from the personas by a warm start alone, the seed starts from it and trains
 // beside it frozen, and the propagation experiment evaluates both over seed
-// counts and opponents into its table.
+// counts and opponents into its table; the other shipped experiments validate.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -56,4 +56,12 @@ TEST_CASE("the seed study's workflows and experiment run end to end in miniature
     CHECK(j.contains("diff/team_a_cooperation") == (j.at("axis/seeds") != "0"));
   }
   CHECK(cells == 10);
+  // The other shipped experiments compile every cell against these runs.
+  for (const char* other : {"seed_propagation_scenarios", "seed_topology"}) {
+    const auto valid = RunCommand(troupe + " validate " + troupe::testing::SourceDir() + "/workflows/experiments/" +
+                                  other + ".textproto");
+    INFO(valid.output);
+    CHECK(valid.status == 0);
+    CHECK_THAT(valid.output, Catch::EndsWith("valid\n"));
+  }
 }

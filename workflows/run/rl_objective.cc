@@ -1,6 +1,7 @@
 // Rollout -> credit -> update, and the figures of each iteration.
 #include "workflows/run/rl_objective.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -92,6 +93,10 @@ class ReinforcementObjective : public TrainingObjective {
       records = rollout_.Run(demo, demo_rng).records;
       from = w_.run.sft_teacher;
     }
+    // The calls of frozen models' seats are played, not demonstrated: they teach nothing.
+    records.erase(std::remove_if(records.begin(), records.end(),
+                                 [&](const CallRecord& r) { return !w_.rollout.roles.at(r.role).learns(); }),
+                  records.end());
     for (const Demonstration& d : w_.run.sft_demonstrations) records.push_back(RecordOf(d));
     if (!w_.run.sft_demonstrations.empty()) {
       const config::SftSpec& sft = w_.proto.trainer().sft();
