@@ -7,6 +7,8 @@
 # Usage: bash bench/comm_modes.sh [STAGE1_STEPS] [STAGE2_STEPS] [extra --set ...]
 # (the study's hidden-state weight: add --set trainer.hybrid.distill_weight=20)
 # TROUPE=path/to/troupe runs another build; COMM_MODES_OUT=DIR keeps the runs there.
+# (TEXT, LATENT and HYBRID as an experiment file, with intervals and paired
+#  differences: troupe experiment workflows/experiments/comm_modes.textproto.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 s1=${1:-300}

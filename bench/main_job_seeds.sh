@@ -12,6 +12,8 @@
 #
 # Run it on an otherwise idle machine: the budget is wall-clock time, so other
 # work on the cores means fewer iterations. Takes about 5.5 minutes per seed.
+# (The same study as an experiment file, intervals over games and seeds together:
+#  troupe experiment workflows/experiments/main_job_seeds.textproto.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-runs/main_job_seeds}
