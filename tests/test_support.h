@@ -69,6 +69,13 @@ inline CommandResult RunCommand(const std::string& command) {
   return r;
 }
 
+// A path under the temp folder named `name`, emptied (nothing there yet).
+inline std::string FreshTempPath(const std::string& name) {
+  const std::filesystem::path p = std::filesystem::temp_directory_path() / name;
+  std::filesystem::remove_all(p);
+  return p.string();
+}
+
 // A file's whole content ("" when it cannot be read).
 inline std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

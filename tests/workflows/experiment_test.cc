@@ -25,8 +25,7 @@ namespace fs = std::filesystem;
 namespace {
 
 fs::path Temp(const std::string& name) {
-  const fs::path p = fs::temp_directory_path() / ("troupe-experiment-" + name);
-  fs::remove_all(p);
+  const fs::path p = testing::FreshTempPath("troupe-experiment-" + name);
   fs::create_directories(p);
   return p;
 }

@@ -26,11 +26,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string Temp(const std::string& name) {
-  const fs::path p = fs::temp_directory_path() / ("troupe-init-" + name);
-  fs::remove_all(p);
-  return p.string();
-}
+std::string Temp(const std::string& name) { return testing::FreshTempPath("troupe-init-" + name); }
 
 CompiledWorkflow Compile(const std::string& text) { return CompileWorkflow(ParseWorkflowText(text, "b.textproto")); }
 

@@ -17,8 +17,7 @@ namespace fs = std::filesystem;
 using troupe::testing::RunCommand;
 
 TEST_CASE("the seed study's workflows and experiment run end to end in miniature", "[seed_study][cli]") {
-  const fs::path root = fs::temp_directory_path() / "troupe-seed-study";
-  fs::remove_all(root);
+  const fs::path root = troupe::testing::FreshTempPath("troupe-seed-study");
   fs::create_directories(root);
   const std::string troupe = "cd " + root.string() + " && " + troupe::testing::TroupeBinary();
   const std::string shipped = troupe::testing::SourceDir() + "/workflows/shipped/seed_study/";

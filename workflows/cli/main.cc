@@ -293,7 +293,8 @@ int Pretrain(const Args& a) {
 }
 
 int Experiment(const Args& a) {
-  const troupe::CompiledExperiment x = troupe::CompileExperiment(troupe::LoadWorkflowFile(a.file));
+  // A --jobs child runs one cell of a grid its parent compiled whole.
+  const troupe::CompiledExperiment x = troupe::CompileExperiment(troupe::LoadWorkflowFile(a.file), a.only.empty());
   troupe::ExperimentOptions o;
   o.out_dir = a.out.empty() ? "runs/" + x.name : a.out;
   o.jobs = a.jobs;

@@ -165,7 +165,7 @@ int RunInProcesses(const CompiledExperiment& x, const ExperimentOptions& o, cons
 
 uint64_t ExperimentEvalSeed(int k) { return Rng::Mix(0xE7A15EED, static_cast<uint64_t>(k)); }
 
-CompiledExperiment CompileExperiment(const LoadedWorkflow& file) {
+CompiledExperiment CompileExperiment(const LoadedWorkflow& file, bool compile_cells) {
   const config::Workflow& p = file.proto;
   if (!p.has_experiment()) file.Fail({}, "not an experiment: it has no experiment { } section");
   const google::protobuf::Reflection* r = p.GetReflection();
@@ -222,17 +222,19 @@ CompiledExperiment CompileExperiment(const LoadedWorkflow& file) {
     cell.folder = FolderOf(x.axes, cell.labels);
     // The cell's workflow must compile with its overrides; an error points at the value that made the cell.
     bool has_models = true;
-    try {
-      const CompiledWorkflow w = CellWorkflow(x, cell, 0);
-      if (x.metrics.empty()) {
-        x.metrics.assign(s.metric().begin(), s.metric().end());
-        if (x.metrics.empty()) x.metrics = w.headline_metrics;
+    if (compile_cells) {
+      try {
+        const CompiledWorkflow w = CellWorkflow(x, cell, 0);
+        if (x.metrics.empty()) {
+          x.metrics.assign(s.metric().begin(), s.metric().end());
+          if (x.metrics.empty()) x.metrics = w.headline_metrics;
+        }
+        has_models = !w.models.empty();
+      } catch (const ConfigError& e) {
+        std::vector<PathStep> where{{"experiment"}, {"workflow"}};
+        if (!at.empty()) where = {{"experiment"}, {"axis", static_cast<int>(at.size()) - 1}, {"value", at.back()}};
+        file.Fail(where, "cell " + cell.name + ": " + e.what());
       }
-      has_models = !w.models.empty();
-    } catch (const ConfigError& e) {
-      std::vector<PathStep> where{{"experiment"}, {"workflow"}};
-      if (!at.empty()) where = {{"experiment"}, {"axis", static_cast<int>(at.size()) - 1}, {"value", at.back()}};
-      file.Fail(where, "cell " + cell.name + ": " + e.what());
     }
     if (s.train() && !has_models) {
       file.Fail({{"experiment"}, {"train"}}, "cell " + cell.name + " has no model to train: set train: false");
@@ -242,7 +244,9 @@ CompiledExperiment CompileExperiment(const LoadedWorkflow& file) {
     while (a >= 0 && ++at[a] == s.axis(a).value_size()) at[a--] = 0;
     if (a < 0) break;
   }
-  if (x.metrics.empty()) file.Fail({{"experiment"}}, "no metric to tabulate: name them with metric: \"...\"");
+  if (x.metrics.empty()) x.metrics.assign(s.metric().begin(), s.metric().end());
+  if (compile_cells && x.metrics.empty())
+    file.Fail({{"experiment"}}, "no metric to tabulate: name them with metric: \"...\"");
   if (!s.baseline().empty()) {
     // "axis=label,..." on some axes.
     std::map<int, std::string> fixed;

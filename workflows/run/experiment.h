@@ -42,8 +42,10 @@ struct CompiledExperiment {
 // Refuses, at the field's position, what cannot run: another section beside
 // experiment { }, a missing workflow, empty or repeated axes and labels, a
 // cell whose workflow does not compile with its overrides, an unknown
-// baseline cell or plot axis.
-CompiledExperiment CompileExperiment(const LoadedWorkflow& file);
+// baseline cell or plot axis. Without `compile_cells` the cells' workflows
+// are not compiled (a --jobs child, which runs one cell the parent checked);
+// the metrics are then only those the file names.
+CompiledExperiment CompileExperiment(const LoadedWorkflow& file, bool compile_cells = true);
 
 struct ExperimentOptions {
   std::string out_dir;
