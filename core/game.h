@@ -57,6 +57,18 @@ struct SeatOutput {
   int latent_message = -1;
 };
 
+class State;
+
+// A persuasion probe of one decision (State::Persuasion): the decision as the
+// seat would face it had it heard no other seat's messages, in a state where
+// it heard none (a scripted seat reads its state), and the answer those
+// messages recommended (a word of the decision's options).
+struct PersuasionProbe {
+  std::unique_ptr<State> unheard_state;
+  Decision unheard;
+  std::string recommended;
+};
+
 class State {
  public:
   virtual ~State() = default;
@@ -70,6 +82,13 @@ class State {
   virtual bool Inert(int seat) const {
     (void)seat;
     return false;
+  }
+  // For a decision others' messages may sway (a vote after a deliberation):
+  // the probe that measures whether they did (evaluations that ask for it).
+  // None: no such decision, or the seat heard no majority recommendation.
+  virtual std::optional<PersuasionProbe> Persuasion(const Decision& decision) const {
+    (void)decision;
+    return std::nullopt;
   }
   // When no seat must decide and the state is not terminal, the game runs its
   // own rules (a simulation step); false when it has nothing to run.

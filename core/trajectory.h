@@ -38,6 +38,10 @@ struct CallRecord {
   int soft_width = 0;
   int latent_steps = 0;
   std::vector<float> latents;  // the vectors this call sent (events, readers); not shipped to trainers
+  // Evaluations' persuasion probes (State::Persuasion), for observers: what the
+  // messages the seat heard recommended, and its answer with none heard.
+  std::string recommended;
+  std::vector<std::string> unheard;
 };
 
 }  // namespace troupe

@@ -142,6 +142,24 @@ std::vector<Message> RedBlackState::HeardMessages(int seat) const {
   return heard;
 }
 
+std::optional<PersuasionProbe> RedBlackState::Persuasion(const Decision& d) const {
+  if (phase_ != Phase::kVote || d.phase != "vote") return std::nullopt;
+  int black = 0, red = 0;
+  for (const Message& m : HeardMessages(d.seat)) {
+    if (m.seat != d.seat) (m.recommendation == Choice::kBlack ? black : red)++;
+  }
+  if (black == red) return std::nullopt;
+  auto unheard = std::make_unique<RedBlackState>(*this);
+  unheard->teams_[game_->TeamOf(d.seat)].messages.clear();
+  PersuasionProbe p;
+  p.unheard = {d.seat, d.phase, {}, d.max_words, d.options, d.message};
+  p.unheard.observation = unheard->Observation(d.seat, d.phase, &p.unheard.latent_messages);
+  p.unheard.text = unheard->ObservationText(d.seat, d.phase);
+  p.recommended = scenario_->Label(black > red ? Choice::kBlack : Choice::kRed);
+  p.unheard_state = std::move(unheard);
+  return p;
+}
+
 std::vector<Decision> RedBlackState::Longest(const RedBlackGame& game, int message_words) {
   std::vector<Decision> all;
   for (size_t i = 0; i < game.scenarios().size(); ++i) {

@@ -35,6 +35,9 @@ class RedBlackState : public State {
   std::vector<Decision> PendingDecisions() const override;
   std::vector<bool> Apply(const std::vector<SeatOutput>& outputs) override;
   bool Inert(int seat) const override { return inert_.at(seat); }
+  // A vote after a deliberation: the seat's view with none of this round's messages, and what the majority of the
+  // teammates it heard (itself aside) recommended; none on a tie or when it heard nobody.
+  std::optional<PersuasionProbe> Persuasion(const Decision& decision) const override;
   bool IsTerminal() const override { return phase_ == Phase::kDone; }
   int Turn() const override { return round_; }
   double Signal(const std::string& name, int seat) const override;

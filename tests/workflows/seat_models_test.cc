@@ -19,6 +19,8 @@
 #include "tests/test_support.h"
 #include "workflows/config/compiled_workflow.h"
 #include "workflows/config/config_loader.h"
+#include "tests/workflows/direct_policy.h"
+#include "workflows/run/evaluate.h"
 #include "workflows/run/train_run.h"
 
 using namespace troupe;
@@ -245,4 +247,102 @@ TEST_CASE("draws that cannot be met are refused at the draw", "[draw][config]") 
   text.replace(text.find("seats: \"a0\" model: \"seed\""), 25, "seats: \"a0\" seats: \"a1\" draw: 1 model: \"seed\"");
   text.replace(text.find("seats: \"a1\" seats: \"a2\""), 23, "seats: \"a2\"");
   CHECK_THAT(ErrorOf(text), Catch::Contains("when role 's' does not draw it"));
+}
+
+// Team A of `team` seats: the teacher at the seats `draw` names, personas (`persona`) at the rest; team B always defects.
+std::string ScriptedTeam(int team, const std::string& draw, const std::string& persona = "conformist") {
+  return R"(name: "scripted_team" seed: 3
+game { name: "red_black" param { name: "team_size" int: )" +
+         std::to_string(team) + R"( } param { name: "rounds" int: 6 } }
+role { name: "teacher" seats: "a*" )" + draw + R"( scripted: "teacher" }
+role { name: "pop" seats: "a*" scripted: ")" + persona + R"(" }
+role { name: "b" seats: "b*" scripted: "always_defect" }
+)";
+}
+
+TEST_CASE("draw_share plays a share of the seats, rounded to a seat, and is refused outside 0..1 or beside draw",
+          "[draw][config]") {
+  auto drawn = [](const std::string& share, int team) {
+    const CompiledWorkflow w = Compile(ScriptedTeam(team, "draw_share: " + share));
+    REQUIRE(w.rollout.seat_draws.size() == 1);
+    return w.rollout.seat_draws[0].count;
+  };
+  CHECK(drawn("0.2", 5) == 1);
+  CHECK(drawn("0.2", 10) == 2);
+  CHECK(drawn("0.2", 15) == 3);
+  CHECK(drawn("0.6", 15) == 9);
+  CHECK(drawn("0", 5) == 0);
+  CHECK(drawn("1", 5) == 5);
+  CHECK(drawn("0.5", 3) == 2);  // 1.5 rounds to 2
+  CHECK_THAT(ErrorOf(ScriptedTeam(5, "draw_share: 1.5")),
+             Catch::Contains("b.textproto:3:") && Catch::Contains("between 0 and 1"));
+  // One or the other (a oneof): both in a file is refused where the second stands.
+  CHECK_THAT(ErrorOf(ScriptedTeam(5, "draw: 1 draw_share: 0.2")),
+             Catch::Contains("b.textproto:3:") && Catch::Contains("draw_share"));
+}
+
+TEST_CASE("the persuasion probe measures scripted personas' persuadability as their susceptibility says",
+          "[persuasion]") {
+  // One teacher speaks first for cooperation; after always_defect's first betrayal the personas' priors defect,
+  // so most of their votes are cases, and each follows the teacher's side with its susceptibility.
+  for (const auto& [persona, susceptibility] : std::map<std::string, double>{{"conformist", 0.9}, {"cautious", 0.5}}) {
+    INFO(persona);
+    const CompiledWorkflow w = Compile(ScriptedTeam(5, "draw: 1", persona));
+    testing::DirectPolicy policy(w);
+    const EvalResult probed = Evaluate(w, policy, 96, 11, false, 1.0, 0, nullptr, true);
+    REQUIRE(probed.metrics.count("persuadability/pop"));
+    CHECK(probed.metrics.at("persuasion_cases/pop") > 5);
+    CHECK(probed.metrics.at("persuadability/pop") == Approx(susceptibility).margin(0.06));
+    // A persona's unheard vote is its prior, every time: sampling alone never lands on the recommendation.
+    CHECK(probed.metrics.at("persuasion_chance/pop") == 0.0);
+    // The teacher votes as it recommends whatever it hears: never a case.
+    CHECK(!probed.metrics.count("persuadability/teacher"));
+    // Probing takes its own random draws: the games play as they would unprobed.
+    const EvalResult plain = Evaluate(w, policy, 96, 11, false, 1.0);
+    CHECK(!plain.metrics.count("persuadability/pop"));
+    CHECK(plain.metrics.at("team_a_cooperation") == probed.metrics.at("team_a_cooperation"));
+  }
+}
+
+TEST_CASE("the persuasion probe asks a model seat's vote again, unheard, without adding calls to train on",
+          "[persuasion]") {
+  // A teacher at a0 and an untrained, frozen word model at a1 and a2.
+  const CompiledWorkflow w = Compile(R"(name: "probe" seed: 3
+game { name: "red_black" param { name: "team_size" int: 3 } param { name: "rounds" int: 3 }
+       param { name: "multipliers" text: "3:3" } param { name: "reason_words" int: 1 } }
+)" + Population("") + R"(
+role { name: "teacher" seats: "a0" scripted: "teacher" }
+role { name: "pop" seats: "a1" seats: "a2" model: "population" }
+role { name: "b" seats: "b*" scripted: "always_defect" }
+)");
+  testing::DirectPolicy policy(w);
+  Rollout rollout(w.rollout, policy);
+  RolloutOptions o;
+  o.episodes = 16;
+  o.group_size = 1;
+  o.seed = 5;
+  Rng rng_a(1), rng_b(1);
+  const RolloutBatch plain = rollout.Run(o, rng_a);
+  o.persuasion = true;
+  const RolloutBatch probed = rollout.Run(o, rng_b);
+  // Probes make no records: one vote call per model seat and round either way.
+  int plain_votes = 0, probed_votes = 0;
+  for (const auto& r : plain.records) plain_votes += r.phase == "vote";
+  for (const auto& r : probed.records) probed_votes += r.phase == "vote";
+  CHECK(plain_votes == 16 * 3 * 2);
+  CHECK(probed_votes == plain_votes);
+  // The probes join their tick's batch: more positions encoded in it.
+  CHECK(probed.encoded_positions > plain.encoded_positions);
+  int cases = 0;
+  for (const auto& e : probed.episodes) {
+    auto it = e.metrics.find("persuadability/pop");
+    if (it == e.metrics.end()) continue;
+    CHECK(it->second >= 0.0);
+    CHECK(it->second <= 1.0);
+    CHECK(e.metrics.at("persuasion_chance/pop") >= 0.0);
+    CHECK(e.metrics.at("persuasion_chance/pop") <= 1.0);
+    cases += static_cast<int>(e.metrics.at("persuasion_cases/pop"));
+  }
+  CHECK(cases > 0);
+  for (const auto& e : plain.episodes) CHECK(!e.metrics.count("persuadability/pop"));
 }

@@ -145,15 +145,22 @@ and checkpoints/.
 )";
 
 const char* kEvalUsage =
-    R"(usage: troupe eval FILE --checkpoint DIR [--episodes N] [--dataset F.jsonl] [--json] [--greedy] [--show N]
-                   [--seed N] [--set P=V ...]
+    R"(usage: troupe eval FILE [--checkpoint DIR] [--episodes N] [--dataset F.jsonl] [--json] [--greedy] [--show N]
+                   [--persuasion] [--record F] [--seed N] [--set P=V ...]
 
-  --checkpoint DIR  a run folder or one of its checkpoints/iter-* folders
+  --checkpoint DIR  a run folder or one of its checkpoints/iter-* folders; none: the
+                    models as the workflow starts them (init_from, or untrained)
   --episodes N      episodes to play (default: the workflow's trainer.eval_episodes)
   --json            print one JSON object (episodes, scores, cooperation, invalid_outputs, ...)
   --greedy          pick the most likely token instead of sampling (a workflow with
                     trainer.greedy_eval always does)
   --show N          also print the first N episodes as the game draws them
+  --persuasion      also ask every vote again (twice) as if the voter had heard no message:
+                    persuadability/<role> is the share of votes following the teammates'
+                    recommendation where it differed from the unheard vote, and
+                    persuasion_chance/<role> how often the second unheard vote lands on it
+  --record F        write the evaluation's session events to F (troupe-view shows its
+                    first episodes' deliberations, with persuaded votes marked)
   --dataset F.jsonl pipelines: the evaluation questions (a QA task's test split by default;
                     any file in the QA record shape: id, question, answers, ...;
                     factbook_qa:reworded: the test questions worded by hand); all of them
@@ -218,6 +225,7 @@ struct Args {
   int events = 0;
   double seconds = 0;
   double await_subscriber = 0;
+  bool persuasion = false;
   bool json = false, greedy = false, resume = false, quiet = false, verbose = false, no_eval = false, summary = false;
 };
 
@@ -354,24 +362,40 @@ int Train(const Args& a) {
 int Eval(const Args& a) {
   CompiledWorkflow w = Load(a);
   troupe::SetTorchThreads(w.run.threads);
-  auto ckpt = troupe::FindCheckpoint(a.checkpoint);
-  if (!ckpt) throw troupe::CheckpointError("no checkpoint in " + a.checkpoint);
   troupe::WorkerHub pool(troupe::MakeHubSpec(w));
-  troupe::RunState state = troupe::LoadCheckpoint(*ckpt, [&](const std::string& d) { pool.Load(d, false); });
-  if (state["vocab"] != w.rollout.vocab.Fingerprint()) {
-    throw troupe::CheckpointError("checkpoint " + *ckpt +
-                                  " was trained with another vocabulary (game or roles differ)");
+  std::string played = "the models as the workflow starts them";
+  if (!a.checkpoint.empty()) {
+    auto ckpt = troupe::FindCheckpoint(a.checkpoint);
+    if (!ckpt) throw troupe::CheckpointError("no checkpoint in " + a.checkpoint);
+    troupe::RunState state = troupe::LoadCheckpoint(*ckpt, [&](const std::string& d) { pool.Load(d, false); });
+    if (state["vocab"] != w.rollout.vocab.Fingerprint()) {
+      throw troupe::CheckpointError("checkpoint " + *ckpt +
+                                    " was trained with another vocabulary (game or roles differ)");
+    }
+    played = "checkpoint " + *ckpt;
+  }
+  troupe::SessionEvents events(w, "", a.record);
+  if (events.enabled()) {
+    events.RunStarted(w.proto.name() + "-eval", 0);
+    events.BeginIteration(0, true);
   }
   // A dataset given on the command line is played whole by default.
   const int dataset_size = w.rollout.pipeline && !a.dataset.empty() ? w.rollout.pipeline->task->EvalQueryCount() : 0;
   const int episodes = a.episodes > 0 ? a.episodes : dataset_size > 0 ? dataset_size : w.run.eval_episodes;
   const bool greedy = a.greedy || w.run.greedy_eval;  // the workflow's trainer.greedy_eval, or --greedy
-  troupe::EvalResult r = troupe::Evaluate(w, pool, episodes, w.seed + 1, greedy, w.trainer.temperature, a.show);
+  const auto started = std::chrono::steady_clock::now();
+  troupe::EvalResult r = troupe::Evaluate(w, pool, episodes, w.seed + 1, greedy, w.trainer.temperature, a.show,
+                                          events.enabled() ? &events : nullptr, a.persuasion);
+  if (events.enabled()) {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    events.Metrics(0, r.metrics, seconds > 0 ? episodes / seconds : 0.0, r.forward_calls_per_turn);
+    events.RunEnded(0, seconds, false, "");
+  }
   for (const auto& text : r.shown) std::cout << text << "\n";
   if (a.json) {
     std::cout << troupe::EvalJson(r) << "\n";
   } else {
-    std::cout << "checkpoint " << *ckpt << ", " << episodes << " episodes" << (greedy ? " (greedy)" : "") << "\n";
+    std::cout << played << ", " << episodes << " episodes" << (greedy ? " (greedy)" : "") << "\n";
     for (const auto& [k, v] : r.metrics) {
       std::cout << "  " << k << " = " << v;
       if (r.ci95.count(k) && r.ci95.at(k) > 0) {
@@ -578,12 +602,14 @@ struct Cli {
     CLI::App* eval = Command("eval", "evaluate trained models from a checkpoint", kEvalUsage);
     File(eval, "workflow file");
     Overrides(eval);
-    eval->add_option("--checkpoint", a.checkpoint, "a run folder or one of its checkpoints/iter-* folders")->required();
+    eval->add_option("--checkpoint", a.checkpoint, "a run folder or one of its checkpoints/iter-* folders");
+    eval->add_option("--record", a.record, "write the session events to this file");
     eval->add_option("--episodes", a.episodes, "episodes to play (default: trainer.eval_episodes)");
     eval->add_option("--dataset", a.dataset, "pipelines: evaluate on this question file (JSON lines), whole by default");
     eval->add_flag("--json", a.json, "print one JSON object");
     eval->add_flag("--greedy", a.greedy, "pick the most likely token instead of sampling");
     eval->add_option("--show", a.show, "also print the first N episodes");
+    eval->add_flag("--persuasion", a.persuasion, "also probe how often votes follow the teammates' recommendation");
     CLI::App* validate =
         Command("validate", "check a workflow file and describe it (exit 0 valid, 1 invalid)", kValidateUsage);
     File(validate, "workflow file");

@@ -2,6 +2,7 @@
 // trainer settings; defaults filled in. Graph properties are checked in
 // validate_graph.cc. Every error names its position or the offending name.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -193,7 +194,7 @@ void CompileRoles(const LoadedWorkflow& w, CompiledWorkflow& c) {
         for (size_t s = 0; s < c.rollout.seat_names.size(); ++s) {
           if (!SeatMatches(r.seats(j), c.rollout.seat_names[s])) continue;
           matched = true;
-          if (r.has_draw()) {  // its seats are drawn per episode; a role without a draw plays them otherwise
+          if (r.has_draw() || r.has_draw_share()) {  // drawn per episode; a role without a draw plays them otherwise
             info.seats.push_back(static_cast<int>(s));
             continue;
           }
@@ -214,12 +215,20 @@ void CompileRoles(const LoadedWorkflow& w, CompiledWorkflow& c) {
       w.Fail({{"role", i}, {"seats", 0}},
              "role '" + r.name() + "': seats belong to game workflows; pipelines use nodes");
     }
-    if (r.has_draw()) {
-      if (!c.rollout.game) w.Fail({{"role", i}, {"draw"}}, "role '" + r.name() + "': draw picks seats of a game");
-      if (r.draw() < 0 || r.draw() > static_cast<int>(info.seats.size())) {
-        w.Fail({{"role", i}, {"draw"}}, "role '" + r.name() + "': draw " + std::to_string(r.draw()) +
-                                            " must be between 0 and the " + std::to_string(info.seats.size()) +
-                                            " seats it matches");
+    if (r.has_draw_share() && !(r.draw_share() >= 0.0 && r.draw_share() <= 1.0)) {
+      w.Fail({{"role", i}, {"draw_share"}}, "role '" + r.name() + "': draw_share " + std::to_string(r.draw_share()) +
+                                                " must be a share between 0 and 1 of the seats it matches");
+    }
+    if (r.has_draw() || r.has_draw_share()) {
+      const char* field = r.has_draw() ? "draw" : "draw_share";
+      // A share is rounded to the nearest seat.
+      const int count = r.has_draw() ? r.draw()
+                                     : static_cast<int>(std::lround(r.draw_share() * static_cast<double>(info.seats.size())));
+      if (!c.rollout.game) w.Fail({{"role", i}, {field}}, "role '" + r.name() + "': draw picks seats of a game");
+      if (count < 0 || count > static_cast<int>(info.seats.size())) {
+        w.Fail({{"role", i}, {field}}, "role '" + r.name() + "': draw " + std::to_string(count) +
+                                           " must be between 0 and the " + std::to_string(info.seats.size()) +
+                                           " seats it matches");
       }
       // Seats earlier draws may take first.
       int free = static_cast<int>(info.seats.size());
@@ -231,11 +240,11 @@ void CompileRoles(const LoadedWorkflow& w, CompiledWorkflow& c) {
           }
         }
       }
-      if (r.draw() > free) {
-        w.Fail({{"role", i}, {"draw"}}, "role '" + r.name() + "': draw " + std::to_string(r.draw()) +
-                                            " may find fewer seats left than that after the draws before it");
+      if (count > free) {
+        w.Fail({{"role", i}, {field}}, "role '" + r.name() + "': draw " + std::to_string(count) +
+                                           " may find fewer seats left than that after the draws before it");
       }
-      c.rollout.seat_draws.push_back({i, r.draw(), info.seats});
+      c.rollout.seat_draws.push_back({i, count, info.seats});
     }
     c.rollout.roles.push_back(info);
   }

@@ -140,6 +140,10 @@ void SessionEvents::Acted(int episode, const CallRecord& call, const std::vector
   } else {
     auto* m = NewMessage(&e, episode, call.role, call.seat, call.turn, call.phase, "TEXT", words);
     m->set_step(call.step);
+    if (!call.recommended.empty()) {
+      m->set_recommended(call.recommended);
+      m->set_unheard(Join(call.unheard));
+    }
     if (!scripted) m->set_text_tokens(static_cast<int>(call.response.size()));
     if (call.soft_inputs.empty()) {
       m->set_prompt(call.model >= 0 ? workflow_.rollout.Codec(call.role).Show(call.prompt)

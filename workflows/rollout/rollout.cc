@@ -212,7 +212,10 @@ class Rollout::GameRun {
         episode_records_(E_),
         dropped_(E_, false),
         sent_(E_),
-        cost_(E_) {
+        cost_(E_),
+        probe_rng_(Rng::Mix(options.seed, 0x9E25)),
+        probes_(E_),
+        persuasion_(E_) {
     for (int e = 0; e < E_; ++e) {
       const int group = e / std::max(1, options.group_size);
       const uint64_t game_seed = Rng::Mix(options.seed, static_cast<uint64_t>(group));
@@ -263,6 +266,14 @@ class Rollout::GameRun {
     std::string phase;
     std::vector<int> options;  // guided first tokens, or empty
     int latent_steps = 0;      // a latent message: vectors to send before the text
+    int probe = 0;  // a persuasion probe's unheard decision, its first (1) or second (2) sample (probes_)
+  };
+
+  // A persuasion probe of one output: the recommendation and two answers with nothing heard (the second
+  // measures how often sampling alone lands on the recommendation).
+  struct Probe {
+    std::string recommended;
+    std::vector<std::string> unheard, unheard_again;
   };
 
   // Episodes [first, end) ticking together, and the model work of their tick.
@@ -323,6 +334,7 @@ class Rollout::GameRun {
       decisions_[e].clear();
       outputs_[e].clear();
       record_of_output_[e].clear();
+      probes_[e].clear();
       if (dropped_[e] || states_[e]->IsTerminal()) continue;
       decisions_[e] = states_[e]->PendingDecisions();
       // Where nobody decides, the game runs its own rules until someone must, or it ends.
@@ -345,6 +357,7 @@ class Rollout::GameRun {
     outputs_[e][k].seat = d.seat;
     if (!info.trained()) {
       outputs_[e][k].words = r_.strategies_[role]->Act(*states_[e], d, rng_);
+      if (options_.persuasion) ProbeScripted(e, k, role);
       return;
     }
     if (teacher_ && info.learns()) {  // a demonstration: the teacher answers for a learning seat (frozen ones play)
@@ -375,7 +388,32 @@ class Rollout::GameRun {
       p.latent_steps = info.latent_vectors;
       p.max_new_tokens = std::min(d.max_words, std::max(1, info.text_words));
     }
+    if (options_.persuasion) ProbeModel(w, e, k, p);
     w.by_model[info.model].push_back(std::move(p));
+  }
+
+  // A scripted seat's persuasion probe: its strategy answers the unheard decision in the unheard state.
+  void ProbeScripted(int e, size_t k, int role) {
+    std::optional<PersuasionProbe> probe = states_[e]->Persuasion(decisions_[e][k]);
+    if (!probe) return;
+    const ScriptedStrategy& strategy = *r_.strategies_[role];
+    Probe& p = probes_[e][k];
+    p.recommended = probe->recommended;
+    p.unheard = strategy.Act(*probe->unheard_state, probe->unheard, probe_rng_);
+    p.unheard_again = strategy.Act(*probe->unheard_state, probe->unheard, probe_rng_);
+  }
+
+  // A model seat's persuasion probe: two more queries, like `seat`'s but for the unheard decision.
+  void ProbeModel(Wave& w, int e, size_t k, const Pending& seat) {
+    std::optional<PersuasionProbe> probe = states_[e]->Persuasion(decisions_[e][k]);
+    if (!probe) return;
+    probes_[e][k] = {probe->recommended, {}, {}};
+    Pending p = seat;
+    p.prompt = r_.Prompt(seat.role, probe->unheard, &sent_[e]);
+    for (int sample : {1, 2}) {
+      p.probe = sample;
+      w.by_model[w_.roles[seat.role].model].push_back(p);
+    }
   }
 
   // Each model's queries for the wave's pending decisions.
@@ -383,8 +421,9 @@ class Rollout::GameRun {
     for (size_t m = 0; m < w.by_model.size(); ++m) {
       w.queries[m].clear();
       for (const auto& p : w.by_model[m]) {
+        // A probe stays out of its episode's conversation (prefix cache) and shares no sample.
         GenerateQuery q{w_.roles[p.role].slot, &p.prompt.tokens, p.max_new_tokens,
-                        p.options.empty() ? nullptr : &p.options, static_cast<int64_t>(p.episode)};
+                        p.options.empty() ? nullptr : &p.options, p.probe > 0 ? -1 : static_cast<int64_t>(p.episode)};
         if (!p.prompt.soft.empty()) {
           q.soft_inputs = &p.prompt.soft;
           q.soft_width = p.prompt.soft_width;
@@ -411,6 +450,11 @@ class Rollout::GameRun {
   void Answered(Pending& p, Generation& g) {
     if (g.lost) {
       dropped_[p.episode] = true;
+      return;
+    }
+    if (p.probe > 0) {
+      Probe& probe = probes_[p.episode][p.output];
+      (p.probe == 1 ? probe.unheard : probe.unheard_again) = w_.Codec(p.role).Words(g.tokens);
       return;
     }
     SeatOutput& out = outputs_[p.episode][p.output];
@@ -458,14 +502,24 @@ class Rollout::GameRun {
           batch_.records[r].inert = states_[e]->Inert(outputs_[e][k].seat);
           batch_.invalid += !valid[k];
         }
+        const auto probe = probes_[e].find(k);
+        if (probe != probes_[e].end()) Tally(e, k, probe->second);
         if (!detailed) continue;
         const Decision& d = decisions_[e][k];
         if (r != SIZE_MAX) {
+          if (probe != probes_[e].end()) {
+            batch_.records[r].recommended = probe->second.recommended;
+            batch_.records[r].unheard = probe->second.unheard;
+          }
           observer_->Acted(e, batch_.records[r], outputs_[e][k].words, false);
         } else {
           CallRecord scripted = r_.NewRecord(e, options_.group_size, seat_roles_[e][d.seat], d.seat, turn, d.phase);
           scripted.valid = valid[k];
           scripted.format = valid[k] ? 0.0 : -1.0;
+          if (probe != probes_[e].end()) {
+            scripted.recommended = probe->second.recommended;
+            scripted.unheard = probe->second.unheard;
+          }
           // What a model in this seat would have read: a recorded session can then teach one (trainer.sft.session).
           if (d.latent_messages.empty()) scripted.prompt = r_.Prompt(seat_roles_[e][d.seat], d.observation).tokens;
           observer_->Acted(e, scripted, outputs_[e][k].words, true);
@@ -473,6 +527,17 @@ class Rollout::GameRun {
       }
       if (detailed) observer_->StateChanged(e, *states_[e]);
     }
+  }
+
+  // A probed answer: a case when the unheard answer differs from the recommendation; followed when the answer is
+  // it; by chance when the second unheard answer is.
+  void Tally(int e, size_t k, const Probe& probe) {
+    auto first = [](const std::vector<std::string>& words) { return words.empty() ? std::string() : words[0]; };
+    if (first(probe.unheard) == probe.recommended) return;
+    Persuasion& t = persuasion_[e][seat_roles_[e][outputs_[e][k].seat]];
+    ++t.cases;
+    t.followed += first(outputs_[e][k].words) == probe.recommended;
+    t.by_chance += first(probe.unheard_again) == probe.recommended;
   }
 
   // Rewards of every call, and each episode's metrics and final state.
@@ -487,6 +552,12 @@ class Rollout::GameRun {
         }
         s.metrics = states_[e]->Metrics();
         if (cost_[e].messages > 0) cost_[e].Report(&s.metrics);
+        for (const auto& [role, t] : persuasion_[e]) {
+          const std::string& name = w_.roles[role].name;
+          s.metrics["persuadability/" + name] = static_cast<double>(t.followed) / t.cases;
+          s.metrics["persuasion_chance/" + name] = static_cast<double>(t.by_chance) / t.cases;
+          s.metrics["persuasion_cases/" + name] = t.cases;
+        }
         batch_.turns = std::max<int64_t>(batch_.turns, states_[e]->Turn());
       }
       s.final_state = states_[e]->ToString();
@@ -508,6 +579,12 @@ class Rollout::GameRun {
   std::vector<bool> dropped_;
   std::vector<std::vector<LatentMessage>> sent_;  // per episode
   std::vector<MessageCost> cost_;
+  Rng probe_rng_;                                    // scripted seats' probe answers (the game's draws stay as without)
+  std::vector<std::map<size_t, Probe>> probes_;      // per episode: this tick's probes, by output
+  struct Persuasion {
+    int cases = 0, followed = 0, by_chance = 0;
+  };
+  std::vector<std::map<int, Persuasion>> persuasion_;  // per episode and role
   // Each episode's current tick.
   std::vector<std::vector<Decision>> decisions_;
   std::vector<std::vector<SeatOutput>> outputs_;

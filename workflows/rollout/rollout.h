@@ -70,6 +70,16 @@ struct RolloutOptions {
   // wave's answers and collects its next decisions. Each tick then sends two
   // half-size batches instead of one (same results in distribution, not the same draws).
   bool overlap_environment = false;
+  // Persuasion probes (State::Persuasion): every seat's sway-able decision is
+  // asked again, twice, as if it had heard no message, and each episode
+  // reports per role "persuadability/<role>", the share of its cases (the
+  // teammates' recommendation differed from the first unheard answer) in
+  // which it followed the recommendation; "persuasion_chance/<role>", the
+  // share in which the second unheard answer landed on it anyway (sampling
+  // alone: the level persuadability is to be read against); and
+  // "persuasion_cases/<role>". Models answer two more queries per probe, in
+  // the tick's batch; scripted seats answer from their own random stream.
+  bool persuasion = false;
   bool scripted_for_trained = false;  // demonstrations: trained roles act as `teacher`
   std::string teacher;
   // Pipelines: >= 0 plays the task's evaluation set (a test split) from this

@@ -55,7 +55,7 @@ class ChunkObserver : public RolloutObserver {
 }  // namespace
 
 EvalResult Evaluate(const CompiledWorkflow& workflow, PolicyService& policy, int episodes, uint64_t seed, bool greedy,
-                    double temperature, int show, RolloutObserver* observer) {
+                    double temperature, int show, RolloutObserver* observer, bool persuasion) {
   Rollout rollout(workflow.rollout, policy);
   Rng rng(Rng::Mix(seed, 0xE7A1));
   EvalResult result;
@@ -69,6 +69,7 @@ EvalResult Evaluate(const CompiledWorkflow& workflow, PolicyService& policy, int
     o.greedy = greedy;
     o.temperature = temperature;
     o.guided = workflow.run.guided_choices;
+    o.persuasion = persuasion;
     o.eval_first = done;  // a pipeline task's evaluation set, in order
     ChunkObserver chunk(observer, done);
     o.observer = observer != nullptr ? &chunk : nullptr;

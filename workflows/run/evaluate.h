@@ -29,8 +29,9 @@ struct EvalResult {
 };
 
 // `observer`, when given, sees the episodes (session events of in-training evaluations).
+// `persuasion`: probe persuasion too (RolloutOptions::persuasion).
 EvalResult Evaluate(const CompiledWorkflow& workflow, PolicyService& policy, int episodes, uint64_t seed, bool greedy,
-                    double temperature, int show = 0, RolloutObserver* observer = nullptr);
+                    double temperature, int show = 0, RolloutObserver* observer = nullptr, bool persuasion = false);
 
 // Means of every episode metric in a rollout batch.
 std::map<std::string, double> MeanMetrics(const RolloutBatch& batch);

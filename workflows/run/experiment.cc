@@ -91,7 +91,7 @@ bool RunOne(const CompiledExperiment& x, const ExperimentOptions& o, int cell, i
     LoadCheckpoint(*checkpoint, [&](const std::string& d) { hub.Load(d, false); });
   }
   const EvalResult r = Evaluate(w, hub, x.spec.eval_episodes(), ExperimentEvalSeed(seed), x.spec.greedy(),
-                                w.trainer.temperature);
+                                w.trainer.temperature, 0, nullptr, x.spec.persuasion());
   WriteFileAtomically((dir / "eval.episodes.jsonl").string(), EvalEpisodesJsonl(r));
   WriteFileAtomically((dir / "eval.json").string(), EvalJson(r) + "\n");  // last: the cell and seed are done
   return true;

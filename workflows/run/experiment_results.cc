@@ -107,6 +107,7 @@ void WritePlots(const CompiledExperiment& x, const std::vector<CellSummary>& cel
         for (int v = 0; v < lines; ++v) l = x.spec.axis(x.plot_lines).value(v).label() == labels[x.plot_lines] ? v : l;
       }
       const CellSummary& s = cells[c];
+      if (!s.mean.count(metric)) continue;
       series[l].x.push_back(at[xi]);
       series[l].y.push_back(s.mean.at(metric));
       series[l].lo.push_back(s.interval.at(metric).lo);
@@ -139,6 +140,21 @@ std::vector<CellSummary> SummarizeExperiment(const CompiledExperiment& x, const 
     }
   }
   std::vector<CellSummary> out(x.cells.size());
+  // A metric must be reported somewhere; a cell where no game reports it shows none.
+  for (const std::string& metric : x.metrics) {
+    bool reported = false;
+    for (const auto& cell : games) {
+      for (const Games& g : cell) {
+        for (const auto& [episode, m] : g) reported = reported || m.count(metric) > 0;
+      }
+    }
+    if (reported) continue;
+    std::string known;
+    if (!games.empty() && !games[0].empty() && !games[0][0].empty()) {
+      for (const auto& [k, v] : games[0][0].begin()->second) known += (known.empty() ? "" : ", ") + k;
+    }
+    throw Error("no game of any cell reports metric '" + metric + "' (the first cell's metrics: " + known + ")");
+  }
   for (size_t c = 0; c < x.cells.size(); ++c) {
     CellSummary& s = out[c];
     s.seeds = seeds;
@@ -161,14 +177,7 @@ std::vector<CellSummary> SummarizeExperiment(const CompiledExperiment& x, const 
           diff_sum += diffs[k].back(), ++paired;
         }
       }
-      if (n == 0) {
-        std::string known;
-        if (!games[c].empty() && !games[c][0].empty()) {
-          for (const auto& [k, v] : games[c][0].begin()->second) known += (known.empty() ? "" : ", ") + k;
-        }
-        throw Error("no game of cell " + x.cells[c].name + " reports metric '" + metric + "' (its metrics: " + known +
-                    ")");
-      }
+      if (n == 0) continue;  // e.g. a role's metric in a cell without that role
       s.mean[metric] = sum / n;
       s.interval[metric] = GroupedBootstrapInterval(values);
       if (paired > 0) {
@@ -191,6 +200,7 @@ std::string WriteExperimentResults(const CompiledExperiment& x, const std::strin
     j["seeds"] = cells[c].seeds;
     j["games"] = cells[c].games;
     for (const std::string& m : x.metrics) {
+      if (!cells[c].mean.count(m)) continue;  // no game of the cell reports it
       j[m] = cells[c].mean.at(m);
       j[m + "/lo"] = cells[c].interval.at(m).lo;
       j[m + "/hi"] = cells[c].interval.at(m).hi;
@@ -227,11 +237,15 @@ std::string WriteExperimentResults(const CompiledExperiment& x, const std::strin
   for (size_t c = 0; c < cells.size(); ++c) {
     md << "|";
     for (const std::string& l : x.cells[c].labels) md << " " << l << " |";
-    for (const std::string& m : x.metrics) md << " " << WithInterval(cells[c].mean.at(m), cells[c].interval.at(m)) << " |";
+    for (const std::string& m : x.metrics) {
+      md << " " << (cells[c].mean.count(m) ? WithInterval(cells[c].mean.at(m), cells[c].interval.at(m)) : "none")
+         << " |";
+    }
     if (!x.baseline_of.empty()) {
       for (const std::string& m : x.metrics) {
         md << " "
            << (x.baseline_of[c] == static_cast<int>(c) ? std::string("baseline")
+               : !cells[c].mean.count(m)        ? std::string("none")
                : cells[c].diff.count(m)         ? WithInterval(cells[c].diff.at(m), cells[c].diff_interval.at(m))
                                                 : std::string("no paired games"))
            << " |";
