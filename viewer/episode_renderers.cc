@@ -102,6 +102,28 @@ ImVec4 ChoiceColor(const std::string& c) {
   return c == "red" ? ImVec4(0.95f, 0.35f, 0.35f, 1) : ImVec4(0.75f, 0.75f, 0.80f, 1);
 }
 
+// A seat's tint by the model that played it (scripted seats grey), so a seed
+// among its population stands out.
+ImU32 ModelTint(int model) {
+  static const ImU32 palette[] = {IM_COL32(40, 110, 120, 255), IM_COL32(130, 95, 30, 255),
+                                  IM_COL32(95, 60, 130, 255), IM_COL32(50, 110, 55, 255)};
+  return model < 0 ? IM_COL32(60, 60, 64, 255) : palette[model % 4];
+}
+
+// The legend of the seat tints: each model of the workflow, and scripted seats.
+void DrawModelLegend(const SessionModel& m) {
+  ImGui::TextDisabled("seats by model:");
+  for (int i = -1; i < m.workflow().model_size(); ++i) {
+    ImGui::SameLine();
+    const ImVec2 p = ImGui::GetCursorScreenPos();
+    const float h = ImGui::GetTextLineHeight();
+    ImGui::GetWindowDrawList()->AddRectFilled(p, ImVec2(p.x + h, p.y + h), ModelTint(i));
+    ImGui::Dummy(ImVec2(h, h));
+    ImGui::SameLine();
+    ImGui::TextUnformatted(i < 0 ? "scripted" : m.workflow().model(i).name().c_str());
+  }
+}
+
 class RedBlackRenderer : public EpisodeRenderer {
  public:
   void Draw(const SessionModel& m, const EpisodeRecord& ep, size_t shown) override {
@@ -156,6 +178,7 @@ class RedBlackRenderer : public EpisodeRenderer {
       std::string will, speak, vote;
       int vectors = 0;  // a latent message: its readers got these vectors (and, HYBRID, the text)
       bool valid = true;
+      const MessageRow* vote_row = nullptr;
     };
     std::map<int, SeatRow> seats;
     std::vector<int> order;
@@ -169,12 +192,26 @@ class RedBlackRenderer : public EpisodeRenderer {
         s.vectors = r.latent_vectors;
         order.push_back(r.seat);
       }
-      if (r.phase == "vote") s.vote = r.text;
+      if (r.phase == "vote") {
+        s.vote = r.text;
+        s.vote_row = &r;
+      }
       s.valid = s.valid && r.valid;
     }
+    // Who recommended what this round, for a persuaded vote's tooltip.
+    auto recommenders = [&](const std::string& choice) {
+      std::string who;
+      for (int seat : order) {
+        if (FirstWord(seats[seat].speak) != choice) continue;
+        who += (who.empty() ? "" : ", ") + m.SeatName(seat) + " (" + m.RoleName(m.RoleOfSeat(ep, seat)) + ")";
+      }
+      return who;
+    };
     std::string spoke;
     for (int seat : order) spoke += (spoke.empty() ? "" : " > ") + m.SeatName(seat);
     ImGui::TextDisabled("speaking order: %s", spoke.empty() ? "-" : spoke.c_str());
+    DrawModelLegend(m);
+    int persuaded = 0, cases = 0;  // probed votes whose teammates recommended otherwise than the voter alone
     if (ImGui::BeginTable("deliberation", 4,
                           ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit)) {
       for (const char* h : {"seat", "willing", "recommends, because", "vote"}) ImGui::TableSetupColumn(h);
@@ -182,7 +219,9 @@ class RedBlackRenderer : public EpisodeRenderer {
       for (const auto& [seat, s] : seats) {
         ImGui::TableNextRow();
         ImGui::TableNextColumn();
-        ImGui::Text("%s", m.SeatName(seat).c_str());
+        const int role = m.RoleOfSeat(ep, seat);
+        ImGui::TableSetBgColor(ImGuiTableBgTarget_CellBg, ModelTint(m.ModelOfRole(role)));
+        ImGui::Text("%s %s", m.SeatName(seat).c_str(), m.RoleName(role).c_str());
         ImGui::TableNextColumn();
         ImGui::Text("%s", s.will.c_str());
         ImGui::TableNextColumn();
@@ -198,8 +237,26 @@ class RedBlackRenderer : public EpisodeRenderer {
         }
         ImGui::TableNextColumn();
         ImGui::TextColored(ChoiceColor(s.vote), "%s", s.vote.c_str());
+        if (s.vote_row != nullptr && !s.vote_row->recommended.empty() &&
+            FirstWord(s.vote_row->unheard) != s.vote_row->recommended) {
+          ++cases;
+          if (Persuaded(*s.vote_row)) {
+            ++persuaded;
+            ImGui::SameLine();
+            ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.2f, 1), "<- persuaded");
+            if (ImGui::IsItemHovered()) {
+              ImGui::SetTooltip("alone it would have voted %s; it followed %s, recommended by %s",
+                                s.vote_row->unheard.empty() ? "nothing" : s.vote_row->unheard.c_str(),
+                                s.vote_row->recommended.c_str(), recommenders(s.vote_row->recommended).c_str());
+            }
+          }
+        }
       }
       ImGui::EndTable();
+    }
+    if (cases > 0) {
+      ImGui::TextDisabled("persuaded: %d of the %d votes whose teammates recommended otherwise than the voter alone",
+                          persuaded, cases);
     }
     ImGui::EndGroup();
     ImGui::Separator();

@@ -18,6 +18,27 @@ std::string SessionModel::SeatName(int seat) const {
   return seat >= 0 && seat < run_.seat_size() ? run_.seat(seat) : "seat " + std::to_string(seat);
 }
 
+int SessionModel::RoleOfSeat(const EpisodeRecord& episode, int seat) const {
+  if (seat >= 0 && seat < static_cast<int>(episode.seat_role.size())) return episode.seat_role[seat];
+  return seat >= 0 && seat < run_.seat_role_size() ? run_.seat_role(seat) : -1;
+}
+
+int SessionModel::ModelOfRole(int role) const {
+  if (role < 0 || role >= workflow_.role_size()) return -1;
+  const std::string& model = workflow_.role(role).model();
+  for (int m = 0; m < workflow_.model_size() && !model.empty(); ++m) {
+    if (workflow_.model(m).name() == model) return m;
+  }
+  return -1;
+}
+
+std::string FirstWord(const std::string& text) { return text.substr(0, text.find(' ')); }
+
+bool Persuaded(const MessageRow& vote) {
+  return !vote.recommended.empty() && FirstWord(vote.unheard) != vote.recommended &&
+         FirstWord(vote.text) == vote.recommended;
+}
+
 EpisodeRecord& SessionModel::EpisodeFor(int iteration, int64_t episode) {
   auto [it, fresh] = episode_index_.emplace(std::make_pair(iteration, episode), episodes.size());
   if (fresh) {
@@ -62,7 +83,9 @@ void SessionModel::Add(const session::Event& e) {
     }
     case session::Event::kEpisodeStart: {
       const auto& s = e.episode_start();
-      EpisodeFor(s.iteration(), s.episode()).evaluation = s.evaluation();
+      EpisodeRecord& r = EpisodeFor(s.iteration(), s.episode());
+      r.evaluation = s.evaluation();
+      r.seat_role.assign(s.seat_role().begin(), s.seat_role().end());
       break;
     }
     case session::Event::kEpisodeEnd: {
@@ -92,6 +115,8 @@ void SessionModel::Add(const session::Event& e) {
       row.text = m.text();
       row.prompt = m.prompt();
       row.step = m.step();
+      row.recommended = m.recommended();
+      row.unheard = m.unheard();
       row.text_tokens = m.text_tokens();
       row.wire_bytes = m.wire_bytes();
       row.valid = m.valid();

@@ -21,6 +21,8 @@ struct MessageRow {
   std::string phase, channel, text;
   std::string prompt;  // what the caller read (text calls; a tool's inputs)
   int step = 0;        // pipelines: the tick the node ran in
+  // Persuasion probes: what the teammates recommended, and the answer with no message heard (empty: not probed).
+  std::string recommended, unheard;
   int text_tokens = 0;
   int64_t wire_bytes = 0;
   bool valid = true;
@@ -33,6 +35,7 @@ struct EpisodeRecord {
   int iteration = 0;
   int64_t episode = 0;
   bool evaluation = false;
+  std::vector<int> seat_role;  // who played each seat, when roles draw seats (empty: the run's seat_role)
   std::vector<size_t> messages;  // indices into SessionModel::messages
   std::vector<session::StateSnapshot> snapshots;
   std::map<std::string, double> metrics;
@@ -48,6 +51,14 @@ struct Series {
   }
 };
 
+// The first word of a message (a vote's choice, a recommendation).
+std::string FirstWord(const std::string& text);
+
+// A vote the persuasion probe saw swayed: the teammates' recommendation
+// differed from what the voter answered with no message heard, and it voted
+// the recommendation.
+bool Persuaded(const MessageRow& vote);
+
 class SessionModel {
  public:
   void Add(const session::Event& event);
@@ -58,6 +69,10 @@ class SessionModel {
   const config::Workflow& workflow() const { return workflow_; }
   std::string RoleName(int role) const;
   std::string SeatName(int seat) const;
+  // The role that played `seat` in `episode` (-1 when unknown).
+  int RoleOfSeat(const EpisodeRecord& episode, int seat) const;
+  // The physical model a role maps to, by its index among the workflow's models; -1: scripted or unknown.
+  int ModelOfRole(int role) const;
   // "waiting", "running", "ended", "failed: ...", "restarted"
   const std::string& status() const { return status_; }
   int first_iteration() const { return first_iteration_; }

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <map>
 
+#include "comms/session_file.h"
 #include "tests/test_support.h"
 #include "viewer/graph_layout.h"
 #include "viewer/session_model.h"
@@ -284,4 +285,57 @@ TEST_CASE("the pipeline view draws the graph with the active node and each tick'
   }
   CHECK(green > 100);
   CHECK(yellow > 30);
+}
+
+TEST_CASE("the Red-Black view tints seats by model and marks the votes a persuasion probe saw swayed",
+          "[viewer][screenshot][persuasion]") {
+  // Team A: a teacher at one drawn seat among conformists, who vote as team B did last unless persuaded; team B:
+  // always_defect with an untrained word model at b0. An evaluation with persuasion probes, recorded.
+  const std::string workflow = Temp("persuaded.textproto");
+  std::ofstream(workflow) << R"(name: "persuaded" seed: 3
+game { name: "red_black" param { name: "team_size" int: 4 } param { name: "rounds" int: 4 } }
+model { name: "m" transformer { d_model: 16 heads: 2 layers: 1 ff_mult: 2 max_len: 160 } frozen: true }
+role { name: "teacher" seats: "a*" draw: 1 scripted: "teacher" }
+role { name: "pop" seats: "a*" scripted: "conformist" }
+role { name: "rival" seats: "b0" model: "m" }
+role { name: "b" seats: "b1" seats: "b2" seats: "b3" scripted: "always_defect" }
+runtime { detail_episodes: 2 }
+)";
+  const std::string session = Temp("persuaded.session");
+  Result run = Run(troupe::testing::TroupeBinary() + " eval " + workflow + " --episodes 4 --persuasion --record " +
+                   session);
+  INFO(run.output);
+  REQUIRE(run.status == 0);
+  CHECK_THAT(run.output, Catch::Contains("persuadability/pop"));
+  SessionModel m;
+  for (const auto& e : ReadSessionFile(session).events) m.Add(e);
+  const EpisodeRecord* ep = m.Episode(0, 0);
+  REQUIRE(ep != nullptr);
+  REQUIRE(ep->seat_role.size() == 8);
+  int teachers = 0, probed = 0, persuaded = 0;
+  for (int seat = 0; seat < 4; ++seat) teachers += m.RoleName(m.RoleOfSeat(*ep, seat)) == "teacher";
+  CHECK(teachers == 1);
+  CHECK(m.ModelOfRole(m.RoleOfSeat(*ep, 4)) == 0);  // b0: model m
+  CHECK(m.ModelOfRole(m.RoleOfSeat(*ep, 0)) == -1);  // team A: scripted
+  for (size_t i : ep->messages) {
+    const MessageRow& r = m.messages[i];
+    if (r.phase != "vote" || r.recommended.empty()) continue;
+    ++probed;
+    persuaded += Persuaded(r);
+  }
+  CHECK(probed > 0);
+  CHECK(persuaded > 0);
+  const std::string png = Temp("persuaded.png");
+  Result r = Run(View(session + " --screenshot " + png + " --iteration 0 --episode 0 --message 400 --panel episode"));
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  const Image img = Load(png);
+  size_t mark = 0, model_tint = 0;
+  for (size_t i = 0; i + 3 < img.rgba.size(); i += 4) {
+    const unsigned char* p = &img.rgba[i];
+    mark += p[0] > 235 && p[1] > 185 && p[1] < 220 && p[2] < 90;       // the "persuaded" mark's amber
+    model_tint += p[0] == 40 && p[1] == 110 && p[2] == 120;           // model m's seats (and legend)
+  }
+  CHECK(mark > 30);
+  CHECK(model_tint > 200);
 }
