@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
@@ -29,6 +30,9 @@ std::string Quoted(const std::string& s, bool shown = true) {
   return q + "\"";
 }
 
+// Whether a series has intervals to draw (lo and hi beside every point).
+bool Bars(const IntervalSeries& s) { return !s.lo.empty() && s.lo.size() == s.x.size() && s.hi.size() == s.x.size(); }
+
 }  // namespace
 
 bool OnPath(const std::string& program) {
@@ -48,9 +52,13 @@ bool WriteIntervalChart(const std::string& base, const std::vector<IntervalSerie
   // One block per series (gnuplot's `index`), separated by two blank lines.
   std::ostringstream data;
   for (size_t s = 0; s < series.size(); ++s) {
-    data << (s ? "\n\n" : "") << "# " << series[s].label << "\n# x mean lo hi\n";
+    const bool bars = Bars(series[s]);
+    data << (s ? "\n\n" : "") << "# " << series[s].label << (bars ? "\n# x mean lo hi\n" : "\n# x y\n");
     for (size_t i = 0; i < series[s].x.size(); ++i) {
-      data << series[s].x[i] << " " << series[s].y[i] << " " << series[s].lo[i] << " " << series[s].hi[i] << "\n";
+      if (!std::isfinite(series[s].x[i]) || !std::isfinite(series[s].y[i])) continue;
+      data << series[s].x[i] << " " << series[s].y[i];
+      if (bars) data << " " << series[s].lo[i] << " " << series[s].hi[i];
+      data << "\n";
     }
   }
   WriteFileAtomically(dat.string(), data.str());
@@ -60,7 +68,11 @@ bool WriteIntervalChart(const std::string& base, const std::vector<IntervalSerie
          << "set output " << Quoted(png.filename().string(), false) << "\n"
          << "set title " << Quoted(o.title) << "\n"
          << "set xlabel " << Quoted(o.x_label) << "\nset ylabel " << Quoted(o.y_label) << "\n"
-         << "set grid\nset key outside right top\nset offsets graph 0.05, graph 0.05, graph 0.05, graph 0.05\n";
+         << "set grid\nset key outside right top\n";
+  bool any_bars = false;
+  for (const IntervalSeries& s : series) any_bars = any_bars || Bars(s);
+  // Room around points with interval bars; lines over steps run edge to edge.
+  if (any_bars) script << "set offsets graph 0.05, graph 0.05, graph 0.05, graph 0.05\n";
   if (!o.x_ticks.empty()) {
     script << "set xtics (";
     for (size_t i = 0; i < o.x_ticks.size(); ++i) script << (i ? ", " : "") << Quoted(o.x_ticks[i]) << " " << i;
@@ -68,8 +80,12 @@ bool WriteIntervalChart(const std::string& base, const std::vector<IntervalSerie
   }
   script << "plot ";
   for (size_t s = 0; s < series.size(); ++s) {
-    script << (s ? ", \\\n     " : "") << Quoted(dat.filename().string(), false) << " index " << s
-           << " using 1:2:3:4 with " << (o.x_ticks.empty() ? "yerrorlines" : "yerrorbars")  // categories: no line between
+    script << (s ? ", \\\n     " : "") << Quoted(dat.filename().string(), false) << " index " << s;
+    if (!Bars(series[s])) {
+      script << " using 1:2 with lines lw 2 title " << Quoted(series[s].label);
+      continue;
+    }
+    script << " using 1:2:3:4 with " << (o.x_ticks.empty() ? "yerrorlines" : "yerrorbars")  // categories: no line between
            << " lw 2 pt 7 title " << Quoted(series[s].label);
   }
   script << "\n";
@@ -89,7 +105,7 @@ bool WriteIntervalChart(const std::string& base, const std::vector<IntervalSerie
   }
   std::vector<ChartSeries> means;
   for (const IntervalSeries& s : series) means.push_back({s.label, s.x, s.y});
-  WriteLineChartPng(png.string(), means, {o.title + " (install gnuplot for interval bars)", o.x_label});
+  WriteLineChartPng(png.string(), means, {o.title + (any_bars ? " (install gnuplot for interval bars)" : ""), o.x_label});
   return false;
 }
 

@@ -1,9 +1,10 @@
-// Charts of means with 95% intervals (experiment results: a metric against a
-// grid axis, one line per value of another), drawn by gnuplot: the data and
+// Charts drawn by gnuplot: means with 95% intervals (experiment results: a
+// metric against a grid axis, one line per value of another), or plain lines
+// (`troupe run`'s metrics over steps: series without intervals). The data and
 // the script are written beside the PNG, so a user can restyle and redraw it
-// (`gnuplot NAME.gp`). Without gnuplot on the PATH the means are drawn by the
-// built-in line chart (line_chart.h), without the interval bars, and the
-// script is still written.
+// (`gnuplot NAME.gp`). Without gnuplot on the PATH the lines are drawn by the
+// built-in line chart (line_chart.h), without interval bars, and the script
+// is still written.
 #pragma once
 
 #include <string>
@@ -13,7 +14,7 @@ namespace troupe {
 
 struct IntervalSeries {
   std::string label;
-  std::vector<double> x, y, lo, hi;  // same length: the point, and its interval's ends
+  std::vector<double> x, y, lo, hi;  // the point, and its interval's ends (lo, hi empty: a plain line)
 };
 
 struct IntervalChartOptions {

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/base/errors.h"
+#include "workflows/report/interval_chart.h"
 #include "workflows/report/line_chart.h"
 #include "workflows/report/metrics_sink.h"
 #include "workflows/report/run_clock.h"
@@ -114,11 +115,16 @@ std::vector<SeedRun> Simulate(const CompiledWorkflow& w, const SimulateOptions& 
   }
   if (events) events->RunEnded(o.seeds, MonotonicSeconds() - start, false, "");
   if (!o.out_dir.empty()) {
+    fs::create_directories(fs::path(o.out_dir) / "plots");
     for (const auto& [key, series] : curves) {
-      WriteLineChartPng((fs::path(o.out_dir) / "plots" / (key + ".png")).string(), series,
-                        {(w.proto.name().empty() ? w.rollout.game->Name() : w.proto.name()) + ": " + key +
-                             (series.size() > 1 ? " (" + std::to_string(series.size()) + " seeds)" : ""),
-                         "step"});
+      std::vector<IntervalSeries> lines;
+      for (const ChartSeries& c : series) lines.push_back({c.label, c.x, c.y, {}, {}});
+      IntervalChartOptions chart;
+      chart.title = (w.proto.name().empty() ? w.rollout.game->Name() : w.proto.name()) + ": " + key +
+                    (series.size() > 1 ? " (" + std::to_string(series.size()) + " seeds)" : "");
+      chart.x_label = "step";
+      chart.y_label = key;
+      WriteIntervalChart((fs::path(o.out_dir) / "plots" / key).string(), lines, chart);
     }
     nlohmann::json summary = nlohmann::json::object();
     for (const auto& [key, s] : SpreadOverSeeds(runs)) {
