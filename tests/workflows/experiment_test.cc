@@ -153,6 +153,52 @@ TEST_CASE("troupe experiment --jobs 2 runs cells in processes of their own, to t
   CHECK(testing::ReadFile((one / "results.jsonl").string()) == testing::ReadFile((two / "results.jsonl").string()));
 }
 
+TEST_CASE("an override's {seed} names each training seed's own setting, and a metric some cells lack shows none",
+          "[experiment]") {
+  // Scripted teams only (nothing trains): seed k plays games of 1k rounds (10, 11); the teacher's draw is 0 in
+  // one cell, so its role's persuadability is missing there.
+  const fs::path dir = Temp("seed-mark");
+  std::ofstream(dir / "scripted.textproto") << R"(name: "scripted" seed: 3
+game { name: "red_black" param { name: "team_size" int: 3 } param { name: "rounds" int: 4 } }
+role { name: "teacher" seats: "a*" draw: 1 scripted: "teacher" }
+role { name: "pop" seats: "a*" scripted: "conformist" }
+role { name: "b" seats: "b*" scripted: "always_defect" }
+)";
+  std::ofstream(dir / "grid.textproto") << R"(name: "seed_mark"
+experiment {
+  workflow: "scripted.textproto"
+  train: false
+  seeds: 2
+  eval_episodes: 4
+  persuasion: true
+  set: "game.param[1].int=1{seed}"
+  metric: "decisions"
+  metric: "persuadability/pop"
+  axis { name: "teachers" value { label: "0" set: "role[0].draw=0" } value { label: "1" } }
+}
+)";
+  const CompiledExperiment x = Compile(dir);
+  ExperimentOptions o;
+  o.out_dir = (dir / "out").string();
+  o.progress = false;
+  std::ostringstream log;
+  const ExperimentResult r = RunExperiment(x, o, log);
+  REQUIRE(r.finished);
+  // Seed 1's games have a round more than seed 0's: more decisions in every game.
+  auto decisions = [&](int seed) {
+    std::ifstream in(dir / "out/cells/teachers-1" / ("seed-" + std::to_string(seed)) / "eval.json");
+    return nlohmann::json::parse(in).at("decisions").get<double>();
+  };
+  CHECK(decisions(1) > decisions(0));
+  // Conformists among themselves echo each other: no case, so no persuadability without the teacher.
+  CHECK_THAT(r.table, Catch::Contains("| 0 |") && Catch::Contains("| none |"));
+  std::ifstream results(dir / "out/results.jsonl");
+  std::string line;
+  int with = 0;
+  while (std::getline(results, line)) with += nlohmann::json::parse(line).contains("persuadability/pop");
+  CHECK(with == 1);
+}
+
 TEST_CASE("experiment files that cannot run are refused at their position", "[experiment][config]") {
   std::string text = kGrid;
   auto with = [&](const std::string& from, const std::string& to) {

@@ -41,7 +41,8 @@ TEST_CASE("the seed study's workflows and experiment run end to end in miniature
   const auto grid = RunCommand(troupe + " experiment propagation.textproto --out runs/propagation --jobs 2");
   INFO(grid.output);
   REQUIRE(grid.status == 0);
-  CHECK_THAT(grid.output, Catch::Contains("| seeds | opponent | team_a_cooperation | combined_score |"));
+  CHECK_THAT(grid.output, Catch::Contains("| seeds | opponent | team_a_cooperation | combined_score | "
+                                          "persuadability/population |"));
   std::ifstream results(root / "runs/propagation/results.jsonl");
   int cells = 0;
   std::string line;
@@ -53,10 +54,16 @@ TEST_CASE("the seed study's workflows and experiment run end to end in miniature
     CHECK(j.at("team_a_cooperation").get<double>() <= 1.0);
     // Every cell but the zero-seed ones is compared with its opponent's zero-seed cell.
     CHECK(j.contains("diff/team_a_cooperation") == (j.at("axis/seeds") != "0"));
+    // The population's persuadability, where a population agent plays (not with five seeds).
+    CHECK(j.contains("persuadability/population") == (j.at("axis/seeds") != "5"));
+    if (j.contains("persuadability/population")) {
+      CHECK(j.at("persuadability/population").get<double>() >= 0.0);
+      CHECK(j.at("persuadability/population").get<double>() <= 1.0);
+    }
   }
   CHECK(cells == 10);
   // The other shipped experiments compile every cell against these runs.
-  for (const char* other : {"seed_propagation_scenarios", "seed_topology"}) {
+  for (const char* other : {"seed_propagation_scenarios", "seed_topology", "seed_scale"}) {
     const auto valid = RunCommand(troupe + " validate " + troupe::testing::SourceDir() + "/workflows/experiments/" +
                                   other + ".textproto");
     INFO(valid.output);

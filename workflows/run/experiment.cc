@@ -50,10 +50,26 @@ std::string FolderOf(const std::vector<std::string>& axes, const std::vector<std
   return f;
 }
 
+// An override for training seed `seed`: each "{seed}" in it stands for the seed's index.
+std::string ForSeed(std::string set, int seed) {
+  static const std::string mark = "{seed}";
+  for (size_t at = set.find(mark); at != std::string::npos; at = set.find(mark, at)) {
+    set.replace(at, mark.size(), std::to_string(seed));
+  }
+  return set;
+}
+
+bool NamesSeed(const ExperimentCell& cell) {
+  for (const std::string& s : cell.sets) {
+    if (s.find("{seed}") != std::string::npos) return true;
+  }
+  return false;
+}
+
 // The cell's workflow: the file, the cell's overrides, the training seed.
 CompiledWorkflow CellWorkflow(const CompiledExperiment& x, const ExperimentCell& cell, int seed) {
   LoadedWorkflow w = LoadWorkflowFile(x.workflow_file);
-  for (const std::string& s : cell.sets) ApplyOverride(w, s);
+  for (const std::string& s : cell.sets) ApplyOverride(w, ForSeed(s, seed));
   w.proto.set_seed(w.proto.seed() + static_cast<uint64_t>(seed));
   return CompileWorkflow(w);
 }
@@ -225,6 +241,8 @@ CompiledExperiment CompileExperiment(const LoadedWorkflow& file, bool compile_ce
     if (compile_cells) {
       try {
         const CompiledWorkflow w = CellWorkflow(x, cell, 0);
+        // Overrides that name the seed (e.g. each seed's own trained models) compile for every seed.
+        for (int k = 1; k < s.seeds() && NamesSeed(cell); ++k) CellWorkflow(x, cell, k);
         if (x.metrics.empty()) {
           x.metrics.assign(s.metric().begin(), s.metric().end());
           if (x.metrics.empty()) x.metrics = w.headline_metrics;
