@@ -73,6 +73,23 @@ double Difference(const Image& a, const Image& b) {
   return static_cast<double>(differ) / (a.rgba.size() / 4);
 }
 
+// The episode panel of `session` at `where` ("--iteration I --episode E ..."), rendered headless into NAME.png.
+Image EpisodePanel(const std::string& session, const std::string& where, const std::string& name) {
+  const std::string png = Temp(name + ".png");
+  Result r = Run(View(session + " --screenshot " + png + " " + where + " --panel episode"));
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  return Load(png);
+}
+
+// How many pixels' colours pass `test` (r, g, b).
+template <typename Test>
+size_t Pixels(const Image& img, Test test) {
+  size_t n = 0;
+  for (size_t i = 0; i + 3 < img.rgba.size(); i += 4) n += test(img.rgba[i], img.rgba[i + 1], img.rgba[i + 2]);
+  return n;
+}
+
 // A small recorded Red-Black session, made once per test process with the real troupe binary.
 const std::string& Fixture() {
   static std::string path;
@@ -244,11 +261,7 @@ TEST_CASE("the Sugarscape view draws the recorded world: sugar and spice hills, 
                    "/workflows/shipped/sugarscape_g1mt.textproto --steps 40 --quiet --record " + session);
   INFO(run.output);
   REQUIRE(run.status == 0);
-  const std::string png = Temp("sugarscape.png");
-  Result r = Run(View(session + " --screenshot " + png + " --iteration 1 --episode 0 --panel episode"));
-  INFO(r.output);
-  REQUIRE(r.status == 0);
-  const Image img = Load(png);
+  const Image img = EpisodePanel(session, "--iteration 1 --episode 0", "sugarscape");
   // The grid's cells: gold where sugar grows, rust where spice does, light dots for traders.
   size_t gold = 0, rust = 0, light = 0;
   for (int y = 80; y < 640 && y < img.h; ++y) {
@@ -271,20 +284,10 @@ TEST_CASE("the pipeline view draws the graph with the active node and each tick'
                    " --set trainer.iterations=1 --set trainer.episodes_per_iteration=8 --record " + session);
   INFO(run.output);
   REQUIRE(run.status == 0);
-  const std::string png = Temp("pipeline.png");
-  Result r = Run(View(session + " --screenshot " + png + " --iteration 1 --episode 0 --panel episode"));
-  INFO(r.output);
-  REQUIRE(r.status == 0);
-  const Image img = Load(png);
+  const Image img = EpisodePanel(session, "--iteration 1 --episode 0", "pipeline");
   // Nodes and calls that ran are green; the nodes of the tick at the cursor (the last) are yellow.
-  size_t green = 0, yellow = 0;
-  for (size_t i = 0; i + 3 < img.rgba.size(); i += 4) {
-    const unsigned char* p = &img.rgba[i];
-    green += p[1] > 180 && p[0] > 80 && p[0] < 130 && p[2] > 90 && p[2] < 140;
-    yellow += p[0] > 220 && p[1] > 170 && p[1] < 220 && p[2] < 90;
-  }
-  CHECK(green > 100);
-  CHECK(yellow > 30);
+  CHECK(Pixels(img, [](int r, int g, int b) { return g > 180 && r > 80 && r < 130 && b > 90 && b < 140; }) > 100);
+  CHECK(Pixels(img, [](int r, int g, int b) { return r > 220 && g > 170 && g < 220 && b < 90; }) > 30);
 }
 
 TEST_CASE("the Red-Black view tints seats by model and marks the votes a persuasion probe saw swayed",
@@ -325,17 +328,8 @@ runtime { detail_episodes: 2 }
   }
   CHECK(probed > 0);
   CHECK(persuaded > 0);
-  const std::string png = Temp("persuaded.png");
-  Result r = Run(View(session + " --screenshot " + png + " --iteration 0 --episode 0 --message 400 --panel episode"));
-  INFO(r.output);
-  REQUIRE(r.status == 0);
-  const Image img = Load(png);
-  size_t mark = 0, model_tint = 0;
-  for (size_t i = 0; i + 3 < img.rgba.size(); i += 4) {
-    const unsigned char* p = &img.rgba[i];
-    mark += p[0] > 235 && p[1] > 185 && p[1] < 220 && p[2] < 90;       // the "persuaded" mark's amber
-    model_tint += p[0] == 40 && p[1] == 110 && p[2] == 120;           // model m's seats (and legend)
-  }
-  CHECK(mark > 30);
-  CHECK(model_tint > 200);
+  const Image img = EpisodePanel(session, "--iteration 0 --episode 0 --message 400", "persuaded");
+  // The "persuaded" marks' amber, and model m's seat (and its legend swatch).
+  CHECK(Pixels(img, [](int r, int g, int b) { return r > 235 && g > 185 && g < 220 && b < 90; }) > 30);
+  CHECK(Pixels(img, [](int r, int g, int b) { return r == 40 && g == 110 && b == 120; }) > 200);
 }
