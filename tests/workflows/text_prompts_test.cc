@@ -12,6 +12,7 @@
 
 #include "core/base/errors.h"
 #include "core/models/checkpoint.h"
+#include "core/models/model_pool.h"
 #include "core/text/bpe_trainer.h"
 #include "core/text/tokenizer_folder.h"
 #include "tests/test_support.h"
@@ -195,4 +196,35 @@ TEST_CASE("text prompts are refused where they cannot work, at the field that as
     CHECK_THAT(e, Catch::StartsWith("t.textproto:5:"));
     CHECK_THAT(e, Catch::Contains("latent and hybrid messages in games need word-vocabulary models"));
   }
+}
+
+TEST_CASE("a text model starts from a trained run (init_from) with its weights, and another tokenizer is refused",
+          "[text][init][llama]") {
+  const std::string source = Temp("init-source");
+  REQUIRE(Run(Compile(RedBlackText("iterations: 1 episodes_per_iteration: 4 checkpoint_every: 1")), source, false)
+              .iterations == 1);
+  const CompiledWorkflow src = Compile(testing::ReadFile(source + "/workflow.resolved.textproto"));
+  ModelPool trained(src.models, src.seed);
+  LoadCheckpoint(*FindCheckpoint(source), trained, nullptr);
+  const uint64_t digest = trained.ParameterDigest(0);
+  CHECK(ModelPool(src.models, src.seed).ParameterDigest(0) != digest);  // the update moved it
+  // The same model started from the run: the trained weights, whatever its own seed.
+  std::string text = RedBlackText("iterations: 1");
+  const std::string tokenizer = "tokenizer: \"" + TinyTokenizer() + "\"";
+  const std::string from = " init_from: \"" + source + "\"";
+  text.replace(text.find(tokenizer), tokenizer.size(), tokenizer + from);
+  const CompiledWorkflow started = Compile(text);
+  REQUIRE(started.models[0].init);
+  CHECK(ModelPool(started.models, started.seed + 1).ParameterDigest(0) == digest);
+  // Another tokenizer cannot read the rows the checkpoint learnt: refused at init_from.
+  BpeTrainerOptions o;
+  o.vocab_size = 300;  // fewer merges than TinyTokenizer's
+  BpeTrainer other(o);
+  other.Add(GameTexts());
+  const std::string other_dir = Temp("other-tokenizer");
+  fs::create_directories(other_dir);
+  WriteTokenizerFolder(Tokenizer(other.Train()), other_dir);
+  text = RedBlackText("iterations: 1");
+  text.replace(text.find(tokenizer), tokenizer.size(), "tokenizer: \"" + other_dir + "\"" + from);
+  CHECK_THAT(ErrorOf(text), Catch::StartsWith("t.textproto:5:") && Catch::Contains("another tokenizer"));
 }
