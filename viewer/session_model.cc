@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "core/base/words.h"
+
 namespace troupe::view {
 
 void SessionModel::Clear() { *this = SessionModel(); }
@@ -35,8 +37,8 @@ int SessionModel::ModelOfRole(int role) const {
 std::string FirstWord(const std::string& text) { return text.substr(0, text.find(' ')); }
 
 bool Persuaded(const MessageRow& vote) {
-  return !vote.recommended.empty() && FirstWord(vote.unheard) != vote.recommended &&
-         FirstWord(vote.text) == vote.recommended;
+  return !vote.recommended.empty() && !SameWordAnyCase(FirstWord(vote.unheard), vote.recommended) &&
+         SameWordAnyCase(FirstWord(vote.text), vote.recommended);
 }
 
 EpisodeRecord& SessionModel::EpisodeFor(int iteration, int64_t episode) {

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <sstream>
 
+#include "core/base/words.h"
+
 namespace troupe::red_black {
 
 namespace {
@@ -21,11 +23,12 @@ std::string CountWord(int n) { return "#" + std::to_string(n); }
 
 std::string PointsWord(int p) { return (p > 0 ? "+" : "") + std::to_string(p); }
 
-// The choice whose label (in `scenario`) the words start with.
+// The choice whose label (in `scenario`) the words start with, in any case: text models' answers are read back
+// lower-cased, and a scenario's labels differ in more than case (ParseScenario).
 bool ParseChoice(const std::vector<std::string>& words, const Scenario& scenario, Choice* out) {
   if (words.empty()) return false;
   for (Choice c : {Choice::kBlack, Choice::kRed}) {
-    if (words[0] == scenario.Label(c)) {
+    if (SameWordAnyCase(words[0], scenario.Label(c))) {
       *out = c;
       return true;
     }
@@ -438,6 +441,9 @@ std::string RedBlackState::ToString() const {
         << column(rec.choice[0]) << column(rec.choice[1]) << rec.points[0] << "\t" << rec.points[1] << "\n";
   }
   out << "score  A " << a << "  B " << b << (IsTerminal() ? "  (final)" : "") << "\n";
+  // Which label is which in this scenario (viewers colour the defecting one).
+  out << "scenario " << scenario_->name << ": cooperate " << scenario_->Label(Choice::kBlack) << ", defect "
+      << scenario_->Label(Choice::kRed) << "\n";
   return out.str();
 }
 

@@ -198,6 +198,24 @@ TEST_CASE("word models read what the options mean before the history, with those
   for (const Decision& d : Make("gpu_contention")->LongestDecisions(0)) CHECK(d.text.size() <= longest_text);
 }
 
+TEST_CASE("an answer names an option in any case, as a text model's lower-cased words do", "[red_black][scenario]") {
+  // The orchard's options are "X" (cooperative) and "Y"; text models' answers come back as "x" and "y".
+  const auto game = Make(TempFile("case.json", kGood));
+  auto s = game->NewInitialState(3);
+  while (!s->IsTerminal()) {
+    std::vector<SeatOutput> out;
+    for (const Decision& d : s->PendingDecisions()) {
+      if (d.phase == "will") out.push_back({d.seat, {"1"}});
+      else out.push_back({d.seat, {d.seat < 3 ? "x" : "Y", "we", "trust"}});
+    }
+    for (bool valid : s->Apply(out)) CHECK(valid);
+  }
+  const auto m = s->Metrics();
+  CHECK(m.at("invalid_outputs") == 0);
+  CHECK(m.at("team_a_cooperation") == 1.0);
+  CHECK(m.at("team_b_cooperation") == 0.0);
+}
+
 TEST_CASE("a list of scenarios is drawn per episode, the same one for the same seed", "[red_black][scenario]") {
   auto game = Make("training");
   std::set<std::string> drawn;

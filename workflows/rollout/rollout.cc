@@ -7,6 +7,7 @@
 
 #include "core/base/background_call.h"
 #include "core/base/errors.h"
+#include "core/base/words.h"
 
 namespace troupe {
 
@@ -532,12 +533,15 @@ class Rollout::GameRun {
   // A probed answer: a case when the unheard answer differs from the recommendation; followed when the answer is
   // it; by chance when the second unheard answer is.
   void Tally(int e, size_t k, const Probe& probe) {
-    auto first = [](const std::vector<std::string>& words) { return words.empty() ? std::string() : words[0]; };
-    if (first(probe.unheard) == probe.recommended) return;
+    // The recommended option as the game spells it; a text model's answers come back lower-cased.
+    auto recommends = [&](const std::vector<std::string>& words) {
+      return !words.empty() && SameWordAnyCase(words[0], probe.recommended);
+    };
+    if (recommends(probe.unheard)) return;
     Persuasion& t = persuasion_[e][seat_roles_[e][outputs_[e][k].seat]];
     ++t.cases;
-    t.followed += first(outputs_[e][k].words) == probe.recommended;
-    t.by_chance += first(probe.unheard_again) == probe.recommended;
+    t.followed += recommends(outputs_[e][k].words);
+    t.by_chance += recommends(probe.unheard_again);
   }
 
   // Rewards of every call, and each episode's metrics and final state.
