@@ -7,6 +7,8 @@
 #include <map>
 #include <sstream>
 
+#include "core/base/words.h"
+
 namespace troupe::view {
 
 void DrawLatentSummary(const MessageRow& row) {
@@ -98,8 +100,17 @@ std::vector<RoundRow> ParseRounds(const std::string& text) {
   return rows;
 }
 
-ImVec4 ChoiceColor(const std::string& c) {
-  return c == "red" ? ImVec4(0.95f, 0.35f, 0.35f, 1) : ImVec4(0.75f, 0.75f, 0.80f, 1);
+// The scenario's defecting label, from the state's "scenario NAME: cooperate X, defect Y" line ("red" without one).
+std::string DefectLabel(const std::string& state) {
+  const size_t at = state.find(", defect ");
+  if (at == std::string::npos) return "red";
+  const size_t from = at + 9;
+  return state.substr(from, state.find_first_of(" \n", from) - from);
+}
+
+// Votes and recommendations: the defecting option in red, the cooperative one light.
+ImVec4 ChoiceColor(const std::string& c, const std::string& defect) {
+  return SameWordAnyCase(c, defect) ? ImVec4(0.95f, 0.35f, 0.35f, 1) : ImVec4(0.75f, 0.75f, 0.80f, 1);
 }
 
 // A seat's tint by the model that played it (scripted seats grey), so a seed
@@ -137,6 +148,8 @@ class RedBlackRenderer : public EpisodeRenderer {
     ImGui::BeginGroup();
     ImGui::Text("Rounds");
     std::vector<RoundRow> rows = snap ? ParseRounds(snap->text()) : std::vector<RoundRow>{};
+    const std::string defect = DefectLabel(snap ? snap->text() : ep.final_state);
+    auto colour = [&](const std::string& choice) { return ChoiceColor(choice, defect); };
     if (ImGui::BeginTable("rounds", 7,
                           ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit)) {
       for (const char* h : {"round", "mult", "team A", "team B", "A pts", "B pts", "A : B"}) ImGui::TableSetupColumn(h);
@@ -151,9 +164,9 @@ class RedBlackRenderer : public EpisodeRenderer {
         ImGui::TableNextColumn();
         ImGui::Text("x%d", r.mult);
         ImGui::TableNextColumn();
-        ImGui::TextColored(ChoiceColor(r.a), "%s", r.a.c_str());
+        ImGui::TextColored(colour(r.a), "%s", r.a.c_str());
         ImGui::TableNextColumn();
-        ImGui::TextColored(ChoiceColor(r.b), "%s", r.b.c_str());
+        ImGui::TextColored(colour(r.b), "%s", r.b.c_str());
         ImGui::TableNextColumn();
         ImGui::Text("%+d", r.a_pts);
         ImGui::TableNextColumn();
@@ -202,7 +215,7 @@ class RedBlackRenderer : public EpisodeRenderer {
     auto recommenders = [&](const std::string& choice) {
       std::string who;
       for (int seat : order) {
-        if (FirstWord(seats[seat].speak) != choice) continue;
+        if (!SameWordAnyCase(FirstWord(seats[seat].speak), choice)) continue;
         who += (who.empty() ? "" : ", ") + m.SeatName(seat) + " (" + m.RoleName(m.RoleOfSeat(ep, seat)) + ")";
       }
       return who;
@@ -231,14 +244,14 @@ class RedBlackRenderer : public EpisodeRenderer {
         }
         const std::string first = s.speak.substr(0, s.speak.find(' '));
         if (!s.speak.empty()) {
-          ImGui::TextColored(ChoiceColor(first), "%s", first.c_str());
+          ImGui::TextColored(colour(first), "%s", first.c_str());
           ImGui::SameLine();
           ImGui::TextDisabled("%s", s.speak.size() > first.size() ? s.speak.substr(first.size()).c_str() : "");
         }
         ImGui::TableNextColumn();
-        ImGui::TextColored(ChoiceColor(s.vote), "%s", s.vote.c_str());
+        ImGui::TextColored(colour(s.vote), "%s", s.vote.c_str());
         if (s.vote_row != nullptr && !s.vote_row->recommended.empty() &&
-            FirstWord(s.vote_row->unheard) != s.vote_row->recommended) {
+            !SameWordAnyCase(FirstWord(s.vote_row->unheard), s.vote_row->recommended)) {
           ++cases;
           if (Persuaded(*s.vote_row)) {
             ++persuaded;
