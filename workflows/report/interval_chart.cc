@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -34,6 +35,14 @@ std::string Quoted(const std::string& s, bool shown = true) {
 bool Bars(const IntervalSeries& s) { return !s.lo.empty() && s.lo.size() == s.x.size() && s.hi.size() == s.x.size(); }
 
 }  // namespace
+
+std::string PlotFileName(const std::string& metric) {
+  std::string file = metric;
+  for (char& c : file) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') c = '_';
+  }
+  return file;
+}
 
 bool OnPath(const std::string& program) {
   const char* path = std::getenv("PATH");

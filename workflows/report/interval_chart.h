@@ -29,6 +29,10 @@ struct IntervalChartOptions {
 bool WriteIntervalChart(const std::string& base, const std::vector<IntervalSeries>& series,
                         const IntervalChartOptions& options);
 
+// A metric's name as a plot's file name: characters other than letters, digits, '-' and '_' become '_'
+// ("persuadability/population" -> "persuadability_population").
+std::string PlotFileName(const std::string& metric);
+
 // Whether a program of that name is on the PATH.
 bool OnPath(const std::string& program);
 

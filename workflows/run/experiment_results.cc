@@ -118,10 +118,7 @@ void WritePlots(const CompiledExperiment& x, const std::vector<CellSummary>& cel
     options.x_label = x.axes[x.plot_x];
     options.y_label = metric;
     options.x_ticks = ticks;
-    std::string file = metric;
-    for (char& ch : file) {
-      if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_') ch = '_';
-    }
+    const std::string file = PlotFileName(metric);
     gnuplot = WriteIntervalChart((dir / file).string(), series, options) && gnuplot;
     md << "![" << metric << "](plots/" << file << ".png)\n";
   }

@@ -124,7 +124,7 @@ std::vector<SeedRun> Simulate(const CompiledWorkflow& w, const SimulateOptions& 
                     (series.size() > 1 ? " (" + std::to_string(series.size()) + " seeds)" : "");
       chart.x_label = "step";
       chart.y_label = key;
-      WriteIntervalChart((fs::path(o.out_dir) / "plots" / key).string(), lines, chart);
+      WriteIntervalChart((fs::path(o.out_dir) / "plots" / PlotFileName(key)).string(), lines, chart);
     }
     nlohmann::json summary = nlohmann::json::object();
     for (const auto& [key, s] : SpreadOverSeeds(runs)) {
