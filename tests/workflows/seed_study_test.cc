@@ -7,6 +7,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -70,4 +72,59 @@ TEST_CASE("the seed study's workflows and experiment run end to end in miniature
     CHECK(valid.status == 0);
     CHECK_THAT(valid.output, Catch::EndsWith("valid\n"));
   }
+}
+
+TEST_CASE("the seed study's text-model workflows and experiments run end to end on a stand-in base model",
+          "[seed_study][cli][text]") {
+  // A base model of seconds in ROOT/runs/base_model/model; games of three rounds keep its prompts short.
+  const fs::path root = troupe::testing::MakeStandInBaseModel("troupe-seed-study-text");
+  const std::string troupe = "cd " + root.string() + " && " + troupe::testing::TroupeBinary();
+  const std::string shipped = troupe::testing::SourceDir() + "/workflows/shipped/seed_study/";
+  const std::string small = " --quiet --no-eval --set game.param[1].int=3 --set trainer.minibatch=4";
+  const auto population = RunCommand(troupe + " train " + shipped + "text_population.textproto --out "
+                                     "runs/seed_study/text_population --set trainer.sft.episodes=2 "
+                                     "--set trainer.sft.steps=2" + small);
+  INFO(population.output);
+  REQUIRE(population.status == 0);
+  const auto seed = RunCommand(troupe + " train " + shipped + "text_seed.textproto --out runs/seed_study/text_seed "
+                               "--set trainer.sft.episodes=2 --set trainer.sft.steps=2 --set trainer.iterations=1 "
+                               "--set trainer.episodes_per_iteration=4" + small);
+  INFO(seed.output);
+  REQUIRE(seed.status == 0);
+  CHECK_THAT(seed.output, Catch::Contains("from checkpoint") && Catch::Contains("text prompts"));
+  // Each experiment with two games a cell (and three rounds), from the same files.
+  auto experiment = [&](const std::string& name, const std::string& extra_set) {
+    std::string text =
+        troupe::testing::ReadFile(troupe::testing::SourceDir() + "/workflows/experiments/" + name + ".textproto");
+    text.replace(text.find("../shipped/seed_study/"), 22, shipped);
+    const size_t at = text.find("eval_episodes: ");
+    text.replace(at, text.find('\n', at) - at, "eval_episodes: 2\n  set: \"" + extra_set + "\"");
+    std::ofstream(root / (name + ".textproto")) << text;
+    const auto run = RunCommand(troupe + " experiment " + name + ".textproto --out runs/" + name);
+    INFO(run.output);
+    REQUIRE(run.status == 0);
+    std::vector<nlohmann::json> cells;
+    std::ifstream results(root / "runs" / name / "results.jsonl");
+    std::string line;
+    while (std::getline(results, line)) cells.push_back(nlohmann::json::parse(line));
+    return cells;
+  };
+  const auto propagation = experiment("seed_propagation_text", "game.param[1].int=3");
+  REQUIRE(propagation.size() == 4);
+  for (const auto& j : propagation) {
+    CHECK(j.at("games").get<int>() == 2);
+    CHECK(j.at("team_a_cooperation").get<double>() >= 0.0);
+    CHECK(j.at("team_a_cooperation").get<double>() <= 1.0);
+  }
+  const auto transfer = experiment("seed_transfer", "game.param[3].int=2");
+  REQUIRE(transfer.size() == 3);
+  for (const auto& j : transfer) {
+    INFO(j.dump());
+    CHECK(j.at("games").get<int>() == 2);
+    CHECK(j.at("trade_success_rate").get<double>() >= 0.0);
+    CHECK(j.at("trade_success_rate").get<double>() <= 1.0);
+  }
+  // The scripted MRS negotiator as the reference trades.
+  CHECK(transfer.back().at("axis/negotiator") == "mrs");
+  CHECK(transfer.back().at("trade_success_rate").get<double>() > 0.0);
 }

@@ -148,8 +148,8 @@ const char* kEvalUsage =
     R"(usage: troupe eval FILE [--checkpoint DIR] [--episodes N] [--dataset F.jsonl] [--json] [--greedy] [--show N]
                    [--persuasion] [--record F] [--seed N] [--set P=V ...]
 
-  --checkpoint DIR  a run folder or one of its checkpoints/iter-* folders; none: the
-                    models as the workflow starts them (init_from, or untrained)
+  --checkpoint DIR  a run folder or one of its checkpoints/iter-* folders; may be left
+                    out when every model starts trained (init_from, hf_dir)
   --episodes N      episodes to play (default: the workflow's trainer.eval_episodes)
   --json            print one JSON object (episodes, scores, cooperation, invalid_outputs, ...)
   --greedy          pick the most likely token instead of sampling (a workflow with
@@ -362,8 +362,17 @@ int Train(const Args& a) {
 int Eval(const Args& a) {
   CompiledWorkflow w = Load(a);
   troupe::SetTorchThreads(w.run.threads);
+  // Without a checkpoint only models that start trained (init_from, a Hugging Face folder) are worth evaluating.
+  if (a.checkpoint.empty()) {
+    for (const auto& m : w.models) {
+      if (m.init == nullptr && m.hf_dir.empty()) {
+        throw UsageError("troupe eval: --checkpoint is required: model '" + m.name +
+                                 "' starts untrained (no init_from, no hf_dir)");
+      }
+    }
+  }
   troupe::WorkerHub pool(troupe::MakeHubSpec(w));
-  std::string played = "the models as the workflow starts them";
+  std::string played = "the models as the workflow starts them (init_from, hf_dir)";
   if (!a.checkpoint.empty()) {
     auto ckpt = troupe::FindCheckpoint(a.checkpoint);
     if (!ckpt) throw troupe::CheckpointError("no checkpoint in " + a.checkpoint);
