@@ -110,7 +110,7 @@ TEST_CASE("the seed study's text-model workflows and experiments run end to end 
     return cells;
   };
   const auto propagation = experiment("seed_propagation_text", "game.param[1].int=3");
-  REQUIRE(propagation.size() == 4);
+  REQUIRE(propagation.size() == 3);
   for (const auto& j : propagation) {
     CHECK(j.at("games").get<int>() == 2);
     CHECK(j.at("team_a_cooperation").get<double>() >= 0.0);
