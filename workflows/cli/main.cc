@@ -149,7 +149,7 @@ const char* kEvalUsage =
                    [--persuasion] [--record F] [--seed N] [--set P=V ...]
 
   --checkpoint DIR  a run folder or one of its checkpoints/iter-* folders; may be left
-                    out when every model starts trained (init_from, hf_dir)
+                    out when every model starts trained (init_from, hf_dir) or is frozen
   --episodes N      episodes to play (default: the workflow's trainer.eval_episodes)
   --json            print one JSON object (episodes, scores, cooperation, invalid_outputs, ...)
   --greedy          pick the most likely token instead of sampling (a workflow with
@@ -362,12 +362,13 @@ int Train(const Args& a) {
 int Eval(const Args& a) {
   CompiledWorkflow w = Load(a);
   troupe::SetTorchThreads(w.run.threads);
-  // Without a checkpoint only models that start trained (init_from, a Hugging Face folder) are worth evaluating.
+  // Without a checkpoint, a model that trains must start trained (init_from, a Hugging Face folder): otherwise
+  // the checkpoint was most likely forgotten. A frozen model plays as the workflow makes it.
   if (a.checkpoint.empty()) {
     for (const auto& m : w.models) {
-      if (m.init == nullptr && m.hf_dir.empty()) {
+      if (m.init == nullptr && m.hf_dir.empty() && !m.frozen) {
         throw UsageError("troupe eval: --checkpoint is required: model '" + m.name +
-                                 "' starts untrained (no init_from, no hf_dir)");
+                         "' starts untrained (no init_from, no hf_dir, not frozen)");
       }
     }
   }
