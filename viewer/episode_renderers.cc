@@ -250,8 +250,7 @@ class RedBlackRenderer : public EpisodeRenderer {
         }
         ImGui::TableNextColumn();
         ImGui::TextColored(colour(s.vote), "%s", s.vote.c_str());
-        if (s.vote_row != nullptr && !s.vote_row->recommended.empty() &&
-            !SameWordAnyCase(FirstWord(s.vote_row->unheard), s.vote_row->recommended)) {
+        if (s.vote_row != nullptr && PersuasionCase(*s.vote_row)) {
           ++cases;
           if (Persuaded(*s.vote_row)) {
             ++persuaded;

@@ -36,9 +36,12 @@ int SessionModel::ModelOfRole(int role) const {
 
 std::string FirstWord(const std::string& text) { return text.substr(0, text.find(' ')); }
 
+bool PersuasionCase(const MessageRow& vote) {
+  return !vote.recommended.empty() && !SameWordAnyCase(FirstWord(vote.unheard), vote.recommended);
+}
+
 bool Persuaded(const MessageRow& vote) {
-  return !vote.recommended.empty() && !SameWordAnyCase(FirstWord(vote.unheard), vote.recommended) &&
-         SameWordAnyCase(FirstWord(vote.text), vote.recommended);
+  return PersuasionCase(vote) && SameWordAnyCase(FirstWord(vote.text), vote.recommended);
 }
 
 EpisodeRecord& SessionModel::EpisodeFor(int iteration, int64_t episode) {

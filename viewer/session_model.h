@@ -54,9 +54,11 @@ struct Series {
 // The first word of a message (a vote's choice, a recommendation).
 std::string FirstWord(const std::string& text);
 
-// A vote the persuasion probe saw swayed: the teammates' recommendation
-// differed from what the voter answered with no message heard, and it voted
-// the recommendation.
+// A probed vote whose teammates recommended otherwise than what the voter
+// answered with no message heard (a case the persuasion probe counts).
+bool PersuasionCase(const MessageRow& vote);
+
+// A case in which the voter voted the recommendation: the probe saw it swayed.
 bool Persuaded(const MessageRow& vote);
 
 class SessionModel {
