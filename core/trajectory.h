@@ -42,6 +42,10 @@ struct CallRecord {
   // messages the seat heard recommended, and its answer with none heard.
   std::string recommended;
   std::vector<std::string> unheard;
+  // Snapshot play: >= 0 when a frozen snapshot made this call (its index in
+  // RolloutOptions::snapshots); `model` and `role_slot` are then the
+  // snapshot's. Such calls are played, not trained on.
+  int snapshot = -1;
 };
 
 }  // namespace troupe

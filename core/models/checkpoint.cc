@@ -57,7 +57,12 @@ std::string SaveCheckpoint(const std::string& run_dir, int iteration, const RunS
 
 std::string SaveCheckpoint(const std::string& run_dir, int iteration, const RunState& state,
                            const ModelStateIo& save_models, int keep) {
-  const fs::path root = fs::path(run_dir) / "checkpoints";
+  return SaveCheckpointIn((fs::path(run_dir) / "checkpoints").string(), iteration, state, save_models, keep);
+}
+
+std::string SaveCheckpointIn(const std::string& root_dir, int iteration, const RunState& state,
+                             const ModelStateIo& save_models, int keep) {
+  const fs::path root(root_dir);
   fs::create_directories(root);
   char name[32];
   std::snprintf(name, sizeof name, "iter-%06d", iteration);

@@ -25,6 +25,9 @@ std::string SaveCheckpoint(const std::string& run_dir, int iteration, const RunS
                            const ModelStateIo& save_models, int keep = 2);
 std::string SaveCheckpoint(const std::string& run_dir, int iteration, const RunState& state, const ModelPool& pool,
                            const Trainer* trainer, int keep = 2);
+// The same under `root` itself: root/iter-NNNNNN and root/latest (e.g. a model's snapshots).
+std::string SaveCheckpointIn(const std::string& root, int iteration, const RunState& state,
+                             const ModelStateIo& save_models, int keep);
 
 // The newest checkpoint folder under a run folder (or the folder itself when it is one).
 std::optional<std::string> FindCheckpoint(const std::string& dir);

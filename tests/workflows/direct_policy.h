@@ -27,6 +27,7 @@ class DirectPolicy : public PolicyService {
   std::vector<std::vector<Generation>> Generate(const std::vector<GenerateBatch>& batches) override {
     std::vector<std::vector<Generation>> out;
     for (const auto& b : batches) {
+      if (!b.snapshot.empty()) throw std::logic_error("DirectPolicy plays no snapshots");
       Rng rng(b.seed);
       out.push_back(pool.Generate(b.model, b.queries, rng, b.temperature, b.greedy, b.share_identical));
     }
@@ -43,6 +44,7 @@ class DirectPolicy : public PolicyService {
   }
   void Save(const std::string&) override {}
   void Load(const std::string&, bool) override {}
+  void SaveSnapshot(int, const std::string&) override { throw std::logic_error("DirectPolicy takes no snapshots"); }
   int64_t forward_calls() const override { return pool.total_forward_calls(); }
   int64_t encoded_positions() const override {
     int64_t n = 0;

@@ -259,6 +259,23 @@ TEST_CASE("the same seed gives identical metrics with in-process and tcp model w
   CHECK(x == y);
 }
 
+TEST_CASE("snapshots taken and played through a troupe worker over tcp give the same metrics as in-process",
+          "[runtime][pools][determinism]") {
+  // A third of team a is played by a snapshot of its model in most groups; snapshots every iteration.
+  std::string pools = kTiny;
+  const std::string model = "optimizer { lr: 0.01 }", role = "role { name: \"a\" seats: \"a*\" model: \"m\"";
+  REQUIRE(pools.find(model) != std::string::npos);
+  REQUIRE(pools.find(role) != std::string::npos);
+  pools.insert(pools.find(model) + model.size(), " snapshots { every: 1 keep: 2 }");
+  pools.insert(pools.find(role) + role.size(), " pool { share: 0.8 seat_share: 0.34 }");
+  const auto [run_local, run_remote] = TrainLocalAndOverTcp("pools", pools, "m", 12, {"--no-eval"});
+  const auto x = MetricLines(run_local, true), y = MetricLines(run_remote, true);
+  REQUIRE(x.size() == 3);
+  CHECK_THAT(x[2], Catch::Contains("\"pool/size/m\":2"));
+  CHECK(x == y);
+  CHECK(fs::exists(run_remote + "/snapshots/m/iter-000002/model-m.pt"));
+}
+
 TEST_CASE("hybrid distillation (stage 1 and 2) through a troupe worker over tcp gives the same metrics as in-process",
           "[runtime][hybrid][determinism]") {
   const auto [run_local, run_remote] = TrainLocalAndOverTcp(

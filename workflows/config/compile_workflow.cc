@@ -587,6 +587,7 @@ CompiledWorkflow CompileWorkflow(const LoadedWorkflow& w) {
   ValidateChannels(w, c);
   CompileChannels(w, c);
   CompileRewards(w, c);
+  CompilePools(w, c);
   CompileTraining(w, c);
   CompileRuntime(w, c);
   CompilePrompts(w, c);

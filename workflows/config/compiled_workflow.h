@@ -40,6 +40,24 @@ struct RunSettings {
   std::vector<Demonstration> sft_demonstrations;  // from trainer.sft.jsonl and .session
 };
 
+// A model's snapshots (ModelSpec.snapshots); every 0: it takes none.
+struct SnapshotSchedule {
+  int every = 0;
+  int keep = 0;
+};
+
+// A role's pool (RoleSpec.pool), resolved: workflows/run/snapshot_pools.h plays it.
+struct PoolPlan {
+  int role = -1;                // the role whose seats a snapshot plays
+  double share = 0.0;           // of episode groups with a snapshot in play
+  double seat_share = 0.0;      // of the role's seats in such a group
+  std::vector<int> from;        // learning roles whose models' snapshots form the pool (played as those roles)
+  config::PoolSampling sampling = config::UNIFORM;
+  double recency = 0.0;         // RECENT
+  double priority_power = 0.0;  // PRIORITIZED
+  std::string signal;           // trajectory signal that tells who beat whom
+};
+
 // The whole compiled workflow: the rollout's spec and everything else. Its
 // consumers take the narrow piece they need: Rollout the RolloutSpec
 // (`rollout`), WorkerHub a HubSpec and each model worker a ModelServeSpec
@@ -53,6 +71,8 @@ struct CompiledWorkflow {
 
   std::vector<ModelConfig> models;
   std::vector<std::string> sharing;  // per model: "shared", "separate", "partial (LoRA r=4)"...
+  std::vector<SnapshotSchedule> snapshots;  // per model
+  std::vector<PoolPlan> pools;              // the roles with a pool
   CreditConfig credit;
   TrainerConfig trainer;
   RunSettings run;

@@ -19,7 +19,9 @@ constexpr char kDefaults[] = R"pb(
     device: "cpu"
     optimizer { lr: 0.001 weight_decay: 0 grad_clip: 1 }
     lora_rank: 4
+    snapshots { keep: 8 }
   }
+  role { pool { share: 0.8 seat_share: 1 recency: 0.7 priority_power: 2 } }
   reward { weight: 1 }
   credit { group_size: 8 gamma: 1 lambda: 1 baseline_decay: 0.9 }
   trainer {

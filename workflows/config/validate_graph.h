@@ -36,3 +36,12 @@ namespace troupe {
 void CompileRuntime(const LoadedWorkflow& w, CompiledWorkflow& c);
 
 }  // namespace troupe
+
+namespace troupe {
+
+// Resolves models' snapshots and roles' pools (compile_pools.cc): snapshot
+// schedules are positive, a pool draws from learning roles whose models take
+// snapshots, shares are shares, its signal is one of the game's.
+void CompilePools(const LoadedWorkflow& w, CompiledWorkflow& c);
+
+}  // namespace troupe

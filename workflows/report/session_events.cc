@@ -112,7 +112,16 @@ void SessionEvents::EpisodeStarted(int episode, int group, const std::vector<int
   s->set_group(group);
   s->set_evaluation(evaluation_);
   if (!workflow_.rollout.seat_draws.empty()) s->mutable_seat_role()->Add(seat_roles.begin(), seat_roles.end());
+  const auto playing = snapshots_playing_.find(episode);
+  if (playing != snapshots_playing_.end()) {
+    for (const std::string& label : playing->second) s->add_seat_snapshot(label);
+    snapshots_playing_.erase(playing);
+  }
   Emit(e);
+}
+
+void SessionEvents::SnapshotsPlaying(int episode, const std::vector<std::string>& seat_snapshot) {
+  if (enabled()) snapshots_playing_[episode] = seat_snapshot;
 }
 
 void SessionEvents::Acted(int episode, const CallRecord& call, const std::vector<std::string>& words, bool scripted) {

@@ -43,6 +43,7 @@ class SessionEvents : public RolloutObserver {
 
   bool Detailed(int episode) const override;
   void EpisodeStarted(int episode, int group, const std::vector<int>& seat_roles) override;
+  void SnapshotsPlaying(int episode, const std::vector<std::string>& seat_snapshot) override;
   void Acted(int episode, const CallRecord& call, const std::vector<std::string>& words, bool scripted) override;
   void ToolRan(int episode, const std::string& node, int step, const std::vector<std::string>& inputs,
                const std::map<std::string, std::vector<std::string>>& outputs, bool ok) override;
@@ -72,6 +73,7 @@ class SessionEvents : public RolloutObserver {
   bool evaluation_ = false;
   bool ended_ = false;
   session::Event run_start_;
+  std::map<int, std::vector<std::string>> snapshots_playing_;  // by episode, until its EpisodeStart goes out
   std::vector<session::Event> early_;
 };
 

@@ -139,45 +139,56 @@ RolloutBatch Rollout::Run(const RolloutOptions& options, Rng& rng) {
   return batch;
 }
 
-std::vector<GenerateBatch> Rollout::TickBatches(std::vector<std::vector<GenerateQuery>>& per_model,
-                                                const RolloutOptions& options, Rng& rng) const {
+std::vector<GenerateBatch> Rollout::TickBatches(std::vector<std::vector<GenerateQuery>>& per_target,
+                                                const RolloutOptions& options, Rng& rng,
+                                                std::vector<int>* targets) const {
   const uint64_t tick_seed = rng.Next();
+  const size_t models = static_cast<size_t>(policy_.size());
   std::vector<GenerateBatch> batches;
-  for (size_t m = 0; m < per_model.size(); ++m) {
-    if (per_model[m].empty()) continue;
+  targets->clear();
+  for (size_t t = 0; t < per_target.size(); ++t) {
+    if (per_target[t].empty()) continue;
     GenerateBatch b;
-    b.model = static_cast<int>(m);
-    b.queries = std::move(per_model[m]);
+    if (t < models) {
+      b.model = static_cast<int>(t);
+    } else {
+      const SnapshotPlayer& player = options.snapshots.at(t - models);
+      b.model = workflow_.roles.at(player.role).model;
+      b.snapshot = player.dir;
+    }
+    b.queries = std::move(per_target[t]);
     // Queries carry their episode as share key; it names their conversation too.
     for (auto& q : b.queries) {
       q.cache_key = options.prefix_cache && q.share_key >= 0 ? conversation_base_ + q.share_key : -1;
     }
-    b.seed = Rng::Mix(tick_seed, m);
+    b.seed = Rng::Mix(tick_seed, t);
     b.temperature = options.temperature;
     b.greedy = options.greedy;
     b.share_identical = options.correlated;
     batches.push_back(std::move(b));
+    targets->push_back(static_cast<int>(t));
   }
   return batches;
 }
 
-std::vector<std::vector<Generation>> Rollout::ByModel(const std::vector<GenerateBatch>& batches,
-                                                      std::vector<std::vector<Generation>> results, size_t models) {
-  std::vector<std::vector<Generation>> out(models);
-  for (size_t i = 0; i < batches.size() && i < results.size(); ++i) out[batches[i].model] = std::move(results[i]);
+std::vector<std::vector<Generation>> Rollout::ByTarget(const std::vector<int>& targets,
+                                                       std::vector<std::vector<Generation>> results, size_t count) {
+  std::vector<std::vector<Generation>> out(count);
+  for (size_t i = 0; i < targets.size() && i < results.size(); ++i) out[targets[i]] = std::move(results[i]);
   return out;
 }
 
-std::vector<std::vector<Generation>> Rollout::GenerateTick(std::vector<std::vector<GenerateQuery>>& per_model,
+std::vector<std::vector<Generation>> Rollout::GenerateTick(std::vector<std::vector<GenerateQuery>>& per_target,
                                                            const RolloutOptions& options, Rng& rng,
                                                            RolloutBatch* batch) {
-  std::vector<GenerateBatch> batches = TickBatches(per_model, options, rng);
-  if (batches.empty()) return std::vector<std::vector<Generation>>(per_model.size());
+  std::vector<int> targets;
+  std::vector<GenerateBatch> batches = TickBatches(per_target, options, rng, &targets);
+  if (batches.empty()) return std::vector<std::vector<Generation>>(per_target.size());
   const auto started = std::chrono::steady_clock::now();
   std::vector<std::vector<Generation>> results = policy_.Generate(batches);
   batch->generate_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   batch->generate_calls += static_cast<int64_t>(batches.size());
-  return ByModel(batches, std::move(results), per_model.size());
+  return ByTarget(targets, std::move(results), per_target.size());
 }
 
 void Rollout::Finish(const RolloutOptions& options, const std::vector<std::vector<size_t>>& episode_records,
@@ -219,9 +230,15 @@ class Rollout::GameRun {
         persuasion_(E_) {
     for (int e = 0; e < E_; ++e) {
       const int group = e / std::max(1, options.group_size);
-      const uint64_t game_seed = Rng::Mix(options.seed, static_cast<uint64_t>(group));
+      const uint64_t game_seed = GroupGameSeed(options.seed, group);
       states_.push_back(w_.game->NewInitialState(game_seed));
       seat_roles_.push_back(w_.SeatRoles(game_seed));
+      seat_snapshots_.push_back(SeatSnapshots(group, seat_roles_.back().size()));
+      if (observer_ && !seat_snapshots_.back().empty()) {
+        std::vector<std::string> labels;
+        for (int p : seat_snapshots_.back()) labels.push_back(p < 0 ? "" : options.snapshots.at(p).label);
+        observer_->SnapshotsPlaying(e, labels);
+      }
       if (observer_) observer_->EpisodeStarted(e, group, seat_roles_.back());
     }
     if (options.scripted_for_trained) teacher_ = StrategyFactory::Get().Create(options.teacher);
@@ -233,8 +250,9 @@ class Rollout::GameRun {
       waves_.emplace_back();
       waves_.back().first = w * E_ / waves;
       waves_.back().end = (w + 1) * E_ / waves;
-      waves_.back().by_model.resize(r_.policy_.size());
-      waves_.back().queries.resize(r_.policy_.size());
+      // Generation targets: the models, then the snapshots playing this Run.
+      waves_.back().by_model.resize(r_.policy_.size() + options.snapshots.size());
+      waves_.back().queries.resize(r_.policy_.size() + options.snapshots.size());
     }
     if (waves > 1) background_ = std::make_unique<BackgroundCall>();
   }
@@ -268,6 +286,8 @@ class Rollout::GameRun {
     std::vector<int> options;  // guided first tokens, or empty
     int latent_steps = 0;      // a latent message: vectors to send before the text
     int probe = 0;  // a persuasion probe's unheard decision, its first (1) or second (2) sample (probes_)
+    int target = 0;     // who answers: a model (its index), or a snapshot (the models' count + its index)
+    int snapshot = -1;  // a snapshot answers (RolloutOptions::snapshots); `role` is then the role it plays as
   };
 
   // A persuasion probe of one output: the recommendation and two answers with nothing heard (the second
@@ -282,9 +302,10 @@ class Rollout::GameRun {
   struct Wave {
     int first = 0, end = 0;
     bool active = false;
-    std::vector<std::vector<Pending>> by_model;        // per model: decisions waiting for it
-    std::vector<std::vector<GenerateQuery>> queries;   // per model: their queries (point into by_model)
+    std::vector<std::vector<Pending>> by_model;        // per generation target: decisions waiting for it
+    std::vector<std::vector<GenerateQuery>> queries;   // per target: their queries (point into by_model)
     std::vector<GenerateBatch> batches;                // in flight
+    std::vector<int> targets;                          // of each batch in flight
     std::vector<std::vector<Generation>> results;      // as Generate returned them
   };
 
@@ -299,7 +320,7 @@ class Rollout::GameRun {
     auto launch = [&](int i) {
       Wave& w = waves_[i];
       BuildQueries(w);
-      w.batches = r_.TickBatches(w.queries, options_, rng_);
+      w.batches = r_.TickBatches(w.queries, options_, rng_, &w.targets);
       flying = i;
       // A tick whose decisions all went to scripted seats has nothing to generate.
       background_->Start([this, &w] {
@@ -318,7 +339,7 @@ class Rollout::GameRun {
       Wave& w = waves_[done];
       batch_.generate_calls += static_cast<int64_t>(w.batches.size());
       if (waves_[1 - done].active) launch(1 - done);
-      Answer(w, Rollout::ByModel(w.batches, std::move(w.results), w.by_model.size()));
+      Answer(w, Rollout::ByTarget(w.targets, std::move(w.results), w.by_model.size()));
       w.batches.clear();
       Apply(w);
       w.active = Collect(w);
@@ -351,9 +372,23 @@ class Rollout::GameRun {
     return active;
   }
 
+  // Per seat of an episode of `group`: the snapshot playing it, or -1; empty when none plays.
+  std::vector<int> SeatSnapshots(int group, size_t seats) const {
+    if (group >= static_cast<int>(options_.seat_snapshots.size())) return {};
+    std::vector<int> row = options_.seat_snapshots[group];
+    if (row.empty()) return row;
+    if (row.size() != seats) throw Error("snapshot play names " + std::to_string(row.size()) + " seats, not " + std::to_string(seats));
+    for (int p : row) {
+      if (p >= static_cast<int>(options_.snapshots.size())) throw Error("snapshot play names snapshot " + std::to_string(p) + " of " + std::to_string(options_.snapshots.size()));
+    }
+    return row;
+  }
+
   void Decide(Wave& w, int e, size_t k) {
     const Decision& d = decisions_[e][k];
-    const int role = seat_roles_[e][d.seat];
+    const int snapshot = seat_snapshots_[e].empty() ? -1 : seat_snapshots_[e][d.seat];
+    // A snapshot plays as the role its model learnt; otherwise the seat's role plays.
+    const int role = snapshot >= 0 ? options_.snapshots[snapshot].role : seat_roles_[e][d.seat];
     const RoleInfo& info = w_.roles[role];
     outputs_[e][k].seat = d.seat;
     if (!info.trained()) {
@@ -361,7 +396,7 @@ class Rollout::GameRun {
       if (options_.persuasion) ProbeScripted(e, k, role);
       return;
     }
-    if (teacher_ && info.learns()) {  // a demonstration: the teacher answers for a learning seat (frozen ones play)
+    if (teacher_ && info.learns() && snapshot < 0) {  // a demonstration: the teacher answers for a learning seat (frozen ones play)
       outputs_[e][k].words = teacher_->Act(*states_[e], d, rng_);
       CallRecord rec = r_.NewRecord(e, options_.group_size, role, d.seat, states_[e]->Turn(), d.phase);
       PromptParts prompt = r_.Prompt(role, d, &sent_[e]);
@@ -389,8 +424,10 @@ class Rollout::GameRun {
       p.latent_steps = info.latent_vectors;
       p.max_new_tokens = std::min(d.max_words, std::max(1, info.text_words));
     }
+    p.snapshot = snapshot;
+    p.target = snapshot >= 0 ? r_.policy_.size() + snapshot : info.model;
     if (options_.persuasion) ProbeModel(w, e, k, p);
-    w.by_model[info.model].push_back(std::move(p));
+    w.by_model[p.target].push_back(std::move(p));
   }
 
   // A scripted seat's persuasion probe: its strategy answers the unheard decision in the unheard state.
@@ -413,7 +450,7 @@ class Rollout::GameRun {
     p.prompt = r_.Prompt(seat.role, probe->unheard, &sent_[e]);
     for (int sample : {1, 2}) {
       p.probe = sample;
-      w.by_model[w_.roles[seat.role].model].push_back(p);
+      w.by_model[seat.target].push_back(p);
     }
   }
 
@@ -462,6 +499,10 @@ class Rollout::GameRun {
     const Decision& d = decisions_[p.episode][p.output];
     out.words = w_.Codec(p.role).Words(g.tokens);
     CallRecord rec = r_.NewRecord(p.episode, options_.group_size, p.role, d.seat, states_[p.episode]->Turn(), p.phase);
+    if (p.snapshot >= 0) {  // the seat's role, played by the snapshot's model as `p.role`
+      rec.role = seat_roles_[p.episode][d.seat];
+      rec.snapshot = p.snapshot;
+    }
     if (d.message) cost_[p.episode].Add(w_.roles[p.role], out.words, g.latents);
     if (p.latent_steps > 0) {
       // Readers get a reference to the message (its vectors and text). The record keeps
@@ -555,6 +596,10 @@ class Rollout::GameRun {
           rec.reward = CallReward(w_, rec, states_[e].get(), 0.0, &rec.role_reward);
         }
         s.metrics = states_[e]->Metrics();
+        if (!options_.seat_signal.empty()) {
+          for (size_t seat = 0; seat < seat_roles_[e].size(); ++seat)
+            s.seat_signal.push_back(states_[e]->Signal(options_.seat_signal, static_cast<int>(seat)));
+        }
         if (cost_[e].messages > 0) cost_[e].Report(&s.metrics);
         for (const auto& [role, t] : persuasion_[e]) {
           const std::string& name = w_.roles[role].name;
@@ -579,6 +624,7 @@ class Rollout::GameRun {
   RolloutBatch batch_;
   std::vector<std::unique_ptr<State>> states_;
   std::vector<std::vector<int>> seat_roles_;  // per episode: who plays each seat (RolloutSpec::SeatRoles)
+  std::vector<std::vector<int>> seat_snapshots_;  // per episode: the snapshot playing each seat, -1 none; empty: none at all
   std::vector<std::vector<size_t>> episode_records_;
   std::vector<bool> dropped_;
   std::vector<std::vector<LatentMessage>> sent_;  // per episode

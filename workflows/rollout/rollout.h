@@ -21,6 +21,7 @@ struct EpisodeSummary {
   std::map<std::string, double> metrics;
   std::string final_state;  // the game's ToString of the last state
   bool dropped = false;     // a worker serving it was lost: no records, not in the means
+  std::vector<double> seat_signal;  // per seat, RolloutOptions::seat_signal's value at the end; empty when not asked
 };
 
 struct RolloutBatch {
@@ -43,6 +44,9 @@ class RolloutObserver {
   virtual bool Detailed(int episode) const = 0;
   // `seat_roles`: who plays each seat in it (RolloutSpec::SeatRoles); empty for pipelines.
   virtual void EpisodeStarted(int episode, int group, const std::vector<int>& seat_roles) = 0;
+  // Episodes where snapshots play (RolloutOptions::seat_snapshots), just before EpisodeStarted: per seat,
+  // the snapshot playing it (RolloutOptions::SnapshotPlayer::label), "" for the current model.
+  virtual void SnapshotsPlaying(int episode, const std::vector<std::string>& seat_snapshot) {}
   // A seat or node acted (scripted acts come without tokens); detailed episodes only.
   virtual void Acted(int episode, const CallRecord& call, const std::vector<std::string>& words, bool scripted) = 0;
   // A pipeline's tool node ran (detailed episodes only): its inputs and outputs.
@@ -51,6 +55,13 @@ class RolloutObserver {
   // The game state after a tick; detailed episodes only.
   virtual void StateChanged(int episode, const State& state) = 0;
   virtual void EpisodeEnded(int episode, const EpisodeSummary& summary) = 0;
+};
+
+// A frozen snapshot of a model that plays seats (snapshot pools, workflows/run/snapshot_pools.h).
+struct SnapshotPlayer {
+  int role = -1;      // it plays as this role of its model (role token, adapter, prompts)
+  std::string dir;    // the snapshot's checkpoint folder (GenerateBatch::snapshot)
+  std::string label;  // "model@iter-N", for observers
 };
 
 struct RolloutOptions {
@@ -86,6 +97,14 @@ struct RolloutOptions {
   // query on, one query per episode; -1 draws training queries.
   int eval_first = -1;
   RolloutObserver* observer = nullptr;
+  // Snapshot play: per episode group, per seat, the index in `snapshots` of
+  // the snapshot playing it, or -1 for who plays it otherwise. Groups past the
+  // end, or empty rows, play no snapshot. A snapshot's calls are records with
+  // CallRecord::snapshot set: played, never to be trained on.
+  std::vector<SnapshotPlayer> snapshots;
+  std::vector<std::vector<int>> seat_snapshots;
+  // A trajectory signal each episode reports per seat (EpisodeSummary::seat_signal); empty: none.
+  std::string seat_signal;
 };
 
 // A LATENT or HYBRID message an agent sent in an episode; the game shows its
@@ -104,6 +123,9 @@ struct PromptParts {
   std::vector<float> soft;
   int soft_width = 0;
 };
+
+// The game seed of an episode group in a rollout of `seed` (RolloutOptions::seed).
+inline uint64_t GroupGameSeed(uint64_t seed, int group) { return Rng::Mix(seed, static_cast<uint64_t>(group)); }
 
 class Rollout {
  public:
@@ -125,12 +147,13 @@ class Rollout {
   RolloutBatch RunGame(const RolloutOptions& options, Rng& rng);
   RolloutBatch RunPipeline(const RolloutOptions& options, Rng& rng);
   CallRecord NewRecord(int episode, int group_size, int role, int seat, int turn, const std::string& phase) const;
-  // One tick's batches: each model's queries as one batch, with the tick's seeds drawn from `rng`.
-  std::vector<GenerateBatch> TickBatches(std::vector<std::vector<GenerateQuery>>& per_model,
-                                         const RolloutOptions& options, Rng& rng) const;
-  // The answers to `batches` (as Generate returned them) per model index; none for models without queries.
-  static std::vector<std::vector<Generation>> ByModel(const std::vector<GenerateBatch>& batches,
-                                                      std::vector<std::vector<Generation>> results, size_t models);
+  // One tick's batches: each generation target's queries as one batch, with the tick's seeds drawn from `rng`.
+  // Targets are the models (by index), then options.snapshots; `targets` receives each batch's.
+  std::vector<GenerateBatch> TickBatches(std::vector<std::vector<GenerateQuery>>& per_target,
+                                         const RolloutOptions& options, Rng& rng, std::vector<int>* targets) const;
+  // The answers to the batches (as Generate returned them) per target; none for targets without queries.
+  static std::vector<std::vector<Generation>> ByTarget(const std::vector<int>& targets,
+                                                       std::vector<std::vector<Generation>> results, size_t count);
   // One tick's model work: each model's queries as one batch, all sent together.
   std::vector<std::vector<Generation>> GenerateTick(std::vector<std::vector<GenerateQuery>>& per_model,
                                                     const RolloutOptions& options, Rng& rng, RolloutBatch* batch);

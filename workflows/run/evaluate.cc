@@ -33,6 +33,9 @@ class ChunkObserver : public RolloutObserver {
   void EpisodeStarted(int episode, int group, const std::vector<int>& seat_roles) override {
     base_->EpisodeStarted(episode + offset_, group + offset_, seat_roles);
   }
+  void SnapshotsPlaying(int episode, const std::vector<std::string>& seat_snapshot) override {
+    base_->SnapshotsPlaying(episode + offset_, seat_snapshot);
+  }
   void Acted(int episode, const CallRecord& call, const std::vector<std::string>& words, bool scripted) override {
     CallRecord shifted = call;
     shifted.episode += offset_;

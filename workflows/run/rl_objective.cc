@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "workflows/run/evaluate.h"
+#include "workflows/run/snapshot_pools.h"
 #include "workflows/rollout/rollout.h"
 #include "workflows/report/run_clock.h"
 #include "workflows/report/session_events.h"
@@ -65,13 +66,16 @@ JsonLine IterationLine(const CompiledWorkflow& w, int iteration, const RolloutBa
 
 class ReinforcementObjective : public TrainingObjective {
  public:
-  ReinforcementObjective(const CompiledWorkflow& w, PolicyService& policy, SessionEvents& events)
+  ReinforcementObjective(const CompiledWorkflow& w, PolicyService& policy, SessionEvents& events,
+                         const std::string& run_dir)
       : w_(w),
         policy_(policy),
         events_(events),
         credit_(w.credit),
         rollout_(w.rollout, policy),
-        rng_(Rng::Mix(w.seed, 1)) {}
+        rng_(Rng::Mix(w.seed, 1)),
+        pools_(w, run_dir),
+        pool_rng_(Rng::Mix(w.seed, 0x9001)) {}
 
   int iterations() const override { return w_.run.iterations; }
   int checkpoint_every() const override { return w_.run.checkpoint_every; }
@@ -151,8 +155,14 @@ class ReinforcementObjective : public TrainingObjective {
     ro.overlap_environment = w_.run.overlap_environment;
     ro.guided = w_.run.guided_choices;
     ro.observer = events_.enabled() ? &events_ : nullptr;
+    // Snapshot pools: the snapshots due, and who plays which seat (a stream of its own,
+    // so a workflow without pools draws as before).
+    pools_.TakeDue(it, policy_);
+    pools_.Draw(&ro, pool_rng_);
     events_.BeginIteration(it + 1, false);
     RolloutBatch batch = rollout_.Run(ro, rng_);
+    std::map<std::string, double> pool_figures;
+    pools_.Tally(ro, &batch, &pool_figures);
     const double rollout_s = Now() - ti;
     CreditStats cs = credit_.Assign(batch.records);
     events_.Credit(it + 1, batch.records);
@@ -165,6 +175,7 @@ class ReinforcementObjective : public TrainingObjective {
     IterationReport r;
     r.has_line = true;
     r.line = IterationLine(w_, it + 1, batch, cs, ts, game_metrics, &roles);
+    for (const auto& [k, v] : pool_figures) r.line.Add(k, v);
     r.episodes_per_s = batch.episodes.size() / std::max(1e-9, dt);
     r.forward_calls_per_turn = batch.turns > 0 ? static_cast<double>(batch.forward_calls) / batch.turns : 0;
     r.line.Add("time/iteration_s", dt);
@@ -187,10 +198,18 @@ class ReinforcementObjective : public TrainingObjective {
   void Save(RunState* state) const override {
     (*state)["rollout_rng"] = rng_.Save();
     (*state)["credit"] = credit_.SaveState();
+    if (pools_.enabled()) {
+      (*state)["snapshot_pools"] = pools_.SaveState();
+      (*state)["pool_rng"] = pool_rng_.Save();
+    }
   }
   void Load(RunState& state) override {
     rng_.Load(state["rollout_rng"]);
     credit_.LoadState(state["credit"]);
+    if (pools_.enabled()) {
+      pools_.LoadState(state["snapshot_pools"], std::atoi(state["iteration"].c_str()));
+      if (!state["pool_rng"].empty()) pool_rng_.Load(state["pool_rng"]);
+    }
   }
 
  private:
@@ -200,13 +219,15 @@ class ReinforcementObjective : public TrainingObjective {
   CreditAssigner credit_;
   Rollout rollout_;
   Rng rng_;
+  SnapshotPools pools_;
+  Rng pool_rng_;
 };
 
 }  // namespace
 
 std::unique_ptr<TrainingObjective> MakeReinforcementObjective(const CompiledWorkflow& workflow, PolicyService& policy,
-                                                              SessionEvents& events) {
-  return std::make_unique<ReinforcementObjective>(workflow, policy, events);
+                                                              SessionEvents& events, const std::string& run_dir) {
+  return std::make_unique<ReinforcementObjective>(workflow, policy, events, run_dir);
 }
 
 }  // namespace troupe

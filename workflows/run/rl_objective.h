@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "workflows/config/compiled_workflow.h"
 #include "workflows/run/training_objective.h"
@@ -14,7 +15,8 @@ namespace troupe {
 
 class SessionEvents;
 
+// `run_dir`: the run folder (snapshot pools keep their snapshots under it).
 std::unique_ptr<TrainingObjective> MakeReinforcementObjective(const CompiledWorkflow& workflow, PolicyService& policy,
-                                                              SessionEvents& events);
+                                                              SessionEvents& events, const std::string& run_dir);
 
 }  // namespace troupe

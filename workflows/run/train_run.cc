@@ -223,7 +223,7 @@ TrainResult Train(const CompiledWorkflow& w, const TrainOptions& options, std::o
   try {
     WorkerHub hub(MakeHubSpec(w), [&](const WorkerNotice& n) { events.WorkerChanged(n); });
     std::unique_ptr<TrainingObjective> objective =
-        w.hybrid() ? MakeDistillationObjective(w, hub, events, out) : MakeReinforcementObjective(w, hub, events);
+        w.hybrid() ? MakeDistillationObjective(w, hub, events, out) : MakeReinforcementObjective(w, hub, events, options.out_dir);
     return TrainingRun(w, options, out, hub, events, *objective).Run(&iteration);
   } catch (const std::exception& e) {
     events.RunEnded(iteration, MonotonicSeconds() - t0, true, e.what());

@@ -19,7 +19,37 @@ ModelServer::~ModelServer() = default;
 
 std::vector<Generation> ModelServer::Generate(const GenerateBatch& batch) {
   Rng rng(batch.seed);
-  return pool_.Generate(0, batch.queries, rng, batch.temperature, batch.greedy, batch.share_identical);
+  if (batch.snapshot.empty()) {
+    return pool_.Generate(0, batch.queries, rng, batch.temperature, batch.greedy, batch.share_identical);
+  }
+  ModelPool& snapshot = Snapshot(batch.snapshot);
+  const int64_t calls = snapshot.forward_calls(0), positions = snapshot.encoded_positions(0);
+  std::vector<Generation> out =
+      snapshot.Generate(0, batch.queries, rng, batch.temperature, batch.greedy, batch.share_identical);
+  snapshot_forward_calls_ += snapshot.forward_calls(0) - calls;
+  snapshot_positions_ += snapshot.encoded_positions(0) - positions;
+  return out;
+}
+
+ModelPool& ModelServer::Snapshot(const std::string& dir) {
+  for (auto it = snapshots_.begin(); it != snapshots_.end(); ++it) {
+    if (it->first != dir) continue;
+    snapshots_.splice(snapshots_.begin(), snapshots_, it);
+    return *snapshots_.front().second;
+  }
+  ModelConfig c = config();
+  c.frozen = true;  // parameters only: no optimiser, no gradients
+  c.hf_dir.clear();
+  c.init = nullptr;  // its parameters come from the folder
+  auto pool = std::make_unique<ModelPool>(std::vector<ModelConfig>{c}, 0);
+  try {
+    pool->Load(dir);
+  } catch (const std::exception& e) {
+    throw CheckpointError("model '" + c.name + "': cannot load its snapshot " + dir + ": " + e.what());
+  }
+  snapshots_.emplace_front(dir, std::move(pool));
+  if (snapshots_.size() > static_cast<size_t>(kSnapshotsHeld)) snapshots_.pop_back();
+  return *snapshots_.front().second;
 }
 
 std::vector<CallRecord> ModelServer::Mine(const std::vector<CallRecord>& records) const {
@@ -81,6 +111,8 @@ void ModelServer::Load(const std::string& dir, bool with_optimizer) {
   trainer_.Load(dir);
   if (hybrid_) hybrid_->Load(dir);
 }
+
+void ModelServer::SaveSnapshot(const std::string& dir) const { pool_.Save(dir); }
 
 std::string ModelServer::SaveWeights() const { return pool_.SaveBytes(0); }
 void ModelServer::LoadWeights(const std::string& bytes) { pool_.LoadBytes(0, bytes); }

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,6 +31,8 @@ class ModelServer {
   HybridStepStats HybridStep(const HybridBatch& batch, const HybridSettings& settings);
   void Save(const std::string& dir) const;
   void Load(const std::string& dir, bool with_optimizer);
+  // The model's parameters only, into `dir` (a snapshot GenerateBatch::snapshot can name).
+  void SaveSnapshot(const std::string& dir) const;
   std::string SaveWeights() const;
   void LoadWeights(const std::string& bytes);
   // The model's log-probabilities of each record's response tokens (Trainer::ResponseLogProbs).
@@ -39,14 +42,23 @@ class ModelServer {
 
   int model_index() const { return model_index_; }
   const ModelConfig& config() const { return pool_.config(0); }
-  int64_t forward_calls() const { return pool_.forward_calls(0); }
-  int64_t encoded_positions() const { return pool_.encoded_positions(0); }
+  // The model's and its snapshots' together.
+  int64_t forward_calls() const { return pool_.forward_calls(0) + snapshot_forward_calls_; }
+  int64_t encoded_positions() const { return pool_.encoded_positions(0) + snapshot_positions_; }
+  // Snapshots held in memory now (at most kSnapshotsHeld, the least recently used leave first).
+  int snapshots_held() const { return static_cast<int>(snapshots_.size()); }
+  static constexpr int kSnapshotsHeld = 16;
 
  private:
   std::vector<CallRecord> Mine(const std::vector<CallRecord>& records) const;
   ModelTrainStats StepInLearnerGroup(const LearnerGroupSpec& learners, const std::function<ModelTrainStats()>& step);
+  // The snapshot in `dir`, loaded on first use: the model's architecture, frozen, with the folder's parameters.
+  ModelPool& Snapshot(const std::string& dir);
   int model_index_;
   ModelPool pool_;
+  // Snapshots by folder, the most recently used first.
+  std::list<std::pair<std::string, std::unique_ptr<ModelPool>>> snapshots_;
+  int64_t snapshot_forward_calls_ = 0, snapshot_positions_ = 0;
   Trainer trainer_;
   std::unique_ptr<HybridCommTrainer> hybrid_;  // when the spec says trainer.hybrid
 };
@@ -62,6 +74,7 @@ class LocalPolicy : public PolicyService {
   std::vector<HybridStepStats> HybridStep(const HybridBatch& batch, const HybridSettings& settings) override;
   void Save(const std::string& dir) override;
   void Load(const std::string& dir, bool with_optimizer) override;
+  void SaveSnapshot(int model, const std::string& dir) override { servers_.at(model)->SaveSnapshot(dir); }
   int64_t forward_calls() const override;
   int64_t encoded_positions() const override;
 

@@ -159,6 +159,7 @@ std::string ServeModel(const WorkerOptions& o, const std::atomic<bool>* stop) {
         }
         case wire::Envelope::kCheckpoint:
           if (in.checkpoint().load()) server.Load(in.checkpoint().dir(), in.checkpoint().with_optimizer());
+          else if (in.checkpoint().parameters_only()) server.SaveSnapshot(in.checkpoint().dir());
           else server.Save(in.checkpoint().dir());
           out.mutable_done()->set_forward_calls(server.forward_calls());
           break;

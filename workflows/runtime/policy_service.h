@@ -25,6 +25,10 @@ struct GenerateBatch {
   double temperature = 1.0;
   bool greedy = false;
   bool share_identical = false;
+  // A frozen snapshot of the model (a checkpoint folder of its parameters,
+  // PolicyService::SaveSnapshot) answers instead of the model; empty: the model.
+  // Servers load each snapshot once, when first asked.
+  std::string snapshot;
 };
 
 class PolicyService {
@@ -43,6 +47,8 @@ class PolicyService {
   // Models and optimiser states of every model, into or from a checkpoint folder.
   virtual void Save(const std::string& dir) = 0;
   virtual void Load(const std::string& dir, bool with_optimizer) = 0;
+  // One model's parameters, into a folder a GenerateBatch::snapshot can name.
+  virtual void SaveSnapshot(int model, const std::string& dir) = 0;
   // Model forward passes so far, all models.
   virtual int64_t forward_calls() const = 0;
   // Token positions those passes encoded, all models (ModelPool::encoded_positions).

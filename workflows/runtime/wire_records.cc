@@ -85,6 +85,7 @@ void ToWire(const GenerateBatch& batch, size_t begin, size_t end, uint64_t seed,
   out->set_temperature(batch.temperature);
   out->set_greedy(batch.greedy);
   out->set_share_identical(batch.share_identical);
+  out->set_snapshot(batch.snapshot);
   for (size_t i = begin; i < end; ++i) {
     const GenerateQuery& q = batch.queries[i];
     wire::GenerateRow* row = out->add_rows();
@@ -108,6 +109,7 @@ GenerateBatch FromWire(const wire::GenerateRequest& request, int model, std::vec
   b.temperature = request.temperature();
   b.greedy = request.greedy();
   b.share_identical = request.share_identical();
+  b.snapshot = request.snapshot();
   const int n = request.rows_size();
   prompts->assign(n, {});
   options->assign(n, {});

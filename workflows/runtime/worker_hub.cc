@@ -480,6 +480,21 @@ void WorkerHub::Save(const std::string& dir) {
       [](int, const wire::Envelope&) {});
 }
 
+void WorkerHub::SaveSnapshot(int model, const std::string& dir) {
+  wire::Envelope req;
+  req.mutable_checkpoint()->set_dir(dir);
+  req.mutable_checkpoint()->set_parameters_only(true);
+  for (;;) {
+    const std::vector<int> alive = Alive(model);
+    if (alive.empty()) throw WorkerLostError("no live worker serves model " + configs_.at(model).name);
+    bool lost = false;
+    Send(
+        alive.front(), req, [](const wire::Envelope&) {}, [&lost] { lost = true; });
+    AwaitAll();
+    if (!lost) return;
+  }
+}
+
 void WorkerHub::Load(const std::string& dir, bool with_optimizer) {
   for (size_t i = 0; i < workers_.size(); ++i) {
     if (!workers_[i].alive) continue;

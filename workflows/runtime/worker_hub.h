@@ -54,6 +54,8 @@ class WorkerHub : public PolicyService {
   std::vector<HybridStepStats> HybridStep(const HybridBatch& batch, const HybridSettings& settings) override;
   void Save(const std::string& dir) override;
   void Load(const std::string& dir, bool with_optimizer) override;
+  // From the model's primary worker, which must see `dir` (the run folder's file system).
+  void SaveSnapshot(int model, const std::string& dir) override;
   int64_t forward_calls() const override;
   int64_t encoded_positions() const override;
 
