@@ -235,6 +235,10 @@ class RedBlackRenderer : public EpisodeRenderer {
         const int role = m.RoleOfSeat(ep, seat);
         ImGui::TableSetBgColor(ImGuiTableBgTarget_CellBg, ModelTint(m.ModelOfRole(role)));
         ImGui::Text("%s %s", m.SeatName(seat).c_str(), m.RoleName(role).c_str());
+        if (seat < static_cast<int>(ep.seat_snapshot.size()) && !ep.seat_snapshot[seat].empty()) {
+          ImGui::SameLine();
+          ImGui::TextColored(ImVec4(0.75f, 0.65f, 1.0f, 1), "(%s)", ep.seat_snapshot[seat].c_str());
+        }
         ImGui::TableNextColumn();
         ImGui::Text("%s", s.will.c_str());
         ImGui::TableNextColumn();

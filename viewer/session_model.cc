@@ -91,6 +91,7 @@ void SessionModel::Add(const session::Event& e) {
       EpisodeRecord& r = EpisodeFor(s.iteration(), s.episode());
       r.evaluation = s.evaluation();
       r.seat_role.assign(s.seat_role().begin(), s.seat_role().end());
+      r.seat_snapshot.assign(s.seat_snapshot().begin(), s.seat_snapshot().end());
       break;
     }
     case session::Event::kEpisodeEnd: {

@@ -36,6 +36,7 @@ struct EpisodeRecord {
   int64_t episode = 0;
   bool evaluation = false;
   std::vector<int> seat_role;  // who played each seat, when roles draw seats (empty: the run's seat_role)
+  std::vector<std::string> seat_snapshot;  // per seat, the snapshot that played it ("" the current model); empty: none did
   std::vector<size_t> messages;  // indices into SessionModel::messages
   std::vector<session::StateSnapshot> snapshots;
   std::map<std::string, double> metrics;

@@ -333,3 +333,34 @@ runtime { detail_episodes: 2 }
   CHECK(Pixels(img, [](int r, int g, int b) { return r > 235 && g > 185 && g < 220 && b < 90; }) > 30);
   CHECK(Pixels(img, [](int r, int g, int b) { return r == 40 && g == 110 && b == 120; }) > 200);
 }
+
+TEST_CASE("the episode view says which seats a frozen snapshot played", "[viewer][screenshot][pools]") {
+  // Team b learns with a pool of its own snapshots that plays every group (share 1), from the first iteration on.
+  const std::string workflow = Temp("pools.textproto");
+  std::ofstream(workflow) << R"(name: "pools" seed: 3
+game { name: "red_black" param { name: "team_size" int: 3 } param { name: "rounds" int: 3 } }
+model { name: "ma" transformer { d_model: 16 heads: 2 layers: 1 ff_mult: 2 max_len: 160 } }
+model { name: "mb" transformer { d_model: 16 heads: 2 layers: 1 ff_mult: 2 max_len: 160 } snapshots { every: 1 } }
+role { name: "a" seats: "a*" model: "ma" }
+role { name: "b" seats: "b*" model: "mb" pool { share: 1 } }
+reward { level: ROLE signal: "format" weight: 1 }
+credit { group_size: 4 }
+trainer { iterations: 1 episodes_per_iteration: 8 minibatch: 64 }
+runtime { detail_episodes: 1 }
+)";
+  const std::string session = Temp("pools.session");
+  Result run = Run(troupe::testing::TroupeBinary() + " train " + workflow + " --out " + Temp("pools-run") +
+                   " --no-eval --quiet --record " + session);
+  INFO(run.output);
+  REQUIRE(run.status == 0);
+  SessionModel m;
+  for (const auto& e : ReadSessionFile(session).events) m.Add(e);
+  const EpisodeRecord* ep = m.Episode(1, 0);
+  REQUIRE(ep != nullptr);
+  REQUIRE(ep->seat_snapshot.size() == 6);
+  CHECK(ep->seat_snapshot[0].empty());                   // a0: the current model
+  CHECK(ep->seat_snapshot[3] == "mb@iter-000000");       // b0: the snapshot taken at the start
+  const Image img = EpisodePanel(session, "--iteration 1 --episode 0 --message 400", "pools");
+  // The snapshot line's lavender.
+  CHECK(Pixels(img, [](int r, int g, int b) { return r > 175 && r < 205 && g > 150 && g < 180 && b > 240; }) > 30);
+}

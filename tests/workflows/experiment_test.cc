@@ -5,6 +5,7 @@
 // at their position.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -17,7 +18,9 @@
 #include "tests/test_support.h"
 #include "workflows/config/config_loader.h"
 #include "workflows/run/experiment.h"
+#include "workflows/run/crossplay.h"
 #include "workflows/run/experiment_results.h"
+#include "workflows/report/interval_chart.h"
 
 using namespace troupe;
 namespace fs = std::filesystem;
@@ -218,4 +221,66 @@ TEST_CASE("experiment files that cannot run are refused at their position", "[ex
              Catch::Contains("grid.textproto:1:") && Catch::Contains("not seed"));
   CHECK_THAT(ErrorOf(with("value { label: \"tit_for_tat\" }", "value { label: \"always_defect\" }")),
              Catch::Contains("each value needs a label of its own"));
+}
+
+TEST_CASE("Elo ratings order players by their wins and stay finite for one who wins everything", "[experiment][crossplay]") {
+  // 0 beats 1 in 8 of 10 and 2 in 10 of 10; 1 beats 2 in 6 of 10.
+  const std::vector<double> elo = EloRatings(3, {{0, 1, 8, 10}, {0, 2, 10, 10}, {1, 2, 6, 10}});
+  REQUIRE(elo.size() == 3);
+  CHECK(elo[0] > elo[1]);
+  CHECK(elo[1] > elo[2]);
+  CHECK(std::isfinite(elo[0]));
+  CHECK(std::fabs((elo[0] + elo[1] + elo[2]) / 3 - 1500) < 1e-6);
+  // Equal records, equal ratings.
+  const std::vector<double> even = EloRatings(2, {{0, 1, 5, 10}});
+  CHECK(std::fabs(even[0] - even[1]) < 1e-6);
+}
+
+TEST_CASE("a cross-play experiment writes the payoff matrix, who won, ratings and a heatmap", "[experiment][crossplay]") {
+  const fs::path dir = Setup("crossplay", R"(name: "crossplay"
+experiment {
+  workflow: "tiny.textproto"
+  train: false
+  eval_episodes: 6
+  metric: "team_a_score"
+  axis {
+    name: "team_a"
+    value { label: "always_cooperate" set: "role[0].scripted=always_cooperate" set: "role[0].model=" }
+    value { label: "always_defect" set: "role[0].scripted=always_defect" set: "role[0].model=" }
+  }
+  axis {
+    name: "team_b"
+    value { label: "always_cooperate" set: "role[1].scripted=always_cooperate" }
+    value { label: "always_defect" set: "role[1].scripted=always_defect" }
+  }
+  crossplay { row_metric: "team_a_score" column_metric: "team_b_score" }
+}
+)");
+  // Both teams scripted: the tiny workflow's model then serves no role, so it goes.
+  std::string tiny = testing::ReadFile((dir / "tiny.textproto").string());
+  const size_t model = tiny.find("model {");
+  tiny.erase(model, tiny.find('\n', model) - model);
+  std::ofstream(dir / "tiny.textproto") << tiny;
+  const CompiledExperiment x = Compile(dir);
+  ExperimentOptions o;
+  o.out_dir = (dir / "out").string();
+  o.progress = false;
+  std::ostringstream log;
+  const ExperimentResult r = RunExperiment(x, o, log);
+  REQUIRE(r.finished);
+  const CrossplayMatrix m = Crossplay(x, ReadExperimentGames(x, o.out_dir));
+  REQUIRE(m.players == std::vector<std::string>{"always_cooperate", "always_defect"});
+  // Red-Black's payoffs: a defector against a cooperator wins every game, two alike tie.
+  CHECK(m.win_rate[1][0] == 1.0);
+  CHECK(m.win_rate[0][1] == 0.0);
+  CHECK(m.win_rate[0][0] == 0.5);
+  CHECK(m.payoff[1][0] > m.payoff[0][0]);
+  CHECK(m.payoff_interval[1][0].lo <= m.payoff[1][0]);
+  CHECK(m.elo[1] > m.elo[0]);
+  CHECK(m.games[0][0] == 6);
+  const std::string md = testing::ReadFile(o.out_dir + "/results.md");
+  CHECK_THAT(md, Catch::Contains("## Cross-play") && Catch::Contains("| always_defect |"));
+  CHECK(fs::exists(o.out_dir + "/crossplay.jsonl"));
+  CHECK(fs::exists(o.out_dir + "/crossplay.gp"));
+  CHECK(fs::exists(o.out_dir + "/crossplay.png") == OnPath("gnuplot"));
 }

@@ -151,6 +151,9 @@ TEST_CASE("a snapshot is the model as it was when taken, stays so while the mode
   CHECK(DigestOf(w, 0, snapshot) == at_two);
   // The model trained on after it; the snapshot did not.
   CHECK(DigestOf(w, 0, dir + "/checkpoints/iter-000004") != at_two);
+  // A snapshot is an ordinary checkpoint: a model can start from it (cross-play's players do).
+  const CompiledWorkflow from = Compile(TwoTeams(), {"model[0].init_from=" + snapshot, "model[0].init_model=ma"});
+  CHECK(ModelPool(from.models, from.seed).ParameterDigest(0) == at_two);
   // The first snapshot is the model the run started from.
   CHECK(DigestOf(w, 0, dir + "/snapshots/ma/iter-000000") == ModelPool(w.models, w.seed).ParameterDigest(0));
   const auto lines = MetricsJson(dir);

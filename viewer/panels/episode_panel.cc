@@ -2,10 +2,33 @@
 // game's registered renderer draws it up to the replay cursor.
 #include <imgui.h>
 
+#include <map>
+#include <string>
+
 #include "viewer/episode_renderers.h"
 #include "viewer/panels/panels.h"
 
 namespace troupe::view {
+
+namespace {
+
+// Which seats frozen snapshots played in the episode (snapshot pools), one line per snapshot; nothing when none did.
+void DrawSnapshotsPlaying(const SessionModel& m, const EpisodeRecord& ep) {
+  std::map<std::string, std::string> seats_of;  // snapshot -> its seats
+  for (size_t seat = 0; seat < ep.seat_snapshot.size(); ++seat) {
+    const std::string& label = ep.seat_snapshot[seat];
+    if (label.empty()) continue;
+    std::string& seats = seats_of[label];
+    seats += (seats.empty() ? "" : ", ") + m.SeatName(static_cast<int>(seat));
+  }
+  for (const auto& [label, seats] : seats_of) {
+    ImGui::TextColored(ImVec4(0.75f, 0.65f, 1.0f, 1), "snapshot %s", label.c_str());
+    ImGui::SameLine();
+    ImGui::TextDisabled("played %s (frozen; not trained on)", seats.c_str());
+  }
+}
+
+}  // namespace
 
 void DrawEpisodePanel(ViewState& state) {
   SessionModel& m = state.model;
@@ -67,6 +90,7 @@ void DrawEpisodePanel(ViewState& state) {
   auto& renderer = renderers[game];
   if (!renderer) renderer = registry.Create(registry.Has(game) ? game : "generic");
   ImGui::BeginChild("episode_body");
+  DrawSnapshotsPlaying(m, *ep);
   renderer->Draw(m, *ep, shown);
   ImGui::EndChild();
 }

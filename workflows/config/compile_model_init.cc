@@ -18,10 +18,13 @@ namespace {
 
 constexpr char kResolvedWorkflow[] = "workflow.resolved.textproto";
 
-// The run folder that holds `checkpoint` (RUN/checkpoints/iter-N), or `given` when it is one.
+// The run folder that holds `checkpoint` (RUN/checkpoints/iter-N, or a snapshot's
+// RUN/snapshots/MODEL/iter-N), or `given` when it is one.
 fs::path RunFolderOf(const fs::path& given, const fs::path& checkpoint) {
   if (fs::exists(given / kResolvedWorkflow)) return given;
-  return checkpoint.parent_path().parent_path();
+  fs::path p = checkpoint.parent_path().parent_path();
+  if (!fs::exists(p / kResolvedWorkflow) && fs::exists(p.parent_path() / kResolvedWorkflow)) p = p.parent_path();
+  return p;
 }
 
 // The workflow files being compiled for an init_from, innermost last: a chain

@@ -19,18 +19,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A string as gnuplot reads it between double quotes; `shown` text also keeps
-// enhanced text's marks (_ ^ @ & { }) from acting.
-std::string Quoted(const std::string& s, bool shown = true) {
-  std::string q = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') q += '\\';
-    if (shown && (c == '_' || c == '^' || c == '@' || c == '&' || c == '{' || c == '}')) q += "\\\\";
-    q += c;
-  }
-  return q + "\"";
-}
-
 // Whether a series has intervals to draw (lo and hi beside every point).
 bool Bars(const IntervalSeries& s) { return !s.lo.empty() && s.lo.size() == s.x.size() && s.hi.size() == s.x.size(); }
 
@@ -42,6 +30,29 @@ std::string PlotFileName(const std::string& metric) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') c = '_';
   }
   return file;
+}
+
+std::string GnuplotQuoted(const std::string& s, bool shown) {
+  std::string q = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') q += '\\';
+    if (shown && (c == '_' || c == '^' || c == '@' || c == '&' || c == '{' || c == '}')) q += "\\\\";
+    q += c;
+  }
+  return q + "\"";
+}
+
+void RunGnuplot(const std::string& gp_file, const std::string& png_file) {
+  const fs::path gp(gp_file), png(png_file);
+  const std::string folder = gp.parent_path().empty() ? "." : gp.parent_path().string();
+  fs::remove(png);
+  const std::string command = "cd '" + folder + "' && gnuplot '" + gp.filename().string() + "' 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  std::string output;
+  char buf[512];
+  while (pipe && fgets(buf, sizeof buf, pipe)) output += buf;
+  const int status = pipe ? pclose(pipe) : -1;
+  if (status != 0 || !fs::exists(png)) throw Error("gnuplot could not draw " + png.string() + ": " + output);
 }
 
 bool OnPath(const std::string& program) {
@@ -74,9 +85,9 @@ bool WriteIntervalChart(const std::string& base, const std::vector<IntervalSerie
   std::ostringstream script;
   script << "# Drawn by troupe; edit and redraw with: gnuplot " << gp.filename().string() << "\n"
          << "set terminal pngcairo size 900,540 enhanced font \"DejaVu Sans,11\"\n"
-         << "set output " << Quoted(png.filename().string(), false) << "\n"
-         << "set title " << Quoted(o.title) << "\n"
-         << "set xlabel " << Quoted(o.x_label) << "\nset ylabel " << Quoted(o.y_label) << "\n"
+         << "set output " << GnuplotQuoted(png.filename().string(), false) << "\n"
+         << "set title " << GnuplotQuoted(o.title) << "\n"
+         << "set xlabel " << GnuplotQuoted(o.x_label) << "\nset ylabel " << GnuplotQuoted(o.y_label) << "\n"
          << "set grid\nset key outside right top\n";
   bool any_bars = false;
   for (const IntervalSeries& s : series) any_bars = any_bars || Bars(s);
@@ -84,32 +95,23 @@ bool WriteIntervalChart(const std::string& base, const std::vector<IntervalSerie
   if (any_bars) script << "set offsets graph 0.05, graph 0.05, graph 0.05, graph 0.05\n";
   if (!o.x_ticks.empty()) {
     script << "set xtics (";
-    for (size_t i = 0; i < o.x_ticks.size(); ++i) script << (i ? ", " : "") << Quoted(o.x_ticks[i]) << " " << i;
+    for (size_t i = 0; i < o.x_ticks.size(); ++i) script << (i ? ", " : "") << GnuplotQuoted(o.x_ticks[i]) << " " << i;
     script << ")\n";
   }
   script << "plot ";
   for (size_t s = 0; s < series.size(); ++s) {
-    script << (s ? ", \\\n     " : "") << Quoted(dat.filename().string(), false) << " index " << s;
+    script << (s ? ", \\\n     " : "") << GnuplotQuoted(dat.filename().string(), false) << " index " << s;
     if (!Bars(series[s])) {
-      script << " using 1:2 with lines lw 2 title " << Quoted(series[s].label);
+      script << " using 1:2 with lines lw 2 title " << GnuplotQuoted(series[s].label);
       continue;
     }
     script << " using 1:2:3:4 with " << (o.x_ticks.empty() ? "yerrorlines" : "yerrorbars")  // categories: no line between
-           << " lw 2 pt 7 title " << Quoted(series[s].label);
+           << " lw 2 pt 7 title " << GnuplotQuoted(series[s].label);
   }
   script << "\n";
   WriteFileAtomically(gp.string(), script.str());
   if (OnPath("gnuplot")) {
-    // gnuplot reads the data by the script's relative names: run it in their folder.
-    const std::string folder = gp.parent_path().empty() ? "." : gp.parent_path().string();
-    fs::remove(png);
-    const std::string command = "cd '" + folder + "' && gnuplot '" + gp.filename().string() + "' 2>&1";
-    FILE* pipe = popen(command.c_str(), "r");
-    std::string output;
-    char buf[512];
-    while (pipe && fgets(buf, sizeof buf, pipe)) output += buf;
-    const int status = pipe ? pclose(pipe) : -1;
-    if (status != 0 || !fs::exists(png)) throw Error("gnuplot could not draw " + png.string() + ": " + output);
+    RunGnuplot(gp.string(), png.string());
     return true;
   }
   std::vector<ChartSeries> means;

@@ -36,4 +36,12 @@ std::string PlotFileName(const std::string& metric);
 // Whether a program of that name is on the PATH.
 bool OnPath(const std::string& program);
 
+// A string as gnuplot reads it between double quotes; `shown` text also keeps
+// enhanced text's marks (_ ^ @ & { }) from acting.
+std::string GnuplotQuoted(const std::string& s, bool shown = true);
+
+// Runs gnuplot on the script `gp` in its folder (it reads its data by relative
+// names), which must draw `png`. Error with gnuplot's output when it does not.
+void RunGnuplot(const std::string& gp, const std::string& png);
+
 }  // namespace troupe

@@ -314,6 +314,14 @@ CompiledExperiment CompileExperiment(const LoadedWorkflow& file, bool compile_ce
   if (x.plot_lines >= 0 && x.plot_lines == x.plot_x) {
     file.Fail({{"experiment"}, {"plot_lines"}}, "plot_lines and plot_x name the same axis");
   }
+  if (s.has_crossplay()) {
+    if (x.axes.size() != 2) {
+      file.Fail({{"experiment"}, {"crossplay"}}, "cross-play needs two axes, the row players and the column players; this experiment has " + std::to_string(x.axes.size()));
+    }
+    if (s.crossplay().row_metric().empty() || s.crossplay().column_metric().empty()) {
+      file.Fail({{"experiment"}, {"crossplay"}}, "cross-play needs row_metric and column_metric: each side's payoff in a game");
+    }
+  }
   return x;
 }
 

@@ -14,6 +14,7 @@
 #include "core/base/errors.h"
 #include "core/base/file_io.h"
 #include "workflows/report/interval_chart.h"
+#include "workflows/run/crossplay.h"
 
 namespace troupe {
 
@@ -21,8 +22,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Per seed: each game's metrics, by episode index.
-using Games = std::map<int, std::map<std::string, double>>;
+using Games = ExperimentGames;
 
 Games ReadGames(const fs::path& file) {
   std::ifstream in(file);
@@ -127,15 +127,20 @@ void WritePlots(const CompiledExperiment& x, const std::vector<CellSummary>& cel
 
 }  // namespace
 
-std::vector<CellSummary> SummarizeExperiment(const CompiledExperiment& x, const std::string& out_dir) {
-  const int seeds = x.spec.seeds();
+std::vector<std::vector<ExperimentGames>> ReadExperimentGames(const CompiledExperiment& x, const std::string& out_dir) {
   std::vector<std::vector<Games>> games(x.cells.size());
   for (size_t c = 0; c < x.cells.size(); ++c) {
-    for (int k = 0; k < seeds; ++k) {
+    for (int k = 0; k < x.spec.seeds(); ++k) {
       games[c].push_back(ReadGames(fs::path(out_dir) / "cells" / x.cells[c].folder / ("seed-" + std::to_string(k)) /
                                    "eval.episodes.jsonl"));
     }
   }
+  return games;
+}
+
+std::vector<CellSummary> SummarizeExperiment(const CompiledExperiment& x, const std::string& out_dir) {
+  const int seeds = x.spec.seeds();
+  const std::vector<std::vector<Games>> games = ReadExperimentGames(x, out_dir);
   std::vector<CellSummary> out(x.cells.size());
   // A metric must be reported somewhere; a cell where no game reports it shows none.
   for (const std::string& metric : x.metrics) {
@@ -256,6 +261,7 @@ std::string WriteExperimentResults(const CompiledExperiment& x, const std::strin
   } catch (const Error& e) {  // the figures are in the table and results.jsonl whatever happens to a plot
     md << "\n(plots not drawn: " << e.what() << ")\n";
   }
+  if (x.spec.has_crossplay()) md << "\n" << WriteCrossplay(x, out_dir);
   WriteFileAtomically((fs::path(out_dir) / "results.md").string(), md.str());
   return md.str();
 }

@@ -22,6 +22,12 @@ struct CellSummary {
   std::map<std::string, Interval> diff_interval;
 };
 
+// One training seed's evaluation games of a cell: per game (by episode index) its metrics.
+using ExperimentGames = std::map<int, std::map<std::string, double>>;
+// Per cell, per training seed, from out_dir/cells/<cell>/seed-k/eval.episodes.jsonl.
+std::vector<std::vector<ExperimentGames>> ReadExperimentGames(const CompiledExperiment& experiment,
+                                                              const std::string& out_dir);
+
 // Per cell, from the folders under out_dir/cells. Error naming the file when one is missing or malformed, or
 // a metric no game reported.
 std::vector<CellSummary> SummarizeExperiment(const CompiledExperiment& experiment, const std::string& out_dir);
