@@ -73,6 +73,15 @@ std::map<int, double> Scores(const fs::path& out, const std::string& cell, int s
   return s;
 }
 
+// Runs every cell and seed into `out`, without progress lines.
+ExperimentResult RunQuietly(const CompiledExperiment& x, const fs::path& out) {
+  ExperimentOptions o;
+  o.out_dir = out.string();
+  o.progress = false;
+  std::ostringstream log;
+  return RunExperiment(x, o, log);
+}
+
 std::string ErrorOf(const std::string& experiment) {
   const fs::path dir = Setup("errors", experiment);
   try {
@@ -181,11 +190,7 @@ experiment {
 }
 )";
   const CompiledExperiment x = Compile(dir);
-  ExperimentOptions o;
-  o.out_dir = (dir / "out").string();
-  o.progress = false;
-  std::ostringstream log;
-  const ExperimentResult r = RunExperiment(x, o, log);
+  const ExperimentResult r = RunQuietly(x, dir / "out");
   REQUIRE(r.finished);
   // Seed 1's games have a round more than seed 0's: more decisions in every game.
   auto decisions = [&](int seed) {
@@ -262,13 +267,10 @@ experiment {
   tiny.erase(model, tiny.find('\n', model) - model);
   std::ofstream(dir / "tiny.textproto") << tiny;
   const CompiledExperiment x = Compile(dir);
-  ExperimentOptions o;
-  o.out_dir = (dir / "out").string();
-  o.progress = false;
-  std::ostringstream log;
-  const ExperimentResult r = RunExperiment(x, o, log);
+  const ExperimentResult r = RunQuietly(x, dir / "out");
   REQUIRE(r.finished);
-  const CrossplayMatrix m = Crossplay(x, ReadExperimentGames(x, o.out_dir));
+  const std::string out = (dir / "out").string();
+  const CrossplayMatrix m = Crossplay(x, ReadExperimentGames(x, out));
   REQUIRE(m.players == std::vector<std::string>{"always_cooperate", "always_defect"});
   // Red-Black's payoffs: a defector against a cooperator wins every game, two alike tie.
   CHECK(m.win_rate[1][0] == 1.0);
@@ -278,9 +280,9 @@ experiment {
   CHECK(m.payoff_interval[1][0].lo <= m.payoff[1][0]);
   CHECK(m.elo[1] > m.elo[0]);
   CHECK(m.games[0][0] == 6);
-  const std::string md = testing::ReadFile(o.out_dir + "/results.md");
+  const std::string md = testing::ReadFile(out + "/results.md");
   CHECK_THAT(md, Catch::Contains("## Cross-play") && Catch::Contains("| always_defect |"));
-  CHECK(fs::exists(o.out_dir + "/crossplay.jsonl"));
-  CHECK(fs::exists(o.out_dir + "/crossplay.gp"));
-  CHECK(fs::exists(o.out_dir + "/crossplay.png") == OnPath("gnuplot"));
+  CHECK(fs::exists(out + "/crossplay.jsonl"));
+  CHECK(fs::exists(out + "/crossplay.gp"));
+  CHECK(fs::exists(out + "/crossplay.png") == OnPath("gnuplot"));
 }

@@ -15,9 +15,11 @@
 #include "core/models/checkpoint.h"
 #include "core/models/model_pool.h"
 #include "tests/test_support.h"
+#include "tests/workflows/config_test_support.h"
 #include "workflows/config/compiled_workflow.h"
 #include "workflows/config/config_loader.h"
 #include "workflows/run/snapshot_pools.h"
+#include "tests/workflows/train_support.h"
 #include "workflows/run/train_run.h"
 
 using namespace troupe;
@@ -58,23 +60,8 @@ std::string Replace(std::string text, const std::string& from, const std::string
   return text.replace(at, from.size(), to);
 }
 
-std::string ErrorOf(const std::string& text) {
-  try {
-    Compile(text);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TrainResult Run(const CompiledWorkflow& w, const std::string& dir, bool resume = false) {
-  TrainOptions o;
-  o.out_dir = dir;
-  o.resume = resume;
-  o.progress = false;
-  o.final_eval = false;
-  std::ostringstream sink;
-  return Train(w, o, sink);
+  return testing::TrainQuietly(w, dir, resume);
 }
 
 std::vector<nlohmann::json> MetricsJson(const std::string& dir) {
@@ -247,21 +234,21 @@ TEST_CASE("a resumed run finds its pool and its records again, and drops snapsho
 }
 
 TEST_CASE("pools are refused where they cannot work, at the field that says so", "[pools][config]") {
-  CHECK(ErrorOf(TwoTeams()).empty());
+  CHECK(testing::ErrorOf(TwoTeams()).empty());
   // A scripted team may be played in part by another role's snapshots; scripted or frozen snapshots do not exist.
   const std::string mixed = Replace(TwoTeams(), "role { name: \"b\" seats: \"b*\"",
                                     "role { name: \"c\" seats: \"b1\" seats: \"b2\" scripted: \"tit_for_tat\" "
                                     "pool { from: \"a\" } }\nrole { name: \"b\" seats: \"b0\"");
-  CHECK(ErrorOf(mixed).empty());
-  CHECK_THAT(ErrorOf(Replace(mixed, "pool { from: \"a\" }", "pool { }")), Catch::Contains("which is scripted"));
-  CHECK_THAT(ErrorOf(Replace(TwoTeams(), "snapshots { every: 1 keep: 2 } }\nmodel { name: \"mb\"", "}\nmodel { name: \"mb\"")),
+  CHECK(testing::ErrorOf(mixed).empty());
+  CHECK_THAT(testing::ErrorOf(Replace(mixed, "pool { from: \"a\" }", "pool { }")), Catch::Contains("which is scripted"));
+  CHECK_THAT(testing::ErrorOf(Replace(TwoTeams(), "snapshots { every: 1 keep: 2 } }\nmodel { name: \"mb\"", "}\nmodel { name: \"mb\"")),
              Catch::Contains("takes none: give that model snapshots { every: N }"));
-  CHECK_THAT(ErrorOf(Replace(TwoTeams(), "pool { share: 0.5 }", "pool { share: 1.5 }")),
-             Catch::Contains("pools.textproto:8:") && Catch::Contains("pool.share is a share of episode groups"));
-  CHECK_THAT(ErrorOf(Replace(TwoTeams(), "pool { share: 0.5 }", "pool { signal: \"nonsense\" }")),
+  CHECK_THAT(testing::ErrorOf(Replace(TwoTeams(), "pool { share: 0.5 }", "pool { share: 1.5 }")),
+             Catch::Contains("t.textproto:8:") && Catch::Contains("pool.share is a share of episode groups"));
+  CHECK_THAT(testing::ErrorOf(Replace(TwoTeams(), "pool { share: 0.5 }", "pool { signal: \"nonsense\" }")),
              Catch::Contains("'nonsense' is not a trajectory signal of red_black"));
-  CHECK_THAT(ErrorOf(Replace(TwoTeams(), "pool { share: 0.5 }", "pool { from: \"c\" }")),
+  CHECK_THAT(testing::ErrorOf(Replace(TwoTeams(), "pool { share: 0.5 }", "pool { from: \"c\" }")),
              Catch::Contains("pool.from names 'c', which is no role"));
-  CHECK_THAT(ErrorOf(Replace(TwoTeams(), "snapshots { every: 1 keep: 2 }", "snapshots { every: 0 }")),
+  CHECK_THAT(testing::ErrorOf(Replace(TwoTeams(), "snapshots { every: 1 keep: 2 }", "snapshots { every: 0 }")),
              Catch::Contains("snapshots.every is the iterations between snapshots"));
 }

@@ -16,6 +16,7 @@
 #include "tests/test_support.h"
 #include "workflows/config/compiled_workflow.h"
 #include "workflows/config/config_loader.h"
+#include "tests/workflows/train_support.h"
 #include "workflows/run/train_run.h"
 
 using namespace troupe;
@@ -39,13 +40,7 @@ CompiledWorkflow Tiny(const std::vector<std::string>& sets = {}, const std::stri
 }
 
 TrainResult Run(const CompiledWorkflow& w, const std::string& dir, bool resume = false) {
-  TrainOptions o;
-  o.out_dir = dir;
-  o.resume = resume;
-  o.progress = false;
-  o.final_eval = false;
-  std::ostringstream sink;
-  return Train(w, o, sink);
+  return testing::TrainQuietly(w, dir, resume);
 }
 
 // metrics.jsonl without its wall-clock fields.
