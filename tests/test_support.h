@@ -69,9 +69,10 @@ inline CommandResult RunCommand(const std::string& command) {
   return r;
 }
 
-// A path under the temp folder named `name`, emptied (nothing there yet).
+// A path under the temp folder named `name` and this process (so test runs of
+// two checkouts at once do not share it), emptied (nothing there yet).
 inline std::string FreshTempPath(const std::string& name) {
-  const std::filesystem::path p = std::filesystem::temp_directory_path() / name;
+  const std::filesystem::path p = std::filesystem::temp_directory_path() / (name + "-" + std::to_string(::getpid()));
   std::filesystem::remove_all(p);
   return p.string();
 }

@@ -1,7 +1,8 @@
 // Snapshot pools (ModelSpec.snapshots, RoleSpec.pool): snapshots are frozen
 // copies equal to the model they were taken from, they play seats without
 // being trained on, the draws follow the configured sampling, and a resumed
-// run finds its pool again. (In-process against tcp: runtime_test.cc.)
+// run finds its pool again; matchups (leagues) play their own roles. (In-process
+// against tcp: runtime_test.cc.)
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -14,6 +15,7 @@
 #include "core/base/errors.h"
 #include "core/models/checkpoint.h"
 #include "core/models/model_pool.h"
+#include "tests/test_paths.h"
 #include "tests/test_support.h"
 #include "tests/workflows/config_test_support.h"
 #include "workflows/config/compiled_workflow.h"
@@ -251,4 +253,73 @@ TEST_CASE("pools are refused where they cannot work, at the field that says so",
              Catch::Contains("pool.from names 'c', which is no role"));
   CHECK_THAT(testing::ErrorOf(Replace(TwoTeams(), "snapshots { every: 1 keep: 2 }", "snapshots { every: 0 }")),
              Catch::Contains("snapshots.every is the iterations between snapshots"));
+}
+
+TEST_CASE("each episode group plays one matchup, drawn by its weight, and only that matchup's roles play",
+          "[pools][league]") {
+  const std::string file = testing::SourceDir() + "/workflows/shipped/red_black_league.textproto";
+  const CompiledWorkflow w = CompileWorkflow(LoadWorkflowFile(file));
+  REQUIRE(w.rollout.matchups.size() == 3);
+  const std::vector<double> expected = {0.5, 0.25, 0.25};
+  std::vector<int> count(3, 0);
+  const int groups = 20000;
+  for (int g = 0; g < groups; ++g) {
+    const uint64_t seed = GroupGameSeed(17, g);
+    const int k = w.rollout.MatchupOf(seed);
+    REQUIRE(k >= 0);
+    ++count[k];
+    // Team A is the matchup's first role, team B its second.
+    const std::vector<int> roles = w.rollout.SeatRoles(seed);
+    const std::string first = w.proto.matchup(k).roles(0), second = w.proto.matchup(k).roles(1);
+    for (size_t s = 0; s < roles.size(); ++s) {
+      INFO(w.rollout.seat_names[s] << " in " << w.proto.matchup(k).name());
+      CHECK(w.rollout.roles[roles[s]].name == (w.rollout.seat_names[s][0] == 'a' ? first : second));
+    }
+  }
+  for (int k = 0; k < 3; ++k) {
+    const double p = expected[k], seen = count[k] / static_cast<double>(groups);
+    INFO(w.proto.matchup(k).name() << ": " << seen);
+    CHECK(std::fabs(seen - p) < 4 * std::sqrt(p * (1 - p) / groups));
+  }
+}
+
+TEST_CASE("a league trains its three models, each in its own matchups, with their pools", "[pools][league]") {
+  const std::string file = testing::SourceDir() + "/workflows/shipped/red_black_league.textproto";
+  LoadedWorkflow loaded = LoadWorkflowFile(file);
+  for (const char* set : {"game.param[0].int=3", "game.param[1].int=3", "game.param[2].text=3:3", "trainer.iterations=3",
+                          "trainer.episodes_per_iteration=32", "credit.group_size=4", "model[0].snapshots.every=1",
+                          "model[1].snapshots.every=1", "model[2].snapshots.every=1"}) {
+    ApplyOverride(loaded, set);
+  }
+  const CompiledWorkflow w = CompileWorkflow(loaded);
+  const std::string dir = Temp("league");
+  REQUIRE(Run(w, dir).iterations == 3);
+  const auto lines = MetricsJson(dir);
+  REQUIRE(lines.size() == 3);
+  double shares = 0.0;
+  for (const char* m : {"game/matchup/self_play", "game/matchup/main_vs_exploiter", "game/matchup/league_vs_pool"}) {
+    INFO(m);
+    REQUIRE(lines[2].contains(m));
+    shares += lines[2][m].get<double>();
+  }
+  CHECK(std::fabs(shares - 1.0) < 1e-9);  // every episode played exactly one matchup
+  for (const char* m : {"main", "main_exploiter", "league_exploiter"}) {
+    INFO(m);
+    CHECK(lines[2]["pool/size/" + std::string(m)].get<double>() == 3.0);
+    CHECK(fs::exists(dir + "/snapshots/" + m + "/iter-000002/model-" + m + ".pt"));
+  }
+}
+
+TEST_CASE("matchups that cannot be played are refused at the matchup or role", "[pools][league][config]") {
+  const std::string league = testing::ReadFile(testing::SourceDir() + "/workflows/shipped/red_black_league.textproto");
+  CHECK(testing::ErrorOf(league).empty());
+  CHECK_THAT(testing::ErrorOf(Replace(league, "roles: \"league\" roles: \"past\"", "roles: \"league\" roles: \"main\"")),
+             Catch::Contains("seat 'a0' is already played by role 'league' in matchup 'league_vs_pool'"));
+  CHECK_THAT(testing::ErrorOf(Replace(league, "roles: \"league\" roles: \"past\"", "roles: \"league\" roles: \"nobody\"")),
+             Catch::Contains("matchup 'league_vs_pool' names 'nobody', which is no role"));
+  CHECK_THAT(testing::ErrorOf(Replace(league, "roles: \"league\" roles: \"past\"", "roles: \"league\"")),
+             Catch::Contains("seat 'b0' is played by no role of matchup 'league_vs_pool'"));
+  CHECK_THAT(testing::ErrorOf(Replace(league, "matchup { name: \"main_vs_exploiter\" roles: \"main\" roles: \"exploiter\" weight: 0.25 }", "")),
+             Catch::Contains("role 'exploiter' is in no matchup"));
+  CHECK_THAT(testing::ErrorOf(Replace(league, "weight: 0.5", "weight: 0")), Catch::Contains("weight must be positive"));
 }

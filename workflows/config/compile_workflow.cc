@@ -145,9 +145,113 @@ void CompileModels(const LoadedWorkflow& w, CompiledWorkflow& c) {
   }
 }
 
+// Who plays each seat when `members` play (every role, or a matchup's): the
+// roles without a draw each take the seats they match, no seat twice, and
+// the roles with one draw theirs per episode group from seats that a role
+// without a draw plays otherwise. `matchup`: where the members come from
+// (-1: the roles themselves), named in errors.
+void AssignSeats(const LoadedWorkflow& w, const CompiledWorkflow& c, const std::vector<int>& members,
+                 const std::vector<int>& draw_counts, const std::vector<std::vector<int>>& seat_patterns, int matchup,
+                 std::vector<int>* seat_role, std::vector<RolloutSpec::SeatDraw>* seat_draws) {
+  const std::string in = matchup < 0 ? "" : " in matchup '" + w.proto.matchup(matchup).name() + "'";
+  seat_role->assign(c.rollout.seat_names.size(), -1);
+  seat_draws->clear();
+  for (int i : members) {
+    const RoleInfo& info = c.rollout.roles[i];
+    const config::RoleSpec& r = w.proto.role(i);
+    if (draw_counts[i] < 0) {
+      for (size_t k = 0; k < info.seats.size(); ++k) {
+        const int s = info.seats[k];
+        if ((*seat_role)[s] >= 0) {
+          w.Fail({{"role", i}, {"seats", seat_patterns[i][k]}}, "seat '" + c.rollout.seat_names[s] +
+                                                                    "' is already played by role '" +
+                                                                    c.rollout.roles[(*seat_role)[s]].name + "'" + in);
+        }
+        (*seat_role)[s] = i;
+      }
+      continue;
+    }
+    const char* field = r.has_draw() ? "draw" : "draw_share";
+    const int count = draw_counts[i];
+    // Seats earlier draws may take first.
+    int free = static_cast<int>(info.seats.size());
+    for (const auto& d : *seat_draws) {
+      for (int s : info.seats) {
+        if (std::find(d.seats.begin(), d.seats.end(), s) != d.seats.end()) {
+          free -= d.count;
+          break;
+        }
+      }
+    }
+    if (count > free) {
+      w.Fail({{"role", i}, {field}}, "role '" + r.name() + "': draw " + std::to_string(count) +
+                                         " may find fewer seats left than that after the draws before it" + in);
+    }
+    seat_draws->push_back({i, count, info.seats});
+  }
+  for (size_t s = 0; s < c.rollout.seat_names.size(); ++s) {
+    if ((*seat_role)[s] >= 0) continue;
+    for (const auto& d : *seat_draws) {
+      if (std::find(d.seats.begin(), d.seats.end(), static_cast<int>(s)) != d.seats.end()) {
+        w.Fail({{"role", d.role}, {"draw"}}, "seat '" + c.rollout.seat_names[s] + "' is played by no role when role '" +
+                                                 c.rollout.roles[d.role].name +
+                                                 "' does not draw it: give it a role without a draw too" + in);
+      }
+    }
+    if (matchup >= 0) {
+      w.Fail({{"matchup", matchup}}, "seat '" + c.rollout.seat_names[s] + "' is played by no role of matchup '" +
+                                         w.proto.matchup(matchup).name() + "'");
+    }
+    w.Fail({{"game"}, {"name"}}, "seat '" + c.rollout.seat_names[s] + "' is played by no role");
+  }
+}
+
+// Who plays each seat: every role at once, or, with matchups, the roles of the matchup each episode group draws.
+void CompileMatchups(const LoadedWorkflow& w, CompiledWorkflow& c, const std::vector<int>& draw_counts,
+                     const std::vector<std::vector<int>>& seat_patterns) {
+  if (w.proto.matchup_size() == 0) {
+    std::vector<int> all(c.rollout.roles.size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
+    AssignSeats(w, c, all, draw_counts, seat_patterns, -1, &c.rollout.seat_role, &c.rollout.seat_draws);
+    return;
+  }
+  std::set<std::string> names;
+  std::vector<bool> plays(c.rollout.roles.size(), false);
+  for (int k = 0; k < w.proto.matchup_size(); ++k) {
+    const config::MatchupSpec& spec = c.proto.matchup(k);  // with its defaults
+    if (spec.name().empty()) w.Fail({{"matchup", k}}, "matchup needs a name");
+    if (!names.insert(spec.name()).second) w.Fail({{"matchup", k}, {"name"}}, "matchup '" + spec.name() + "' is defined twice");
+    if (!(spec.weight() > 0.0)) w.Fail({{"matchup", k}, {"weight"}}, "matchup '" + spec.name() + "': weight must be positive");
+    RolloutSpec::Matchup m;
+    m.name = spec.name();
+    m.weight = spec.weight();
+    std::vector<int> members;
+    for (int j = 0; j < spec.roles_size(); ++j) {
+      const int role = c.RoleIndex(spec.roles(j));
+      if (role < 0) w.Fail({{"matchup", k}, {"roles", j}}, "matchup '" + spec.name() + "' names '" + spec.roles(j) + "', which is no role");
+      if (std::find(members.begin(), members.end(), role) != members.end()) {
+        w.Fail({{"matchup", k}, {"roles", j}}, "matchup '" + spec.name() + "' names '" + spec.roles(j) + "' twice");
+      }
+      members.push_back(role);
+      plays[role] = true;
+    }
+    if (members.empty()) w.Fail({{"matchup", k}}, "matchup '" + spec.name() + "' names no role");
+    AssignSeats(w, c, members, draw_counts, seat_patterns, k, &m.seat_role, &m.seat_draws);
+    c.rollout.matchups.push_back(std::move(m));
+  }
+  for (size_t i = 0; i < plays.size(); ++i) {
+    if (!plays[i]) w.Fail({{"role", static_cast<int>(i)}}, "role '" + c.rollout.roles[i].name + "' is in no matchup");
+  }
+  // The first matchup's seats stand for the workflow's (descriptions, the viewer's default).
+  c.rollout.seat_role = c.rollout.matchups.front().seat_role;
+  c.rollout.seat_draws = c.rollout.matchups.front().seat_draws;
+}
+
 void CompileRoles(const LoadedWorkflow& w, CompiledWorkflow& c) {
   std::set<std::string> names;
   std::vector<std::vector<int>> roles_of_model(c.models.size());
+  std::vector<int> draw_counts(w.proto.role_size(), -1);            // per role: the seats it draws, -1: no draw
+  std::vector<std::vector<int>> seat_patterns(w.proto.role_size());  // per role: the `seats` entry of each seat
   for (int i = 0; i < w.proto.role_size(); ++i) {
     const config::RoleSpec& r = w.proto.role(i);
     if (r.name().empty()) w.Fail({{"role", i}}, "role needs a name");
@@ -186,7 +290,8 @@ void CompileRoles(const LoadedWorkflow& w, CompiledWorkflow& c) {
         w.Fail({{"role", i}, {"adapter"}}, "role '" + r.name() + "' is scripted; adapters belong to model roles");
       }
     }
-    // Seats (game workflows only).
+    // Seats (game workflows only): every seat the role matches; who plays which is settled below.
+    std::vector<int> patterns;  // per matched seat: the `seats` entry that matched it
     if (c.rollout.game) {
       if (r.seats_size() == 0) w.Fail({{"role", i}}, "role '" + r.name() + "' plays no seat");
       for (int j = 0; j < r.seats_size(); ++j) {
@@ -194,16 +299,9 @@ void CompileRoles(const LoadedWorkflow& w, CompiledWorkflow& c) {
         for (size_t s = 0; s < c.rollout.seat_names.size(); ++s) {
           if (!SeatMatches(r.seats(j), c.rollout.seat_names[s])) continue;
           matched = true;
-          if (r.has_draw() || r.has_draw_share()) {  // drawn per episode; a role without a draw plays them otherwise
-            info.seats.push_back(static_cast<int>(s));
-            continue;
-          }
-          if (c.rollout.seat_role[s] >= 0) {
-            w.Fail({{"role", i}, {"seats", j}}, "seat '" + c.rollout.seat_names[s] + "' is already played by role '" +
-                                                    c.rollout.roles[c.rollout.seat_role[s]].name + "'");
-          }
-          c.rollout.seat_role[s] = i;
+          if (std::find(info.seats.begin(), info.seats.end(), static_cast<int>(s)) != info.seats.end()) continue;
           info.seats.push_back(static_cast<int>(s));
+          patterns.push_back(j);
         }
         if (!matched) {
           w.Fail({{"role", i}, {"seats", j}}, "role '" + r.name() + "': seat '" + r.seats(j) + "' matches no seat of " +
@@ -230,37 +328,12 @@ void CompileRoles(const LoadedWorkflow& w, CompiledWorkflow& c) {
                                            " must be between 0 and the " + std::to_string(info.seats.size()) +
                                            " seats it matches");
       }
-      // Seats earlier draws may take first.
-      int free = static_cast<int>(info.seats.size());
-      for (const auto& d : c.rollout.seat_draws) {
-        for (int s : info.seats) {
-          if (std::find(d.seats.begin(), d.seats.end(), s) != d.seats.end()) {
-            free -= d.count;
-            break;
-          }
-        }
-      }
-      if (count > free) {
-        w.Fail({{"role", i}, {field}}, "role '" + r.name() + "': draw " + std::to_string(count) +
-                                           " may find fewer seats left than that after the draws before it");
-      }
-      c.rollout.seat_draws.push_back({i, count, info.seats});
+      draw_counts[i] = count;
     }
+    seat_patterns[i] = std::move(patterns);
     c.rollout.roles.push_back(info);
   }
-  if (c.rollout.game) {
-    for (size_t s = 0; s < c.rollout.seat_names.size(); ++s) {
-      if (c.rollout.seat_role[s] >= 0) continue;
-      for (const auto& d : c.rollout.seat_draws) {
-        if (std::find(d.seats.begin(), d.seats.end(), static_cast<int>(s)) != d.seats.end()) {
-          w.Fail({{"role", d.role}, {"draw"}}, "seat '" + c.rollout.seat_names[s] + "' is played by no role when role '" +
-                                                   c.rollout.roles[d.role].name +
-                                                   "' does not draw it: give it a role without a draw too");
-        }
-      }
-      w.Fail({{"game"}, {"name"}}, "seat '" + c.rollout.seat_names[s] + "' is played by no role");
-    }
-  }
+  if (c.rollout.game) CompileMatchups(w, c, draw_counts, seat_patterns);
   // Sharing modes follow from the mapping and the adapters.
   int trained_roles = 0;
   for (const auto& r : c.rollout.roles) trained_roles += r.trained();
@@ -593,6 +666,9 @@ CompiledWorkflow CompileWorkflow(const LoadedWorkflow& w) {
   CompilePrompts(w, c);
   ValidatePromptLengths(w, c);
   CompileModelInits(w, c);
+  if (c.hybrid() && !c.rollout.matchups.empty()) {
+    w.Fail({{"matchup", 0}}, "matchups are not supported with trainer.hybrid yet");
+  }
   if (c.hybrid() && !c.rollout.seat_draws.empty()) {
     w.Fail({{"role", c.rollout.seat_draws.front().role}, {"draw"}},
            "seats drawn per episode are not supported with trainer.hybrid yet");

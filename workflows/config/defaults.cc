@@ -22,6 +22,7 @@ constexpr char kDefaults[] = R"pb(
     snapshots { keep: 8 }
   }
   role { pool { share: 0.8 seat_share: 1 recency: 0.7 priority_power: 2 } }
+  matchup { weight: 1 }
   reward { weight: 1 }
   credit { group_size: 8 gamma: 1 lambda: 1 baseline_decay: 0.9 }
   trainer {

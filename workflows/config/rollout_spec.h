@@ -96,7 +96,20 @@ struct RolloutSpec {
     std::vector<int> seats;
   };
   std::vector<SeatDraw> seat_draws;
-  // Who plays each seat in an episode whose group's game seed is `seed`: seat_role with the draws applied.
+  // Matchups (Workflow.matchup): each episode group draws one, by weight, and
+  // its own seat_role and draws apply; empty: the ones above, always. With
+  // matchups, seat_role and seat_draws above are the first matchup's.
+  struct Matchup {
+    std::string name;
+    double weight = 1.0;
+    std::vector<int> seat_role;
+    std::vector<SeatDraw> seat_draws;
+  };
+  std::vector<Matchup> matchups;
+  // The matchup an episode group whose game seed is `seed` plays; -1 without matchups.
+  int MatchupOf(uint64_t seed) const;
+  // Who plays each seat in an episode whose group's game seed is `seed`: its
+  // matchup's seat_role (or seat_role) with the draws applied.
   std::vector<int> SeatRoles(uint64_t seed) const;
   std::vector<RoleInfo> roles;
   Vocab vocab;

@@ -4,12 +4,26 @@
 
 namespace troupe {
 
+int RolloutSpec::MatchupOf(uint64_t seed) const {
+  if (matchups.empty()) return -1;
+  double total = 0.0;
+  for (const Matchup& m : matchups) total += m.weight;
+  double u = Rng(Rng::Mix(seed, 0x3A7C)).Uniform() * total;
+  for (size_t k = 0; k < matchups.size(); ++k) {
+    if (u < matchups[k].weight) return static_cast<int>(k);
+    u -= matchups[k].weight;
+  }
+  return static_cast<int>(matchups.size()) - 1;
+}
+
 std::vector<int> RolloutSpec::SeatRoles(uint64_t seed) const {
-  std::vector<int> roles = seat_role;
-  if (seat_draws.empty()) return roles;
+  const int matchup = MatchupOf(seed);
+  const std::vector<SeatDraw>& draws = matchup < 0 ? seat_draws : matchups[matchup].seat_draws;
+  std::vector<int> roles = matchup < 0 ? seat_role : matchups[matchup].seat_role;
+  if (draws.empty()) return roles;
   Rng rng(Rng::Mix(seed, 0x5EA7));
   std::vector<bool> taken(roles.size(), false);
-  for (const SeatDraw& d : seat_draws) {
+  for (const SeatDraw& d : draws) {
     std::vector<int> free;
     for (int s : d.seats) {
       if (!taken[s]) free.push_back(s);

@@ -111,7 +111,9 @@ void SessionEvents::EpisodeStarted(int episode, int group, const std::vector<int
   s->set_episode(episode);
   s->set_group(group);
   s->set_evaluation(evaluation_);
-  if (!workflow_.rollout.seat_draws.empty()) s->mutable_seat_role()->Add(seat_roles.begin(), seat_roles.end());
+  if (!workflow_.rollout.seat_draws.empty() || !workflow_.rollout.matchups.empty()) {
+    s->mutable_seat_role()->Add(seat_roles.begin(), seat_roles.end());
+  }
   const auto playing = snapshots_playing_.find(episode);
   if (playing != snapshots_playing_.end()) {
     for (const std::string& label : playing->second) s->add_seat_snapshot(label);

@@ -596,6 +596,12 @@ class Rollout::GameRun {
           rec.reward = CallReward(w_, rec, states_[e].get(), 0.0, &rec.role_reward);
         }
         s.metrics = states_[e]->Metrics();
+        // With matchups, which one the episode played: their means are the matchups' shares.
+        if (!w_.matchups.empty()) {
+          const int played = w_.MatchupOf(GroupGameSeed(options_.seed, e / std::max(1, options_.group_size)));
+          for (size_t k = 0; k < w_.matchups.size(); ++k)
+            s.metrics["matchup/" + w_.matchups[k].name] = static_cast<int>(k) == played ? 1.0 : 0.0;
+        }
         if (!options_.seat_signal.empty()) {
           for (size_t seat = 0; seat < seat_roles_[e].size(); ++seat)
             s.seat_signal.push_back(states_[e]->Signal(options_.seat_signal, static_cast<int>(seat)));
