@@ -65,7 +65,8 @@ void CompileModelInits(const LoadedWorkflow& w, CompiledWorkflow& c) {
     const std::optional<std::string> checkpoint = FindCheckpoint(given);
     if (!checkpoint) {
       w.Fail(at, "model '" + m.name + "': no checkpoint in " + given +
-                     " (init_from takes a run folder of `troupe train`, or one of its checkpoints/iter-N folders)");
+                     " (init_from takes a run folder of `troupe train`, one of its checkpoints/iter-N folders, or a snapshot's "
+                     "snapshots/MODEL/iter-N folder)");
     }
     const fs::path run = RunFolderOf(given, *checkpoint);
     const fs::path resolved = run / kResolvedWorkflow;
