@@ -323,3 +323,23 @@ TEST_CASE("matchups that cannot be played are refused at the matchup or role", "
              Catch::Contains("role 'exploiter' is in no matchup"));
   CHECK_THAT(testing::ErrorOf(Replace(league, "weight: 0.5", "weight: 0")), Catch::Contains("weight must be positive"));
 }
+
+TEST_CASE("snapshots play in every sharing mode: one model for both teams, with LoRA adapters or per-role heads",
+          "[pools]") {
+  for (const char* adapter : {"ADAPTER_NONE", "LORA", "HEAD"}) {
+    INFO(adapter);
+    // Both teams on model ma (mb serves no role and goes), each team's pool its own role's snapshots.
+    std::string text = Replace(TwoTeams(), "model: \"mb\" pool", "model: \"ma\" pool");
+    const size_t mb = text.find("model { name: \"mb\"");
+    text.erase(mb, text.find("role {") - mb);
+    text = Replace(text, "model: \"ma\" pool { share: 0.5 }", std::string("model: \"ma\" adapter: ") + adapter + " pool { share: 0.5 }");
+    text = Replace(text, "model: \"ma\" pool { share: 0.5 }", std::string("model: \"ma\" adapter: ") + adapter + " pool { share: 0.5 }");
+    const CompiledWorkflow w = Compile(text, {"trainer.iterations=2"});
+    REQUIRE(w.models.size() == 1);
+    const std::string dir = Temp(std::string("sharing-") + adapter);
+    REQUIRE(Run(w, dir).iterations == 2);
+    const auto lines = MetricsJson(dir);
+    REQUIRE(lines.size() == 2);
+    CHECK(lines[1]["pool/snapshot_calls"].get<double>() + lines[0]["pool/snapshot_calls"].get<double>() > 0.0);
+  }
+}
