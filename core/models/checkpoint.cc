@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -44,6 +45,20 @@ std::string ReadText(const fs::path& p) {
 
 }  // namespace
 
+std::string CheckpointFolderName(int iteration) {
+  char name[32];
+  std::snprintf(name, sizeof name, "iter-%06d", iteration);
+  return name;
+}
+
+int CheckpointFolderIteration(const std::string& name) {
+  if (name.rfind("iter-", 0) != 0 || name.size() == 5) return -1;
+  for (size_t i = 5; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return -1;
+  }
+  return std::atoi(name.c_str() + 5);
+}
+
 std::string SaveCheckpoint(const std::string& run_dir, int iteration, const RunState& state, const ModelPool& pool,
                            const Trainer* trainer, int keep) {
   return SaveCheckpoint(
@@ -64,8 +79,7 @@ std::string SaveCheckpointIn(const std::string& root_dir, int iteration, const R
                              const ModelStateIo& save_models, int keep) {
   const fs::path root(root_dir);
   fs::create_directories(root);
-  char name[32];
-  std::snprintf(name, sizeof name, "iter-%06d", iteration);
+  const std::string name = CheckpointFolderName(iteration);
   const fs::path tmp = root / (std::string(".tmp-") + name);
   const fs::path final_dir = root / name;
   fs::remove_all(tmp);

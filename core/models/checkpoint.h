@@ -20,6 +20,11 @@ using RunState = std::map<std::string, std::string>;
 // Writes models (and optimiser states) into the folder it is given.
 using ModelStateIo = std::function<void(const std::string& dir)>;
 
+// A checkpoint's folder name: "iter-NNNNNN".
+std::string CheckpointFolderName(int iteration);
+// The iteration a checkpoint folder's name says, or -1 when it is not one ("iter-NNNNNN").
+int CheckpointFolderIteration(const std::string& name);
+
 // Saves under run_dir/checkpoints/iter-NNNNNN and points run_dir/checkpoints/latest at it.
 std::string SaveCheckpoint(const std::string& run_dir, int iteration, const RunState& state,
                            const ModelStateIo& save_models, int keep = 2);

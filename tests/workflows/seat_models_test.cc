@@ -20,6 +20,7 @@
 #include "workflows/config/compiled_workflow.h"
 #include "workflows/config/config_loader.h"
 #include "tests/workflows/direct_policy.h"
+#include "tests/workflows/train_support.h"
 #include "workflows/run/evaluate.h"
 #include "workflows/run/train_run.h"
 
@@ -42,13 +43,7 @@ std::string ErrorOf(const std::string& text) {
 }
 
 TrainResult Run(const CompiledWorkflow& w, const std::string& dir, const std::string& record = "") {
-  TrainOptions o;
-  o.out_dir = dir;
-  o.record = record;
-  o.progress = false;
-  o.final_eval = false;
-  std::ostringstream sink;
-  return Train(w, o, sink);
+  return testing::TrainQuietly(w, dir, false, record);
 }
 
 constexpr char kSizes[] = "transformer { d_model: 16 heads: 2 layers: 1 ff_mult: 2 max_len: 64 }";

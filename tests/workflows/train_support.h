@@ -10,10 +10,13 @@
 
 namespace troupe::testing {
 
-inline TrainResult TrainQuietly(const CompiledWorkflow& w, const std::string& dir, bool resume = false) {
+// `record`: a session file to write ("" none).
+inline TrainResult TrainQuietly(const CompiledWorkflow& w, const std::string& dir, bool resume = false,
+                                const std::string& record = "") {
   TrainOptions o;
   o.out_dir = dir;
   o.resume = resume;
+  o.record = record;
   o.progress = false;
   o.final_eval = false;
   std::ostringstream sink;

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <string>
 
+#include "core/base/registry.h"
 #include "core/game.h"
 #include "workflows/config/compiled_workflow.h"
 #include "workflows/config/config_loader.h"
@@ -12,12 +13,6 @@ namespace troupe {
 namespace {
 
 bool Share(double x) { return x >= 0.0 && x <= 1.0; }
-
-std::string Join(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
 
 }  // namespace
 
@@ -82,7 +77,7 @@ void CompilePools(const LoadedWorkflow& w, CompiledWorkflow& c) {
     plan.signal = p.has_signal() ? p.signal() : (signals.empty() ? "" : signals.front());
     if (std::find(signals.begin(), signals.end(), plan.signal) == signals.end()) {
       w.Fail({{"role", i}, {"pool"}, {"signal"}}, name + ": '" + plan.signal + "' is not a trajectory signal of " +
-                                                      c.rollout.game->Name() + " (" + Join(signals) + ")");
+                                                      c.rollout.game->Name() + " (" + JoinNames(signals) + ")");
     }
     if (!c.pools.empty() && c.pools.front().signal != plan.signal) {
       w.Fail({{"role", i}, {"pool"}, {"signal"}}, name + ": its pool compares '" + plan.signal + "', role '" +

@@ -3,9 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
+#include <cstdint>
 #include <filesystem>
-#include <fstream>
+#include <map>
 #include <sstream>
 
 #include "core/base/errors.h"
@@ -47,10 +47,15 @@ int Pick(const std::vector<double>& weights, Rng& rng) {
   return static_cast<int>(weights.size()) - 1;
 }
 
-std::string IterName(int iteration) {
-  char name[32];
-  std::snprintf(name, sizeof name, "iter-%06d", iteration);
-  return name;
+// The snapshot folders under `root` (complete ones: their state/iteration written), by iteration.
+std::map<int, fs::path> SnapshotFolders(const fs::path& root) {
+  std::map<int, fs::path> found;
+  if (!fs::exists(root)) return found;
+  for (const auto& entry : fs::directory_iterator(root)) {
+    const int it = CheckpointFolderIteration(entry.path().filename().string());
+    if (entry.is_directory() && it >= 0 && fs::exists(entry.path() / "state" / "iteration")) found[it] = entry.path();
+  }
+  return found;
 }
 
 }  // namespace
@@ -68,17 +73,10 @@ std::string SnapshotPools::Root(int model) const {
 void SnapshotPools::Rescan(int model, int upto) {
   std::map<int, PoolSnapshot> known;
   for (const PoolSnapshot& s : pools_[model]) known[s.iteration] = s;
-  std::vector<int> found;
-  const fs::path root(Root(model));
-  if (fs::exists(root)) {
-    for (const auto& entry : fs::directory_iterator(root)) {
-      const std::string name = entry.path().filename().string();
-      if (!entry.is_directory() || name.rfind("iter-", 0) != 0 || !fs::exists(entry.path() / "state" / "iteration")) continue;
-      const int it = std::atoi(name.c_str() + 5);
-      if (it <= upto) found.push_back(it);
-    }
+  std::vector<int> found;  // in order
+  for (const auto& [it, path] : SnapshotFolders(Root(model))) {
+    if (it <= upto) found.push_back(it);
   }
-  std::sort(found.begin(), found.end());
   const size_t keep = static_cast<size_t>(w_.snapshots[model].keep);
   if (found.size() > keep) found.erase(found.begin(), found.end() - static_cast<std::ptrdiff_t>(keep));
   pools_[model].clear();
@@ -86,7 +84,7 @@ void SnapshotPools::Rescan(int model, int upto) {
     PoolSnapshot s = known.count(it) ? known[it] : PoolSnapshot{};
     s.model = model;
     s.iteration = it;
-    s.dir = (root / IterName(it)).string();
+    s.dir = (fs::path(Root(model)) / CheckpointFolderName(it)).string();
     pools_[model].push_back(s);
   }
 }
@@ -135,7 +133,7 @@ void SnapshotPools::Draw(RolloutOptions* options, Rng& rng) const {
                                static_cast<int>(seats.size()));
       Rng seat_rng(seats_draw);
       for (int k = 0; k < n; ++k) std::swap(seats[k], seats[k + seat_rng.Below(static_cast<int>(seats.size()) - k)]);
-      const std::string label = w_.models[snap->model].name + "@" + IterName(snap->iteration);
+      const std::string label = w_.models[snap->model].name + "@" + CheckpointFolderName(snap->iteration);
       int player = -1;
       for (size_t p = 0; p < options->snapshots.size(); ++p) {
         if (options->snapshots[p].dir == snap->dir && options->snapshots[p].role == as_role) player = static_cast<int>(p);
@@ -156,6 +154,8 @@ void SnapshotPools::Tally(const RolloutOptions& options, RolloutBatch* batch, st
   const int group_size = std::max(1, options.group_size);
   int with_snapshot = 0, scored = 0;
   double snapshot_wins = 0.0;
+  std::vector<int> seat_roles;  // of the episode's group (the same for every episode of it)
+  size_t roles_of_group = SIZE_MAX;
   for (size_t e = 0; e < batch->episodes.size(); ++e) {
     const EpisodeSummary& ep = batch->episodes[e];
     const size_t g = e / static_cast<size_t>(group_size);
@@ -163,7 +163,10 @@ void SnapshotPools::Tally(const RolloutOptions& options, RolloutBatch* batch, st
     ++with_snapshot;
     if (ep.dropped || ep.seat_signal.empty()) continue;
     const std::vector<int>& row = options.seat_snapshots[g];
-    const std::vector<int> seat_roles = w_.rollout.SeatRoles(GroupGameSeed(options.seed, static_cast<int>(g)));
+    if (roles_of_group != g) {
+      seat_roles = w_.rollout.SeatRoles(GroupGameSeed(options.seed, static_cast<int>(g)));
+      roles_of_group = g;
+    }
     // The current model's side: the learning seats no snapshot plays.
     double current = 0.0;
     int current_seats = 0;
@@ -229,14 +232,8 @@ void SnapshotPools::LoadState(const std::string& text, int iteration) {
   for (size_t m = 0; m < pools_.size(); ++m) {
     if (w_.snapshots[m].every <= 0) continue;
     // Snapshots taken after the checkpoint (a run stopped between the two) are taken again, so go.
-    const fs::path root(Root(static_cast<int>(m)));
-    if (fs::exists(root)) {
-      for (const auto& entry : fs::directory_iterator(root)) {
-        const std::string name = entry.path().filename().string();
-        if (entry.is_directory() && name.rfind("iter-", 0) == 0 && std::atoi(name.c_str() + 5) > iteration) {
-          fs::remove_all(entry.path());
-        }
-      }
+    for (const auto& [it, path] : SnapshotFolders(Root(static_cast<int>(m)))) {
+      if (it > iteration) fs::remove_all(path);
     }
     Rescan(static_cast<int>(m), iteration);
   }
