@@ -608,6 +608,9 @@ std::vector<ModelTrainStats> Trainer::Supervised(const std::vector<CallRecord>& 
     const std::vector<double> v = impl_->Read(last, torch::zeros({0}));
     st.loss = v[0];
     st.entropy = v[1];
+    // The KL term anchors reinforcement learning to the model it starts from:
+    // after a warm start, the warm-started model (as RLHF anchors to its SFT model).
+    if (!impl_->references.empty()) CopyParameters(*model, *impl_->references[m]);
   }
   return stats;
 }

@@ -55,7 +55,8 @@ class Trainer {
 
   // One policy update per model from the records of this iteration.
   std::vector<ModelTrainStats> Update(const std::vector<CallRecord>& records);
-  // `steps` optimiser steps of cross-entropy on the responses of `demos`.
+  // `steps` optimiser steps of cross-entropy on the responses of `demos`. With
+  // a KL term, its reference becomes the model as these steps leave it.
   std::vector<ModelTrainStats> Supervised(const std::vector<CallRecord>& demos, int steps);
   // The current policy's log-probabilities of each record's response tokens, as
   // the update scores them, in batches per model (at temperature 1; for checks

@@ -272,6 +272,20 @@ TEST_CASE("the KL term to a frozen reference is reported when enabled", "[traini
   CHECK(Number(MetricsJson(off).at(0), "kl/m") == 0);
 }
 
+TEST_CASE("after a supervised warm start the KL term is measured against the warm-started model",
+          "[training][sft]") {
+  // One optimiser step an iteration: its KL is the policy's against the
+  // reference before any update moves it, so 0 exactly when the reference is
+  // the warm-started model (the untrained model would be far from it).
+  const auto dir = Temp("kl-sft");
+  Run(Tiny({"trainer.kl_coef=0.1", "trainer.iterations=1", "trainer.epochs=1", "trainer.minibatch=100000",
+            "trainer.sft.episodes=4", "trainer.sft.teacher=always_defect", "trainer.sft.steps=30"}),
+      dir);
+  const auto lines = MetricsJson(dir);
+  REQUIRE(lines.size() == 1);
+  CHECK(Number(lines.at(0), "kl/m") == Approx(0).margin(1e-6));
+}
+
 TEST_CASE("a run folder holds the resolved config, metrics, checkpoints and TensorBoard events",
           "[training][outputs]") {
   const auto dir = Temp("outputs");
