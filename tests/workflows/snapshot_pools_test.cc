@@ -21,6 +21,7 @@
 #include "workflows/config/compiled_workflow.h"
 #include "workflows/config/config_loader.h"
 #include "workflows/run/snapshot_pools.h"
+#include "tests/workflows/text_model_support.h"
 #include "tests/workflows/train_support.h"
 #include "workflows/run/train_run.h"
 
@@ -342,4 +343,22 @@ TEST_CASE("snapshots play in every sharing mode: one model for both teams, with 
     REQUIRE(lines.size() == 2);
     CHECK(lines[1]["pool/snapshot_calls"].get<double>() + lines[0]["pool/snapshot_calls"].get<double>() > 0.0);
   }
+}
+
+TEST_CASE("snapshots of language models reading text play their seats like word models' snapshots", "[pools][text]") {
+  const std::string text = testing::ReadingText(
+      TwoTeams(), "transformer { d_model: 16 heads: 2 layers: 1 ff_mult: 2 max_len: 64 }");
+  const CompiledWorkflow w = Compile(text, {"trainer.iterations=2", "trainer.episodes_per_iteration=8", "trainer.guided_choices=true"});
+  REQUIRE(w.models.size() == 2);
+  REQUIRE_FALSE(w.models[0].tokenizer_json.empty());
+  const std::string dir = Temp("text");
+  REQUIRE(Run(w, dir).iterations == 2);
+  const auto lines = MetricsJson(dir);
+  REQUIRE(lines.size() == 2);
+  CHECK(lines[0]["pool/snapshot_calls"].get<double>() + lines[1]["pool/snapshot_calls"].get<double>() > 0.0);
+  // The snapshot is the text model's checkpoint, tokenizer and all: a model can start from it.
+  const std::string snapshot = dir + "/snapshots/ma/iter-000001";
+  REQUIRE(fs::exists(snapshot));
+  const CompiledWorkflow from = Compile(text, {"model[0].init_from=" + snapshot, "model[0].init_model=ma"});
+  CHECK(ModelPool(from.models, from.seed).ParameterDigest(0) == DigestOf(w, 0, snapshot));
 }

@@ -16,6 +16,7 @@
 #include "core/text/bpe_trainer.h"
 #include "core/text/tokenizer_folder.h"
 #include "tests/test_support.h"
+#include "tests/workflows/text_model_support.h"
 #include "workflows/config/compiled_workflow.h"
 #include "workflows/config/config_loader.h"
 #include "workflows/config/prompt_codec.h"
@@ -23,6 +24,8 @@
 
 using namespace troupe;
 namespace fs = std::filesystem;
+using testing::GameTexts;
+using testing::TinyTokenizer;
 
 namespace {
 
@@ -32,56 +35,10 @@ std::string Temp(const std::string& name) {
   return p.string();
 }
 
-// Every text view a few played games of both kinds show.
-std::string GameTexts() {
-  std::string text;
-  auto play = [&](const Game& game, uint64_t seed, auto answer) {
-    auto s = game.NewInitialState(seed);
-    while (!s->IsTerminal()) {
-      std::vector<SeatOutput> out;
-      for (const Decision& d : s->PendingDecisions()) {
-        text += d.text + "\n";
-        out.push_back({d.seat, answer(d, seed)});
-      }
-      s->Apply(out);
-    }
-  };
-  auto red_black = MakeGame("red_black", {{"team_size", int64_t{3}}, {"rounds", int64_t{3}}});
-  auto split_facts = MakeGame("split_facts", {{"entities", int64_t{4}}, {"values", int64_t{4}}, {"asks", int64_t{1}}});
-  for (uint64_t seed = 0; seed < 8; ++seed) {
-    play(*red_black, seed, [](const Decision& d, uint64_t s) -> std::vector<std::string> {
-      if (d.phase == "will") return {std::to_string(s % 4)};
-      return {s % 2 ? "red" : "black", "we", "trust"};
-    });
-    play(*split_facts, seed, [](const Decision&, uint64_t) -> std::vector<std::string> { return {"gold"}; });
-  }
-  return text;
-}
-
-// A small BPE vocabulary learnt on those texts (ChatML's tokens included), as a folder.
-const std::string& TinyTokenizer() {
-  static const std::string dir = [] {
-    BpeTrainerOptions o;
-    o.vocab_size = 600;
-    BpeTrainer trainer(o);
-    trainer.Add(GameTexts());
-    const std::string d = Temp("tokenizer");
-    fs::create_directories(d);
-    WriteTokenizerFolder(Tokenizer(trainer.Train()), d);
-    return d;
-  }();
-  return dir;
-}
-
-const char kLlama[] = "llama { hidden_size: 32 heads: 2 kv_heads: 1 layers: 1 intermediate_size: 64 max_len: 512 }";
-
 // Team A of a tiny Red-Black game on one language model reading text.
 std::string RedBlackText(const std::string& trainer) {
-  std::string text = testing::TinyRedBlack(3, "trainer { guided_choices: true " + trainer + " }");
-  const std::string transformer = "transformer { d_model: 16 heads: 2 layers: 1 ff_mult: 2 max_len: 64 }";
-  text.replace(text.find(transformer), transformer.size(),
-               std::string(kLlama) + " tokenizer: \"" + TinyTokenizer() + "\"");
-  return text;
+  return testing::ReadingText(testing::TinyRedBlack(3, "trainer { guided_choices: true " + trainer + " }"),
+                              "transformer { d_model: 16 heads: 2 layers: 1 ff_mult: 2 max_len: 64 }");
 }
 
 CompiledWorkflow Compile(const std::string& text) { return CompileWorkflow(ParseWorkflowText(text, "t.textproto")); }
