@@ -1,9 +1,11 @@
 // The architecture registry's configuration side, and config.json both ways.
 #include "core/models/architecture_spec.h"
 
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <mutex>
 
@@ -16,29 +18,62 @@ namespace troupe {
 
 namespace pb = google::protobuf;
 
+void HfConfigReader::Fail(const char* field, const std::string& message) const {
+  throw CheckpointError(path_ + ": '" + prefix_ + field + "' " + message);
+}
+
 double HfConfigReader::number(const char* field) const {
-  if (!has(field) || !json_[field].is_number()) throw CheckpointError(path_ + ": needs a number '" + field + "'");
+  if (!has(field) || !json_[field].is_number()) throw CheckpointError(path_ + ": needs a number '" + prefix_ + field + "'");
   return json_[field].get<double>();
 }
 
 int64_t HfConfigReader::count(const char* field) const {
   const double v = number(field);
-  if (v < 0 || v != static_cast<double>(static_cast<int64_t>(v))) {
-    throw CheckpointError(path_ + ": '" + field + "' must be a non-negative whole number");
-  }
+  // 2^53: past it a double no longer holds every whole number (nor fits what troupe allocates).
+  if (v < 0 || v > 9007199254740992.0 || v != std::floor(v)) Fail(field, "must be a non-negative whole number");
   return static_cast<int64_t>(v);
+}
+
+int32_t HfConfigReader::size(const char* field) const {
+  const int64_t v = count(field);
+  if (v > std::numeric_limits<int32_t>::max()) Fail(field, "is " + std::to_string(v) + ", more than troupe builds");
+  return static_cast<int32_t>(v);
 }
 
 bool HfConfigReader::flag(const char* field, bool absent) const {
   if (!has(field)) return absent;
-  if (!json_[field].is_boolean()) throw CheckpointError(path_ + ": '" + field + "' must be true or false");
+  if (!json_[field].is_boolean()) Fail(field, "must be true or false");
   return json_[field].get<bool>();
 }
 
 std::string HfConfigReader::text(const char* field, const std::string& absent) const {
   if (!has(field)) return absent;
-  if (!json_[field].is_string()) throw CheckpointError(path_ + ": '" + field + "' must be a string");
+  if (!json_[field].is_string()) Fail(field, "must be a string");
   return json_[field].get<std::string>();
+}
+
+std::vector<std::string> HfConfigReader::texts(const char* field) const {
+  std::vector<std::string> out;
+  if (!has(field)) return out;
+  if (!json_[field].is_array()) Fail(field, "must be an array of strings");
+  for (const auto& t : json_[field]) {
+    if (!t.is_string()) Fail(field, "must be an array of strings");
+    out.push_back(t.get<std::string>());
+  }
+  return out;
+}
+
+HfConfigReader HfConfigReader::object(const char* field) const {
+  if (!has(field) || !json_[field].is_object()) Fail(field, "must be an object");
+  return HfConfigReader(json_[field], path_, prefix_ + field + ".");
+}
+
+void CheckSize(std::vector<OptionProblem>* problems, const char* field, int64_t value, int64_t limit) {
+  if (value <= 0) problems->push_back({field, std::string(field) + " must be positive (is " + std::to_string(value) + ")"});
+  else if (value > limit) {
+    problems->push_back({field, std::string(field) + " " + std::to_string(value) + " is more than troupe builds (at most " +
+                                    std::to_string(limit) + ")"});
+  }
 }
 
 namespace {
@@ -118,7 +153,17 @@ int64_t ReadHfFolderConfig(const std::string& dir, config::ModelSpec* model) {
       known.push_back(t);
       if (t != type) continue;
       arch->ReadHfConfig(config, model);
-      return config.count("vocab_size");
+      // Validated as a workflow's options are, each problem named by its config.json field.
+      for (const OptionProblem& p : arch->Validate(*model)) {
+        const std::string field = p.field.empty() ? "" : arch->HfFieldOf(p.field);
+        throw CheckpointError(path + ": " + (field.empty() ? "" : "'" + field + "': ") + p.message);
+      }
+      const int64_t vocab = config.count("vocab_size");
+      if (vocab == 0 || vocab > SizeLimits::kVocabulary) {
+        config.Fail("vocab_size", "is " + std::to_string(vocab) + "; troupe builds vocabularies of 1 to " +
+                                      std::to_string(SizeLimits::kVocabulary) + " tokens");
+      }
+      return vocab;
     }
   }
   throw CheckpointError(path + ": model_type '" + type + "' is not one troupe reads (" + JoinNames(known) + ")");

@@ -37,18 +37,41 @@ struct OptionProblem {
 // Reads a config.json's fields, each error naming the file and the field.
 class HfConfigReader {
  public:
-  HfConfigReader(const nlohmann::json& json, std::string path) : json_(json), path_(std::move(path)) {}
+  HfConfigReader(const nlohmann::json& json, std::string path, std::string prefix = "")
+      : json_(json), path_(std::move(path)), prefix_(std::move(prefix)) {}
   bool has(const char* field) const { return json_.contains(field) && !json_[field].is_null(); }
   double number(const char* field) const;
   int64_t count(const char* field) const;  // a non-negative whole number
+  int32_t size(const char* field) const;   // a count that fits an int32 (a size of the model)
   bool flag(const char* field, bool absent) const;
   std::string text(const char* field, const std::string& absent) const;
+  std::vector<std::string> texts(const char* field) const;  // an array of strings
+  // A field that is itself an object (rope_scaling), read the same way; its
+  // errors name "field.inner".
+  HfConfigReader object(const char* field) const;
+  // A CheckpointError naming the file and the field.
+  [[noreturn]] void Fail(const char* field, const std::string& message) const;
   const std::string& path() const { return path_; }
 
  private:
   const nlohmann::json& json_;
-  std::string path_;
+  std::string path_, prefix_;
 };
+
+// The largest sizes a model's options or config.json may give: a file cannot
+// make troupe allocate more than a machine could hold (a vocabulary of 10^12
+// rows) before it says which field is wrong.
+struct SizeLimits {
+  static constexpr int64_t kWidth = 1 << 16;         // hidden size, and head dimension x heads
+  static constexpr int64_t kIntermediate = 1 << 18;  // feed-forward width
+  static constexpr int64_t kLayers = 1024;
+  static constexpr int64_t kHeads = 1024;
+  static constexpr int64_t kPositions = 1 << 20;     // max_len
+  static constexpr int64_t kVocabulary = 1 << 22;    // 4M tokens; the field's largest are about 256k
+};
+
+// Appends a problem when `value` is not in [1, limit].
+void CheckSize(std::vector<OptionProblem>* problems, const char* field, int64_t value, int64_t limit);
 
 class ArchitectureSpec {
  public:
@@ -69,7 +92,11 @@ class ArchitectureSpec {
   // Whether it reads and writes Hugging Face folders (the rest is on the LibTorch side).
   virtual bool hugging_face() const { return !hf_model_types().empty(); }
   // Sets its options in `model` from a config.json (all but vocab_size).
+  // Every config.json field that changes the forward pass is read and
+  // implemented, or refused by name (docs/models.md, "config.json fields").
   virtual void ReadHfConfig(const HfConfigReader& config, config::ModelSpec* model) const = 0;
+  // The config.json field an option of its message is read from (errors name both).
+  virtual std::string HfFieldOf(const std::string& option) const { return option; }
   // The config.json fields of its options (all but vocab_size and torch_dtype).
   virtual nlohmann::json HfConfig(const config::ModelSpec& model) const = 0;
 };
@@ -95,8 +122,9 @@ constexpr char kDefaultArchitecture[] = "transformer";
 void ApplyArchitectureDefaults(config::ModelSpec* model);
 
 // A Hugging Face folder's config.json, read into the architecture options of
-// `model` (the architecture chosen by model_type). Returns its vocab_size.
-// CheckpointError names the file and the field.
+// `model` (the architecture chosen by model_type) and validated as a
+// workflow's options are. Returns its vocab_size. CheckpointError names the
+// file and the field.
 int64_t ReadHfFolderConfig(const std::string& dir, config::ModelSpec* model);
 // Writes DIR/config.json for `model`, atomically; `torch_dtype` is "float32" or "bfloat16".
 void WriteHfFolderConfig(const config::ModelSpec& model, int64_t vocab_size, const std::string& dir,

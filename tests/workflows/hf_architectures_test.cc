@@ -5,13 +5,18 @@
 // GELU, its own n_inner and eps), troupe loads the field's config.json and
 // model.safetensors and computes the logits that tests/data/FAMILY/make_reference.py
 // computed in PyTorch, within 1e-4; the KV-cached forward, one token at a
-// time, equals the full one; folders troupe writes read back.
+// time, equals the full one; folders troupe writes read back. rope_scaling
+// (llama3, linear, dynamic) is computed as Hugging Face computes it, and the
+// config.json fields troupe does not implement are refused by name.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+
+#include <nlohmann/json.hpp>
 
 #include "core/base/errors.h"
 #include "core/models/architecture.h"
@@ -30,8 +35,9 @@ std::string Data(const std::string& variant, const std::string& file = "") {
   return troupe::testing::SourceDir() + "/tests/data/" + variant + (file.empty() ? "" : "/" + file);
 }
 
-const char* kVariants[] = {"llama/llama_gqa",  "llama/llama_tied", "llama/qwen2_bias",
-                           "llama/qwen3_qknorm", "gpt2/gpt2_tied",  "gpt2/gpt2_untied"};
+const char* kVariants[] = {"llama/llama_gqa",    "llama/llama_tied",   "llama/qwen2_bias",   "llama/qwen3_qknorm",
+                           "llama/rope_llama3",  "llama/rope_linear",  "llama/rope_dynamic", "gpt2/gpt2_tied",
+                           "gpt2/gpt2_untied"};
 
 PolicyModel Load(const std::string& dir) {
   PolicyModel model = LoadHfFolder(dir);
@@ -236,4 +242,100 @@ TEST_CASE("GPT-2 weights named as the field's first checkpoints were (no 'transf
   const torch::Tensor tokens = torch::arange(1, 13, torch::kLong).view({2, 6});
   CHECK(torch::equal(Load(dir)->forward(tokens, Positions(2, 0, 6), AllValid(2, 6), {}).logits,
                      Load(Data("gpt2/gpt2_tied"))->forward(tokens, Positions(2, 0, 6), AllValid(2, 6), {}).logits));
+}
+
+TEST_CASE("rope_scaling changes the logits as the reference computes them; without it they differ", "[llama]") {
+  torch::NoGradGuard no_grad;
+  const std::string dir = (std::filesystem::temp_directory_path() / "troupe-hf-unscaled").string();
+  for (const char* variant : {"llama/rope_llama3", "llama/rope_linear"}) {
+    INFO(variant);
+    const ModelConfig scaled = HfFolderConfig(Data(variant));
+    REQUIRE(scaled.spec.llama().has_rope_scaling());
+    // The same weights with rope_scaling removed from config.json.
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    std::filesystem::copy_file(Data(variant, "model.safetensors"), dir + "/model.safetensors");
+    nlohmann::json config = nlohmann::json::parse(std::ifstream(Data(variant, "config.json")));
+    config.erase("rope_scaling");
+    std::ofstream(dir + "/config.json") << config.dump();
+    const torch::Tensor tokens = torch::arange(1, 19, torch::kLong).view({2, 9});
+    const torch::Tensor with = Load(Data(variant))->forward(tokens, Positions(2, 0, 9), AllValid(2, 9), {}).logits;
+    const torch::Tensor without = Load(dir)->forward(tokens, Positions(2, 0, 9), AllValid(2, 9), {}).logits;
+    CHECK((with - without).abs().max().item<double>() > 1e-2);  // far beyond the reference check's 1e-4
+  }
+}
+
+TEST_CASE("config.json fields that change the forward pass and that troupe does not implement are refused by name",
+          "[llama][gpt2][config]") {
+  const std::string dir = (std::filesystem::temp_directory_path() / "troupe-hf-refused").string();
+  // The variant's folder with its config.json changed by `edit`; the error loading it.
+  auto error_with = [&](const std::string& variant, const std::function<void(nlohmann::json&)>& edit) {
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    std::filesystem::copy_file(Data(variant, "model.safetensors"), dir + "/model.safetensors");
+    nlohmann::json config = nlohmann::json::parse(std::ifstream(Data(variant, "config.json")));
+    edit(config);
+    std::ofstream(dir + "/config.json") << config.dump();
+    try {
+      LoadHfFolder(dir);
+    } catch (const CheckpointError& e) {
+      return std::string(e.what());
+    }
+    return std::string("loaded");
+  };
+  const std::string file = dir + "/config.json: ";
+  struct Case {
+    const char* variant;
+    std::function<void(nlohmann::json&)> edit;
+    std::string error;
+  };
+  const std::vector<Case> cases = {
+      // Sizes that cannot build a model, or would allocate more than any machine holds.
+      {"llama/llama_gqa", [](auto& c) { c["num_attention_heads"] = 0; },
+       file + "'num_attention_heads': heads must be positive (is 0)"},
+      {"llama/llama_gqa", [](auto& c) { c["num_key_value_heads"] = 3; },
+       file + "'num_key_value_heads': heads 4 is not a multiple of kv_heads 3"},
+      {"llama/llama_gqa", [](auto& c) { c["vocab_size"] = 1000000000000; },
+       file + "'vocab_size' is 1000000000000; troupe builds vocabularies of 1 to 4194304 tokens"},
+      {"llama/llama_gqa", [](auto& c) { c["hidden_size"] = 1000000000000; },
+       file + "'hidden_size' is 1000000000000, more than troupe builds"},
+      {"llama/llama_gqa", [](auto& c) { c["num_hidden_layers"] = 100000; },
+       file + "'num_hidden_layers': layers 100000 is more than troupe builds (at most 1024)"},
+      {"llama/llama_gqa", [](auto& c) { c["intermediate_size"] = -4; },
+       file + "'intermediate_size' must be a non-negative whole number"},
+      {"gpt2/gpt2_tied", [](auto& c) { c["n_head"] = 0; }, file + "'n_head': heads must be positive (is 0)"},
+      // rope_scaling troupe does not compute, or cannot be right.
+      {"llama/rope_llama3", [](auto& c) { c["rope_scaling"]["rope_type"] = "yarn"; },
+       file + "'rope_scaling.rope_type' is 'yarn', which troupe does not implement (it implements linear, dynamic "
+              "and llama3)"},
+      {"llama/rope_linear", [](auto& c) { c["rope_scaling"]["factor"] = 0.5; },
+       file + "'rope_scaling.factor': rope_scaling factor must be at least 1"},
+      {"llama/rope_llama3", [](auto& c) { c["rope_scaling"].erase("low_freq_factor"); },
+       file + "needs a number 'rope_scaling.low_freq_factor'"},
+      {"llama/llama_gqa", [](auto& c) { c["rope_scaling"] = 8; }, file + "'rope_scaling' must be an object"},
+      // Other arithmetic troupe's decoders do not have.
+      {"llama/llama_gqa", [](auto& c) { c["hidden_act"] = "gelu"; },
+       file + "'hidden_act' is 'gelu'; troupe's Llama family computes silu"},
+      {"llama/llama_gqa", [](auto& c) { c["attention_bias"] = true; }, file + "'attention_bias' is true"},
+      {"llama/llama_gqa", [](auto& c) { c["mlp_bias"] = true; }, file + "'mlp_bias' is true"},
+      {"llama/llama_gqa", [](auto& c) { c["partial_rotary_factor"] = 0.5; }, file + "'partial_rotary_factor' is not 1"},
+      {"llama/qwen2_bias", [](auto& c) { c["use_sliding_window"] = true; }, file + "'use_sliding_window' is true"},
+      {"llama/qwen3_qknorm", [](auto& c) { c["layer_types"] = {"full_attention", "sliding_attention"}; },
+       file + "'layer_types' names a 'sliding_attention' layer"},
+      {"llama/llama_gqa", [](auto& c) { c["quantization_config"] = {{"quant_method", "gptq"}}; },
+       file + "'quantization_config' is set"},
+      {"gpt2/gpt2_tied", [](auto& c) { c["scale_attn_by_inverse_layer_idx"] = true; },
+       file + "'scale_attn_by_inverse_layer_idx' is true"},
+      {"gpt2/gpt2_tied", [](auto& c) { c["scale_attn_weights"] = false; }, file + "'scale_attn_weights' is false"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.error);
+    CHECK_THAT(error_with(c.variant, c.edit), Catch::Contains(c.error));
+  }
+  // What does not change the arithmetic loads: full-attention layer types, a sliding window switched off.
+  CHECK(error_with("llama/qwen3_qknorm", [](auto& c) { c["layer_types"] = {"full_attention", "full_attention"}; }) ==
+        "loaded");
+  CHECK(error_with("llama/qwen2_bias", [](auto& c) { c["use_sliding_window"] = false; c["sliding_window"] = 4; }) ==
+        "loaded");
+  CHECK(error_with("llama/rope_llama3", [](auto& c) { c["rope_scaling"] = {{"rope_type", "default"}}; }) == "loaded");
 }

@@ -25,7 +25,9 @@ void CheckModelOptions(const LoadedWorkflow& w, int i, const ModelConfig& model)
   const ArchitectureSpec& arch = ArchitectureSpecOf(model.spec);
   const std::string name = arch.name();
   for (const OptionProblem& p : arch.Validate(model.spec)) {
-    w.Fail(ModelOptionsPath(w, i, name, p.field), "model '" + model.name + "': " + p.message);
+    // A nested option ("rope_scaling.factor") points at its message; the message names the rest.
+    const std::string field = p.field.substr(0, p.field.find('.'));
+    w.Fail(ModelOptionsPath(w, i, name, field), "model '" + model.name + "': " + p.message);
   }
   if (model.lr <= 0) w.Fail({{"model", i}, {"optimizer"}, {"lr"}}, "learning rate must be positive");
 }

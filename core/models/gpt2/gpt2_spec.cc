@@ -4,6 +4,7 @@
 #include "core/models/architecture_spec.h"
 
 #include <cstdint>
+#include <map>
 
 #include "core/base/errors.h"
 
@@ -29,10 +30,16 @@ class Gpt2SpecOf : public ArchitectureSpec {
 
   std::vector<OptionProblem> Validate(const config::ModelSpec& model) const override {
     const config::Gpt2Spec& g = model.gpt2();
-    if (g.hidden_size() <= 0 || g.layers() <= 0 || g.heads() <= 0 || g.max_len() <= 0 || g.intermediate_size() < 0) {
-      return {{"", "sizes must be positive"}};
-    }
     std::vector<OptionProblem> problems;
+    CheckSize(&problems, "hidden_size", g.hidden_size(), SizeLimits::kWidth);
+    CheckSize(&problems, "layers", g.layers(), SizeLimits::kLayers);
+    CheckSize(&problems, "heads", g.heads(), SizeLimits::kHeads);
+    CheckSize(&problems, "max_len", g.max_len(), SizeLimits::kPositions);
+    if (g.intermediate_size() < 0 || g.intermediate_size() > SizeLimits::kIntermediate) {
+      problems.push_back({"intermediate_size", "intermediate_size must be 0 (4 x hidden_size) or at most " +
+                                                   std::to_string(SizeLimits::kIntermediate)});
+    }
+    if (!problems.empty()) return problems;
     if (g.hidden_size() % g.heads() != 0) {
       problems.push_back({"heads", "hidden_size " + std::to_string(g.hidden_size()) + " is not divisible by heads " +
                                        std::to_string(g.heads())});
@@ -54,11 +61,11 @@ class Gpt2SpecOf : public ArchitectureSpec {
 
   void ReadHfConfig(const HfConfigReader& c, config::ModelSpec* model) const override {
     config::Gpt2Spec* g = model->mutable_gpt2();
-    g->set_hidden_size(static_cast<int32_t>(c.count("n_embd")));
-    g->set_layers(static_cast<int32_t>(c.count("n_layer")));
-    g->set_heads(static_cast<int32_t>(c.count("n_head")));
-    g->set_max_len(static_cast<int32_t>(c.count("n_positions")));
-    g->set_intermediate_size(static_cast<int32_t>(c.has("n_inner") ? c.count("n_inner") : 0));
+    g->set_hidden_size(c.size("n_embd"));
+    g->set_layers(c.size("n_layer"));
+    g->set_heads(c.size("n_head"));
+    g->set_max_len(c.size("n_positions"));
+    g->set_intermediate_size(c.has("n_inner") ? c.size("n_inner") : 0);
     g->set_layer_norm_eps(c.has("layer_norm_epsilon") ? c.number("layer_norm_epsilon") : 1e-5);
     g->set_activation(c.text("activation_function", "gelu_new"));
     if (!KnownActivation(g->activation())) {
@@ -66,6 +73,25 @@ class Gpt2SpecOf : public ArchitectureSpec {
                             "' is not gelu_new, gelu_pytorch_tanh or gelu");
     }
     g->set_tie_embeddings(c.flag("tie_word_embeddings", true));  // GPT-2 ties unless told otherwise
+    // What changes GPT-2's arithmetic and troupe does not implement: refused by name.
+    if (!c.flag("scale_attn_weights", true)) c.Fail("scale_attn_weights", "is false; troupe scales attention by 1/sqrt(d)");
+    if (c.flag("scale_attn_by_inverse_layer_idx", false)) {
+      c.Fail("scale_attn_by_inverse_layer_idx", "is true; troupe does not scale attention by layer");
+    }
+    if (c.flag("add_cross_attention", false)) c.Fail("add_cross_attention", "is true; troupe's GPT-2 is a decoder only");
+    if (c.has("quantization_config")) c.Fail("quantization_config", "is set; troupe reads unquantized weights only");
+  }
+
+  std::string HfFieldOf(const std::string& option) const override {
+    static const std::map<std::string, std::string> fields = {{"hidden_size", "n_embd"},
+                                                              {"layers", "n_layer"},
+                                                              {"heads", "n_head"},
+                                                              {"max_len", "n_positions"},
+                                                              {"intermediate_size", "n_inner"},
+                                                              {"layer_norm_eps", "layer_norm_epsilon"},
+                                                              {"activation", "activation_function"}};
+    auto it = fields.find(option);
+    return it == fields.end() ? option : it->second;
   }
 
   nlohmann::json HfConfig(const config::ModelSpec& model) const override {

@@ -19,6 +19,29 @@ torch::Tensor RotateHalf(const torch::Tensor& x) {
   return torch::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
 }
 
+// RoPE's inverse frequencies theta^(-2i/D), rescaled as config.json's
+// rope_scaling says (Hugging Face's formulas, docs/models.md).
+torch::Tensor InverseFrequencies(const config::LlamaSpec& o, int64_t D) {
+  torch::Tensor inv = torch::pow(o.rope_theta(), -torch::arange(0, D, 2, torch::kFloat) / static_cast<double>(D));
+  const config::RopeScalingSpec& r = o.rope_scaling();
+  if (r.type() == "linear") inv = inv / r.factor();
+  if (r.type() == "llama3") {
+    // Wavelengths longer than the original context / low_freq_factor are
+    // divided by factor, shorter than context / high_freq_factor kept, and
+    // those between interpolated smoothly.
+    const double context = r.original_max_len();
+    const torch::Tensor wavelength = 2 * M_PI / inv;
+    const torch::Tensor scaled = torch::where(wavelength > context / r.low_freq_factor(), inv / r.factor(), inv);
+    const torch::Tensor smooth = (context / wavelength - r.low_freq_factor()) / (r.high_freq_factor() - r.low_freq_factor());
+    const torch::Tensor smoothed = (1 - smooth) * scaled / r.factor() + smooth * scaled;
+    const torch::Tensor medium =
+        (wavelength >= context / r.high_freq_factor()).logical_and(wavelength <= context / r.low_freq_factor());
+    inv = torch::where(medium, smoothed, scaled);
+  }
+  // "dynamic" changes the base only past max_len, where troupe never runs.
+  return inv;
+}
+
 void CheckOptions(const LlamaOptions& options) {
   const config::LlamaSpec& o = options.sizes();
   TORCH_CHECK(options.vocab_size() > 0 && o.hidden_size() > 0 && o.intermediate_size() > 0 && o.layers() > 0 &&
@@ -188,10 +211,9 @@ LMOutput LlamaLMImpl::forward_blocks(const torch::Tensor& embeds, const torch::T
               options_.sizes().max_len());
   const torch::Tensor roles =
       role.defined() ? role : torch::zeros({B}, torch::TensorOptions().dtype(torch::kLong).device(embeds.device()));
-  // Rotary angles: position * theta^(-2i/D), duplicated to D.
+  // Rotary angles: position * inverse frequency, duplicated to D.
   if (!inv_freq_.defined() || inv_freq_.device() != embeds.device()) {
-    inv_freq_ = torch::pow(options_.sizes().rope_theta(), -torch::arange(0, D, 2, torch::kFloat) / static_cast<double>(D))
-                    .to(embeds.device());
+    inv_freq_ = InverseFrequencies(options_.sizes(), D).to(embeds.device());
   }
   torch::Tensor angles = positions.to(torch::kFloat).unsqueeze(-1) * inv_freq_;  // [B,T,D/2]
   angles = torch::cat({angles, angles}, -1).unsqueeze(1);                        // [B,1,T,D]

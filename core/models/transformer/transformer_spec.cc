@@ -17,9 +17,13 @@ class TransformerSpecOf : public ArchitectureSpec {
 
   std::vector<OptionProblem> Validate(const config::ModelSpec& model) const override {
     const config::TransformerSpec& t = model.transformer();
-    if (t.d_model() <= 0 || t.layers() <= 0 || t.heads() <= 0 || t.max_len() <= 0 || t.ff_mult() <= 0) {
-      return {{"", "sizes must be positive"}};
-    }
+    std::vector<OptionProblem> problems;
+    CheckSize(&problems, "d_model", t.d_model(), SizeLimits::kWidth);
+    CheckSize(&problems, "layers", t.layers(), SizeLimits::kLayers);
+    CheckSize(&problems, "heads", t.heads(), SizeLimits::kHeads);
+    CheckSize(&problems, "max_len", t.max_len(), SizeLimits::kPositions);
+    CheckSize(&problems, "ff_mult", t.ff_mult(), 64);
+    if (!problems.empty()) return problems;
     if (t.d_model() % t.heads() != 0) {
       return {{"heads",
                "d_model " + std::to_string(t.d_model()) + " is not divisible by heads " + std::to_string(t.heads())}};

@@ -12,6 +12,7 @@ names) and expected.safetensors (input_ids and the float32 logits).
 Run with Debian's python3-torch (1.13):  /usr/bin/python3 tests/data/llama/make_reference.py
 """
 import json
+import math
 import os
 import sys
 
@@ -28,7 +29,45 @@ VARIANTS = {
     "qwen2_bias": dict(num_key_value_heads=2, rope_theta=1e6, tie_word_embeddings=True, bias=True, qk_norm=False),
     "qwen3_qknorm": dict(num_key_value_heads=2, rope_theta=1e6, tie_word_embeddings=False, bias=False, qk_norm=True,
                          head_dim=16),
+    # rope_scaling: Llama 3.1's (a low theta so that every branch of its
+    # wavelength rule meets one of the 4 frequencies), linear under the key's
+    # older name, and dynamic NTK.
+    "rope_llama3": dict(num_key_value_heads=2, rope_theta=100.0, tie_word_embeddings=True, bias=False, qk_norm=False,
+                        rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                      "high_freq_factor": 4.0, "original_max_position_embeddings": 32}),
+    "rope_linear": dict(num_key_value_heads=2, rope_theta=10000.0, tie_word_embeddings=True, bias=False,
+                        qk_norm=False, rope_scaling={"type": "linear", "factor": 4.0}),
+    "rope_dynamic": dict(num_key_value_heads=2, rope_theta=10000.0, tie_word_embeddings=True, bias=False,
+                         qk_norm=False, rope_scaling={"rope_type": "dynamic", "factor": 2.0}),
 }
+
+
+def inverse_frequencies(c, D, seq_len):
+    """RoPE's inverse frequencies as Hugging Face's rope_scaling types compute them."""
+    base = c["rope_theta"]
+    scaling = c.get("rope_scaling") or {}
+    kind = scaling.get("rope_type", scaling.get("type", "default"))
+    if kind == "dynamic" and seq_len > c["max_position_embeddings"]:
+        f, m = scaling["factor"], c["max_position_embeddings"]
+        base = base * ((f * seq_len / m) - (f - 1)) ** (D / (D - 2))
+    inv = 1.0 / (base ** (torch.arange(0, D, 2, dtype=torch.float32) / D))
+    if kind == "linear":
+        inv = inv / scaling["factor"]
+    if kind == "llama3":
+        f, lo, hi = scaling["factor"], scaling["low_freq_factor"], scaling["high_freq_factor"]
+        old = scaling["original_max_position_embeddings"]
+        out = []
+        for x in inv.tolist():
+            wavelength = 2 * math.pi / x
+            if wavelength < old / hi:
+                out.append(x)
+            elif wavelength > old / lo:
+                out.append(x / f)
+            else:
+                smooth = (old / wavelength - lo) / (hi - lo)
+                out.append((1 - smooth) * x / f + smooth * x)
+        inv = torch.tensor(out, dtype=torch.float32)
+    return inv
 
 
 def rms_norm(x, w, eps):
@@ -49,7 +88,7 @@ def forward(w, c, ids):
     eps = c["rms_norm_eps"]
     x = w["model.embed_tokens.weight"][ids]
     pos = torch.arange(T, dtype=torch.float32)
-    inv_freq = 1.0 / (c["rope_theta"] ** (torch.arange(0, D, 2, dtype=torch.float32) / D))
+    inv_freq = inverse_frequencies(c, D, T)
     freqs = torch.outer(pos, inv_freq)
     emb = torch.cat([freqs, freqs], dim=-1)
     cos, sin = emb.cos()[None, None], emb.sin()[None, None]
@@ -101,6 +140,8 @@ def make(name, spec, seed):
     }
     if "head_dim" in spec:
         c["head_dim"] = spec["head_dim"]
+    if "rope_scaling" in spec:
+        c["rope_scaling"] = spec["rope_scaling"]
     H, nh, nkv = c["hidden_size"], c["num_attention_heads"], c["num_key_value_heads"]
     D = c.get("head_dim", H // nh)
     I, V = c["intermediate_size"], c["vocab_size"]
