@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/base/errors.h"
+#include "core/base/file_io.h"
 
 namespace troupe {
 
@@ -253,9 +254,14 @@ void WriteSafetensors(const std::string& path, const std::vector<SafetensorsTens
       }
       out.write(reinterpret_cast<const char*>(half.data()), static_cast<std::streamsize>(half.size()));
     }
-    out.flush();
-    if (!out) throw CheckpointError("cannot write " + tmp + " (disk full?)");
+    out.close();  // the last bytes reach the file here: check after it
+    if (!out) {
+      std::error_code ec;
+      std::filesystem::remove(tmp, ec);
+      throw CheckpointError("cannot write " + tmp + ": " + std::strerror(errno));
+    }
   }
+  SyncToDisk(tmp);
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
   if (ec) throw CheckpointError("cannot move " + tmp + " to " + path + ": " + ec.message());
@@ -267,19 +273,6 @@ int64_t Numel(const std::vector<int64_t>& shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;
-}
-
-void WriteTextAtomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) throw CheckpointError("cannot write " + tmp + " (disk full?)");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw CheckpointError("cannot move " + tmp + " to " + path + ": " + ec.message());
 }
 
 }  // namespace
@@ -357,7 +350,7 @@ void WriteSafetensorsModel(const std::string& dir, const std::vector<Safetensors
     for (const SafetensorsTensor& t : shards[k]) weight_map[t.name] = name;
   }
   const nlohmann::json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
-  WriteTextAtomically(dir + "/model.safetensors.index.json", index.dump(2) + "\n");
+  WriteFileAtomically(dir + "/model.safetensors.index.json", index.dump(2) + "\n");
   std::filesystem::remove(dir + "/model.safetensors");
 }
 

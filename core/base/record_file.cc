@@ -1,6 +1,7 @@
 // TFRecord-layout record files: writing and checked reading.
 #include "core/base/record_file.h"
 
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
 
@@ -32,11 +33,14 @@ void RecordWriter::Write(const std::string& payload) {
   if (std::fwrite(header, 1, 12, file_) != 12 ||
       std::fwrite(payload.data(), 1, payload.size(), file_) != payload.size() ||
       std::fwrite(footer, 1, 4, file_) != 4) {
-    throw CommsError("write to " + path_ + " failed");
+    throw CommsError("cannot write " + path_ + ": " + std::strerror(errno));
   }
 }
 
-void RecordWriter::Flush() { std::fflush(file_); }
+void RecordWriter::Flush() {
+  // Buffered records reach the file here, so a full disk shows here too.
+  if (std::fflush(file_) != 0) throw CommsError("cannot write " + path_ + ": " + std::strerror(errno));
+}
 
 RecordReader::RecordReader(const std::string& path) {
   file_ = std::fopen(path.c_str(), "rb");

@@ -1,6 +1,9 @@
 // Checkpoints: models, optimisers, RNG states and the iteration, written into a
-// temporary folder and renamed into place, then published by an atomic rename
-// of the `latest` pointer. A crash at any point leaves the previous checkpoint.
+// temporary folder, synced, listed with their CRC-32C in a manifest, renamed
+// into place, then published by an atomic rename of the `latest` pointer. A
+// crash at any point leaves the previous checkpoint; a write error (a full
+// disk) is a CheckpointError naming the file; a damaged file is found by its
+// checksum before anything is loaded.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace troupe {
 
@@ -34,8 +38,14 @@ std::string SaveCheckpoint(const std::string& run_dir, int iteration, const RunS
 std::string SaveCheckpointIn(const std::string& root, int iteration, const RunState& state,
                              const ModelStateIo& save_models, int keep);
 
-// The newest checkpoint folder under a run folder (or the folder itself when it is one).
-std::optional<std::string> FindCheckpoint(const std::string& dir);
+// The newest complete checkpoint folder under a run folder (or the folder
+// itself when it is one): the one `latest` names, or when its files do not
+// match its manifest, the newest other that does. Each one passed over is
+// added to `skipped` as "FOLDER: why".
+std::optional<std::string> FindCheckpoint(const std::string& dir, std::vector<std::string>* skipped = nullptr);
+// "" when a checkpoint folder's files match the CRC-32C manifest written with
+// them (or it predates manifests); otherwise the first file that does not, and how.
+std::string CheckpointProblem(const std::string& checkpoint_dir);
 
 // Loads models (and the trainer's state when given) and returns the saved texts.
 RunState LoadCheckpoint(const std::string& checkpoint_dir, ModelPool& pool, Trainer* trainer);

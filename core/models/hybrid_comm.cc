@@ -10,6 +10,7 @@
 #include "core/base/errors.h"
 #include "core/models/model_pool_impl.h"
 #include "core/vocab.h"
+#include "core/models/torch_files.h"
 
 namespace troupe {
 
@@ -402,9 +403,9 @@ HybridStepStats HybridCommTrainer::Step(const HybridBatch& batch, const HybridSe
 void HybridCommTrainer::Save(const std::string& dir) const {
   for (int m = 0; m < impl_->pool->size(); ++m) {
     const ModelConfig& c = impl_->pool->config(m);
-    torch::save(*impl_->optimizers[m], dir + "/hybrid-optimizer-" + c.name + ".pt");
+    SaveTorchFile(*impl_->optimizers[m], dir + "/hybrid-optimizer-" + c.name + ".pt");
     if (c.latent)
-      torch::save(impl_->Model(m)->latent_projection().dropout_state(), dir + "/latent-dropout-" + c.name + ".pt");
+      SaveTorchFile(impl_->Model(m)->latent_projection().dropout_state(), dir + "/latent-dropout-" + c.name + ".pt");
   }
 }
 

@@ -13,6 +13,7 @@
 #include "core/base/errors.h"
 #include "core/models/architecture.h"
 #include "core/models/model_pool_impl.h"
+#include "core/models/torch_files.h"
 
 namespace troupe {
 
@@ -314,7 +315,7 @@ void Pretrainer::WriteModel(const std::string& dir) const {
 
 void Pretrainer::Save(const std::string& dir) const {
   WriteModel(dir + "/model");
-  torch::save(*impl_->optimizer, dir + "/optimizer.pt");
+  SaveTorchFile(*impl_->optimizer, dir + "/optimizer.pt");
 }
 
 void Pretrainer::Load(const std::string& dir) {

@@ -15,6 +15,7 @@
 #include "core/models/learner_group.h"
 #include "core/models/model_pool_impl.h"
 #include "core/vocab.h"
+#include "core/models/torch_files.h"
 
 namespace troupe {
 
@@ -683,9 +684,9 @@ std::string Trainer::RngFile(const std::string& dir) const {
 void Trainer::Save(const std::string& dir) const {
   for (int m = 0; m < impl_->pool->size(); ++m) {
     if (!impl_->optimizers[m]) continue;  // a frozen model: its weights are all there is
-    torch::save(*impl_->optimizers[m], dir + "/optimizer-" + impl_->pool->config(m).name + ".pt");
+    SaveTorchFile(*impl_->optimizers[m], dir + "/optimizer-" + impl_->pool->config(m).name + ".pt");
     if (!impl_->references.empty()) {
-      torch::save(impl_->references[m], dir + "/reference-" + impl_->pool->config(m).name + ".pt");
+      SaveTorchFile(impl_->references[m], dir + "/reference-" + impl_->pool->config(m).name + ".pt");
     }
   }
   std::ofstream(RngFile(dir)) << impl_->rng.Save();

@@ -3,7 +3,13 @@
 // and the TensorBoard event file.
 #include <catch2/catch.hpp>
 
+#include <sys/mount.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -208,6 +214,96 @@ TEST_CASE("an interrupted checkpoint never replaces the last complete one", "[tr
   TrainResult r = Run(Tiny(), dir, true);  // resumes from iteration 2 and overwrites the debris
   CHECK(r.iterations == 4);
   CHECK(fs::path(*FindCheckpoint(dir)).filename() == "iter-000004");
+}
+
+TEST_CASE("a checkpoint whose files do not match their checksums is never loaded; resume takes the one before",
+          "[training][checkpoint]") {
+  const auto dir = Temp("ckpt-damaged");
+  Run(Tiny({"trainer.iterations=2", "trainer.checkpoint_every=1"}), dir);
+  const fs::path newest = fs::path(dir) / "checkpoints" / "iter-000002";
+  REQUIRE(fs::exists(newest / "manifest.crc32c"));
+  CHECK(CheckpointProblem(newest.string()).empty());
+  // One byte of the model file flipped, as a bad disk or a torn copy would.
+  const fs::path model = newest / "model-m.pt";
+  std::string bytes = testing::ReadFile(model.string());
+  REQUIRE(bytes.size() > 100);
+  bytes[bytes.size() / 2] ^= 0x5a;
+  std::ofstream(model, std::ios::binary) << bytes;
+  CHECK_THAT(CheckpointProblem(newest.string()), Catch::Contains("model-m.pt is damaged (CRC-32C"));
+  CHECK_THROWS_WITH(LoadCheckpoint(newest.string(), [](const std::string&) {}),
+                    Catch::Contains(newest.string()) && Catch::Contains("model-m.pt is damaged"));
+  std::vector<std::string> skipped;
+  CHECK(fs::path(*FindCheckpoint(dir, &skipped)).filename() == "iter-000001");
+  REQUIRE(skipped.size() == 1);
+  CHECK_THAT(skipped[0], Catch::Contains("iter-000002: model-m.pt is damaged"));
+  // A resumed run says which it skipped and why, and continues from iteration 1.
+  TrainOptions o;
+  o.out_dir = dir;
+  o.resume = true;
+  o.progress = false;
+  o.final_eval = false;
+  std::ostringstream log;
+  TrainResult r = Train(Tiny({"trainer.iterations=3", "trainer.checkpoint_every=1"}), o, log);
+  CHECK_THAT(log.str(), Catch::Contains("resume: skipping the damaged checkpoint") &&
+                            Catch::Contains("iter-000002: model-m.pt is damaged"));
+  CHECK(r.iterations == 3);
+  CHECK(MetricsJson(dir).size() == 3);
+  // A truncated file and a missing one are found as well.
+  const fs::path third = fs::path(dir) / "checkpoints" / "iter-000003";
+  fs::resize_file(third / "state" / "iteration", 0);
+  CHECK_THAT(CheckpointProblem(third.string()), Catch::Contains("state/iteration has 0 bytes, the manifest says 1"));
+  fs::remove(third / "model-m.pt");
+  CHECK_THAT(CheckpointProblem(third.string()), Catch::Contains("model-m.pt is missing"));
+}
+
+TEST_CASE("a full disk during a checkpoint is an error naming it; the last checkpoint stays and --resume continues",
+          "[training][checkpoint][faults]") {
+  // A real full disk: a 4 MiB tmpfs, mounted for the test (root only).
+  const std::string mount = testing::FreshTempPath("troupe-full-disk");
+  fs::create_directories(mount);
+  if (::geteuid() != 0 || ::mount("tmpfs", mount.c_str(), "tmpfs", 0, "size=4m") != 0) {
+    WARN("skipped: mounting a small tmpfs needs root (" << std::strerror(errno) << ")");
+    return;
+  }
+  struct Unmount {
+    std::string at;
+    ~Unmount() { ::umount2(at.c_str(), MNT_DETACH); }
+  } unmount{mount};
+  const std::string dir = mount + "/run";
+  Run(Tiny({"trainer.iterations=1", "trainer.checkpoint_every=1"}), dir);
+  const fs::path first = fs::path(dir) / "checkpoints" / "iter-000001";
+  uintmax_t checkpoint_bytes = 0;
+  for (const auto& e : fs::recursive_directory_iterator(first)) {
+    if (e.is_regular_file()) checkpoint_bytes += e.file_size();
+  }
+  // Fill the disk until half a checkpoint is left: the metrics lines fit, the next checkpoint does not.
+  struct statvfs disk {};
+  REQUIRE(::statvfs(mount.c_str(), &disk) == 0);
+  const uintmax_t free_bytes = static_cast<uintmax_t>(disk.f_bavail) * disk.f_frsize;
+  REQUIRE(free_bytes > checkpoint_bytes);
+  {
+    std::ofstream filler(mount + "/filler", std::ios::binary);
+    const std::string block(4096, 'x');
+    for (uintmax_t n = 0; n + checkpoint_bytes / 2 + block.size() < free_bytes; n += block.size()) filler << block;
+  }
+  TrainOptions o;
+  o.out_dir = dir;
+  o.resume = true;
+  o.progress = false;
+  o.final_eval = false;
+  std::ostringstream log;
+  CHECK_THROWS_WITH(Train(Tiny({"trainer.iterations=2", "trainer.checkpoint_every=1"}), o, log),
+                    Catch::Contains("cannot write checkpoint " + dir + "/checkpoints/iter-000002"));
+  // The previous checkpoint is whole and still the one to resume from; no half-written folder stays.
+  CHECK(CheckpointProblem(first.string()).empty());
+  CHECK(FindCheckpoint(dir) == first.string());
+  CHECK_FALSE(fs::exists(fs::path(dir) / "checkpoints" / ".tmp-iter-000002"));
+  // Space again: --resume continues from iteration 1.
+  fs::remove(mount + "/filler");
+  TrainResult r = Train(Tiny({"trainer.iterations=2", "trainer.checkpoint_every=1"}), o, log);
+  CHECK(r.iterations == 2);
+  CHECK(fs::path(*FindCheckpoint(dir)).filename() == "iter-000002");
+  CHECK(MetricsJson(dir).size() == 2);
 }
 
 TEST_CASE("a run refuses to overwrite an earlier run unless resuming", "[training]") {

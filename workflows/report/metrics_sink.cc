@@ -1,7 +1,9 @@
 // metrics.jsonl + TensorBoard + session events.
 #include "workflows/report/metrics_sink.h"
 
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 
 #include "core/base/errors.h"
@@ -23,6 +25,7 @@ void MetricsSink::Write(int step, const JsonLine& line, double episodes_per_s, d
                         const std::string& series) {
   jsonl_ << line.Str() << "\n";
   jsonl_.flush();  // a line is on disk once written: a crash loses no step before it
+  if (!jsonl_) throw Error("cannot write " + dir_ + "/metrics.jsonl: " + std::strerror(errno));
   std::unique_ptr<TensorBoardWriter>& tensorboard = tensorboard_[series];
   if (!tensorboard) {  // the event file starts with the first scalars
     const std::string folder = series.empty() ? dir_ : dir_ + "/" + series;

@@ -3,6 +3,7 @@
 
 #include <ostream>
 #include <sstream>
+#include <vector>
 
 #include "core/base/errors.h"
 #include "core/models/checkpoint.h"
@@ -15,8 +16,14 @@ RunLoop::RunLoop(RunLoopSpec spec, RunObjective& objective, std::ostream& out)
     : spec_(std::move(spec)), objective_(objective), out_(out) {}
 
 RunState RunLoop::Resume(std::string* checkpoint) {
-  const auto found = FindCheckpoint(spec_.dir);
-  if (!found) throw CheckpointError("--resume: no checkpoint in " + spec_.dir);
+  std::vector<std::string> skipped;
+  const auto found = FindCheckpoint(spec_.dir, &skipped);
+  // A damaged newest checkpoint is passed over, never loaded: say so.
+  for (const std::string& s : skipped) out_ << "resume: skipping the damaged checkpoint " << s << "\n";
+  if (!found) {
+    throw CheckpointError("--resume: no complete checkpoint in " + spec_.dir +
+                          (skipped.empty() ? "" : " (" + std::to_string(skipped.size()) + " damaged)"));
+  }
   RunState state = LoadCheckpoint(*found, spec_.load_models);
   start_ = std::stoi(state["iteration"]);
   lines_ = state.count("metrics_lines") ? std::stoll(state["metrics_lines"]) : objective_.LinesAfter(start_);

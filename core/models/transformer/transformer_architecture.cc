@@ -5,6 +5,7 @@
 #include "core/base/errors.h"
 #include "core/models/architecture.h"
 #include "core/models/transformer/transformer.h"
+#include "core/models/torch_files.h"
 
 namespace troupe {
 namespace {
@@ -22,7 +23,7 @@ class TransformerArchitecture : public Architecture {
   }
 
   void Save(PolicyModelImpl& model, const ModelConfig& c, const std::string& dir) const override {
-    torch::save(model.shared_from_this(), ModelFile(c, dir));
+    SaveTorchFile(model.shared_from_this(), ModelFile(c, dir));
   }
 
   void Load(PolicyModel& model, const ModelConfig& c, const std::string& dir, torch::Device device) const override {
