@@ -122,7 +122,8 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
         }
         continue;
       }
-      auto bad = [&](const std::string& why) { return fail("tensor '" + name + "': " + why); };
+      const std::string tensor = name;  // (a lambda may not capture a structured binding before C++20)
+      auto bad = [&](const std::string& why) { return fail("tensor '" + tensor + "': " + why); };
       if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") ||
           !entry.contains("data_offsets")) {
         throw bad("needs dtype, shape and data_offsets");

@@ -17,6 +17,7 @@ packages=(
   wordnet-base
   xvfb xauth libgl1-mesa-dri
   gnuplot-nox
+  clang libclang-rt-14-dev
 )
 
 missing=()

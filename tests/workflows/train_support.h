@@ -2,6 +2,7 @@
 // without progress lines or evaluations.
 #pragma once
 
+#include <ostream>
 #include <sstream>
 #include <string>
 
@@ -10,9 +11,9 @@
 
 namespace troupe::testing {
 
-// `record`: a session file to write ("" none).
+// `record`: a session file to write ("" none); `log`: where the run's lines go (none: nowhere).
 inline TrainResult TrainQuietly(const CompiledWorkflow& w, const std::string& dir, bool resume = false,
-                                const std::string& record = "") {
+                                const std::string& record = "", std::ostream* log = nullptr) {
   TrainOptions o;
   o.out_dir = dir;
   o.resume = resume;
@@ -20,7 +21,7 @@ inline TrainResult TrainQuietly(const CompiledWorkflow& w, const std::string& di
   o.progress = false;
   o.final_eval = false;
   std::ostringstream sink;
-  return Train(w, o, sink);
+  return Train(w, o, log != nullptr ? *log : sink);
 }
 
 }  // namespace troupe::testing

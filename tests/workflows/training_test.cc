@@ -237,13 +237,8 @@ TEST_CASE("a checkpoint whose files do not match their checksums is never loaded
   REQUIRE(skipped.size() == 1);
   CHECK_THAT(skipped[0], Catch::Contains("iter-000002: model-m.pt is damaged"));
   // A resumed run says which it skipped and why, and continues from iteration 1.
-  TrainOptions o;
-  o.out_dir = dir;
-  o.resume = true;
-  o.progress = false;
-  o.final_eval = false;
   std::ostringstream log;
-  TrainResult r = Train(Tiny({"trainer.iterations=3", "trainer.checkpoint_every=1"}), o, log);
+  TrainResult r = testing::TrainQuietly(Tiny({"trainer.iterations=3", "trainer.checkpoint_every=1"}), dir, true, "", &log);
   CHECK_THAT(log.str(), Catch::Contains("resume: skipping the damaged checkpoint") &&
                             Catch::Contains("iter-000002: model-m.pt is damaged"));
   CHECK(r.iterations == 3);
@@ -286,21 +281,15 @@ TEST_CASE("a full disk during a checkpoint is an error naming it; the last check
     const std::string block(4096, 'x');
     for (uintmax_t n = 0; n + checkpoint_bytes / 2 + block.size() < free_bytes; n += block.size()) filler << block;
   }
-  TrainOptions o;
-  o.out_dir = dir;
-  o.resume = true;
-  o.progress = false;
-  o.final_eval = false;
-  std::ostringstream log;
-  CHECK_THROWS_WITH(Train(Tiny({"trainer.iterations=2", "trainer.checkpoint_every=1"}), o, log),
-                    Catch::Contains("cannot write checkpoint " + dir + "/checkpoints/iter-000002"));
+  const CompiledWorkflow two = Tiny({"trainer.iterations=2", "trainer.checkpoint_every=1"});
+  CHECK_THROWS_WITH(Run(two, dir, true), Catch::Contains("cannot write checkpoint " + dir + "/checkpoints/iter-000002"));
   // The previous checkpoint is whole and still the one to resume from; no half-written folder stays.
   CHECK(CheckpointProblem(first.string()).empty());
   CHECK(FindCheckpoint(dir) == first.string());
   CHECK_FALSE(fs::exists(fs::path(dir) / "checkpoints" / ".tmp-iter-000002"));
   // Space again: --resume continues from iteration 1.
   fs::remove(mount + "/filler");
-  TrainResult r = Train(Tiny({"trainer.iterations=2", "trainer.checkpoint_every=1"}), o, log);
+  TrainResult r = Run(two, dir, true);
   CHECK(r.iterations == 2);
   CHECK(fs::path(*FindCheckpoint(dir)).filename() == "iter-000002");
   CHECK(MetricsJson(dir).size() == 2);
