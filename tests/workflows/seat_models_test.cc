@@ -13,7 +13,7 @@
 
 #include "comms/session_file.h"
 #include "core/base/errors.h"
-#include "core/models/checkpoint.h"
+#include "core/checkpoint.h"
 #include "core/models/model_init.h"
 #include "core/models/model_pool_impl.h"
 #include "tests/test_support.h"
@@ -94,7 +94,7 @@ TEST_CASE("a word model starts from another run's checkpoint, its words matched 
   CHECK(study.models[1].init->checkpoint == *FindCheckpoint(source_dir));
 
   ModelPool trained(source.models, source.seed);
-  LoadCheckpoint(*FindCheckpoint(source_dir), trained, nullptr);
+  LoadCheckpoint(*FindCheckpoint(source_dir), [&](const std::string& d) { trained.Load(d); });
   ModelPool started(study.models, study.seed);
   std::map<std::string, torch::Tensor> before, after;
   for (const auto& p : trained.impl().models[0]->named_parameters()) before[p.key()] = p.value();
@@ -135,7 +135,7 @@ TEST_CASE("a model started from a checkpoint plays frozen beside a trained one, 
   const uint64_t start = ModelPool(frozen.models, frozen.seed).ParameterDigest(1);
   CHECK(Run(frozen, frozen_dir).iterations == 1);
   ModelPool saved(frozen.models, frozen.seed + 1);
-  LoadCheckpoint(*FindCheckpoint(frozen_dir), saved, nullptr);
+  LoadCheckpoint(*FindCheckpoint(frozen_dir), [&](const std::string& d) { saved.Load(d); });
   CHECK(saved.ParameterDigest(1) == start);
   // Trained: the same start, moved by its update.
   std::string text = StudyText(Population("init_from: \"" + source_dir + "\" init_model: \"m\""));
@@ -146,7 +146,7 @@ TEST_CASE("a model started from a checkpoint plays frozen beside a trained one, 
   const std::string trained_dir = Temp("trained");
   CHECK(Run(trained, trained_dir).iterations == 1);
   ModelPool moved(trained.models, trained.seed);
-  LoadCheckpoint(*FindCheckpoint(trained_dir), moved, nullptr);
+  LoadCheckpoint(*FindCheckpoint(trained_dir), [&](const std::string& d) { moved.Load(d); });
   CHECK(moved.ParameterDigest(1) != start);
   // init_from can name a checkpoint folder as well as a run folder.
   const CompiledWorkflow by_folder =

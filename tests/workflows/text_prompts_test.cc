@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/base/errors.h"
-#include "core/models/checkpoint.h"
+#include "core/checkpoint.h"
 #include "core/models/model_pool.h"
 #include "core/text/bpe_trainer.h"
 #include "core/text/tokenizer_folder.h"
@@ -162,7 +162,7 @@ TEST_CASE("a text model starts from a trained run (init_from) with its weights, 
               .iterations == 1);
   const CompiledWorkflow src = Compile(testing::ReadFile(source + "/workflow.resolved.textproto"));
   ModelPool trained(src.models, src.seed);
-  LoadCheckpoint(*FindCheckpoint(source), trained, nullptr);
+  LoadCheckpoint(*FindCheckpoint(source), [&](const std::string& d) { trained.Load(d); });
   const uint64_t digest = trained.ParameterDigest(0);
   CHECK(ModelPool(src.models, src.seed).ParameterDigest(0) != digest);  // the update moved it
   // The same model started from the run: the trained weights, whatever its own seed.

@@ -29,7 +29,7 @@
 #include "comms/session_file.h"
 #include "core/base/errors.h"
 #include "core/base/heap_tuning.h"
-#include "core/models/checkpoint.h"
+#include "core/checkpoint.h"
 #include "core/rng.h"
 #include "games/qa/factbook_qa.h"
 #include "games/qa/reading_documents.h"

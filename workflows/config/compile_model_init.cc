@@ -8,7 +8,7 @@
 
 #include "core/base/errors.h"
 #include "core/base/file_io.h"
-#include "core/models/checkpoint.h"
+#include "core/checkpoint.h"
 
 namespace troupe {
 

@@ -18,7 +18,7 @@
 #include "comms/proto/fill_unset.h"
 #include "core/base/errors.h"
 #include "core/base/file_io.h"
-#include "core/models/checkpoint.h"
+#include "core/checkpoint.h"
 #include "core/rng.h"
 #include "workflows/config/compiled_workflow.h"
 #include "workflows/config/defaults.h"

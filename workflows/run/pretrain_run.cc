@@ -21,7 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/base/errors.h"
-#include "core/models/checkpoint.h"
+#include "core/checkpoint.h"
 #include "core/models/language_model.h"
 #include "core/models/pretrainer.h"
 #include "core/rng.h"

@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "core/base/errors.h"
-#include "core/models/checkpoint.h"
+#include "core/checkpoint.h"
 
 namespace troupe {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/base/errors.h"
-#include "core/models/checkpoint.h"
+#include "core/checkpoint.h"
 #include "workflows/report/metrics_sink.h"
 #include "workflows/report/run_clock.h"
 

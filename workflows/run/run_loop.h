@@ -13,7 +13,7 @@
 #include <iosfwd>
 #include <string>
 
-#include "core/models/checkpoint.h"
+#include "core/checkpoint.h"
 #include "workflows/report/metrics_log.h"
 
 namespace troupe {

@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "core/base/errors.h"
-#include "core/models/checkpoint.h"
+#include "core/checkpoint.h"
 
 namespace troupe {
 

@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "core/base/errors.h"
-#include "core/models/checkpoint.h"
+#include "core/checkpoint.h"
 #include "workflows/config/serve_specs.h"
 #include "workflows/run/distill_objective.h"
 #include "workflows/report/metrics_log.h"

@@ -1,5 +1,5 @@
 // Atomic checkpoint writing and reading.
-#include "core/models/checkpoint.h"
+#include "core/checkpoint.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -15,8 +15,6 @@
 #include "core/base/crc32c.h"
 #include "core/base/errors.h"
 #include "core/base/file_io.h"
-#include "core/models/model_pool.h"
-#include "core/models/trainer.h"
 
 namespace troupe {
 
@@ -94,17 +92,6 @@ int CheckpointFolderIteration(const std::string& name) {
     if (name[i] < '0' || name[i] > '9') return -1;
   }
   return std::atoi(name.c_str() + 5);
-}
-
-std::string SaveCheckpoint(const std::string& run_dir, int iteration, const RunState& state, const ModelPool& pool,
-                           const Trainer* trainer, int keep) {
-  return SaveCheckpoint(
-      run_dir, iteration, state,
-      [&](const std::string& dir) {
-        pool.Save(dir);
-        if (trainer != nullptr) trainer->Save(dir);
-      },
-      keep);
 }
 
 std::string SaveCheckpoint(const std::string& run_dir, int iteration, const RunState& state,
@@ -204,13 +191,6 @@ std::optional<std::string> FindCheckpoint(const std::string& dir, std::vector<st
     }
   }
   return std::nullopt;
-}
-
-RunState LoadCheckpoint(const std::string& checkpoint_dir, ModelPool& pool, Trainer* trainer) {
-  return LoadCheckpoint(checkpoint_dir, [&](const std::string& dir) {
-    pool.Load(dir);
-    if (trainer != nullptr) trainer->Load(dir);
-  });
 }
 
 RunState LoadCheckpoint(const std::string& checkpoint_dir, const ModelStateIo& load_models) {

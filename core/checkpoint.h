@@ -15,9 +15,6 @@
 
 namespace troupe {
 
-class ModelPool;
-class Trainer;
-
 // Small named texts saved beside the tensors (iteration, RNG states, ...).
 using RunState = std::map<std::string, std::string>;
 
@@ -32,8 +29,6 @@ int CheckpointFolderIteration(const std::string& name);
 // Saves under run_dir/checkpoints/iter-NNNNNN and points run_dir/checkpoints/latest at it.
 std::string SaveCheckpoint(const std::string& run_dir, int iteration, const RunState& state,
                            const ModelStateIo& save_models, int keep = 2);
-std::string SaveCheckpoint(const std::string& run_dir, int iteration, const RunState& state, const ModelPool& pool,
-                           const Trainer* trainer, int keep = 2);
 // The same under `root` itself: root/iter-NNNNNN and root/latest (e.g. a model's snapshots).
 std::string SaveCheckpointIn(const std::string& root, int iteration, const RunState& state,
                              const ModelStateIo& save_models, int keep);
@@ -47,8 +42,8 @@ std::optional<std::string> FindCheckpoint(const std::string& dir, std::vector<st
 // them (or it predates manifests); otherwise the first file that does not, and how.
 std::string CheckpointProblem(const std::string& checkpoint_dir);
 
-// Loads models (and the trainer's state when given) and returns the saved texts.
-RunState LoadCheckpoint(const std::string& checkpoint_dir, ModelPool& pool, Trainer* trainer);
+// Checks the folder against its manifest, loads models (and optimisers) through
+// `load_models`, and returns the saved texts.
 RunState LoadCheckpoint(const std::string& checkpoint_dir, const ModelStateIo& load_models);
 
 }  // namespace troupe
