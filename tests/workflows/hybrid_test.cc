@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../test_support.h"
-#include "core/models/checkpoint.h"
+#include "core/checkpoint.h"
 #include "core/models/hybrid_comm.h"
 #include "core/models/model_pool_impl.h"
 #include "workflows/config/compiled_workflow.h"

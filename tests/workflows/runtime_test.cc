@@ -28,7 +28,7 @@
 #include "comms/framed_socket.h"
 #include "comms/session_file.h"
 #include "core/rng.h"
-#include "core/models/checkpoint.h"
+#include "core/checkpoint.h"
 #include "tests/test_support.h"
 #include "workflows/config/compiled_workflow.h"
 #include "workflows/config/config_loader.h"

@@ -13,7 +13,7 @@
 #include <sstream>
 
 #include "core/base/errors.h"
-#include "core/models/checkpoint.h"
+#include "core/checkpoint.h"
 #include "core/models/model_pool.h"
 #include "tests/test_paths.h"
 #include "tests/test_support.h"

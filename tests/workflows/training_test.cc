@@ -18,7 +18,7 @@
 
 #include "comms/proto/tensorboard_event.pb.h"
 #include "core/base/record_file.h"
-#include "core/models/checkpoint.h"
+#include "core/checkpoint.h"
 #include "tests/test_support.h"
 #include "workflows/config/compiled_workflow.h"
 #include "workflows/config/config_loader.h"
