@@ -13,6 +13,7 @@
 
 #include "comms/proto/fill_unset.h"
 #include "core/base/errors.h"
+#include "core/base/file_io.h"
 
 namespace troupe {
 
@@ -174,13 +175,7 @@ void WriteHfFolderConfig(const config::ModelSpec& model, int64_t vocab_size, con
   nlohmann::json json = ArchitectureSpecOf(model).HfConfig(model);
   json["vocab_size"] = vocab_size;
   json["torch_dtype"] = torch_dtype;
-  const std::string path = dir + "/config.json", tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << json.dump(2) << "\n";
-    if (!out) throw CheckpointError("cannot write " + tmp);
-  }
-  std::filesystem::rename(tmp, path);
+  WriteFileAtomically(dir + "/config.json", json.dump(2) + "\n");
 }
 
 }  // namespace troupe

@@ -16,6 +16,7 @@
 #include "core/models/model_pool_impl.h"
 #include "core/vocab.h"
 #include "core/models/torch_files.h"
+#include "core/base/file_io.h"
 
 namespace troupe {
 
@@ -689,7 +690,7 @@ void Trainer::Save(const std::string& dir) const {
       SaveTorchFile(impl_->references[m], dir + "/reference-" + impl_->pool->config(m).name + ".pt");
     }
   }
-  std::ofstream(RngFile(dir)) << impl_->rng.Save();
+  WriteFileAtomically(RngFile(dir), impl_->rng.Save());
 }
 
 void Trainer::Load(const std::string& dir) {

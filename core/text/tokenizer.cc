@@ -467,13 +467,7 @@ std::string Tokenizer::ToJson() const {
 }
 
 void Tokenizer::SaveJson(const std::string& path) const {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << ToJson() << "\n";
-    if (!out) throw TokenizerError("cannot write " + tmp);
-  }
-  std::filesystem::rename(tmp, path);
+  WriteFileAtomically(path, ToJson() + "\n");
 }
 
 }  // namespace troupe

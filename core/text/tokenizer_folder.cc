@@ -8,6 +8,7 @@
 
 #include "core/base/errors.h"
 #include "core/text/chat_template.h"
+#include "core/base/file_io.h"
 
 namespace troupe {
 
@@ -34,13 +35,7 @@ void WriteTokenizerFolder(const Tokenizer& tokenizer, const std::string& dir) {
   config["bos_token"] = nullptr;  // documents are separated by <|endoftext|>, not opened by a token
   special("eos_token", "<|im_end|>");
   special("pad_token", "<|endoftext|>");
-  const std::string path = dir + "/tokenizer_config.json", tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << config.dump(2) << "\n";
-    if (!out) throw TokenizerError("cannot write " + tmp);
-  }
-  std::filesystem::rename(tmp, path);
+  WriteFileAtomically(dir + "/tokenizer_config.json", config.dump(2) + "\n");
 }
 
 }  // namespace troupe

@@ -13,6 +13,7 @@
 #include "comms/proto/tensorboard_event.pb.h"
 #include "core/base/errors.h"
 #include "core/base/record_file.h"
+#include "core/base/file_io.h"
 
 namespace troupe {
 
@@ -103,9 +104,7 @@ void TruncateLines(const std::string& path, int64_t lines) {
   std::string line;
   for (int64_t i = 0; i < lines && std::getline(in, line); ++i) kept << line << '\n';
   in.close();
-  const std::string tmp = path + ".tmp";
-  std::ofstream(tmp) << kept.str();
-  std::rename(tmp.c_str(), path.c_str());
+  WriteFileAtomically(path, kept.str());
 }
 
 std::map<std::string, double> ReadJsonNumbers(const std::string& path) {

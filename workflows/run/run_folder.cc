@@ -8,6 +8,7 @@
 
 #include "core/base/errors.h"
 #include "core/checkpoint.h"
+#include "core/base/file_io.h"
 
 namespace troupe {
 
@@ -20,9 +21,8 @@ void PrepareRunFolder(const std::string& dir, const CompiledWorkflow& w, bool re
   }
   std::string resolved;
   google::protobuf::TextFormat::PrintToString(w.proto, &resolved);
-  const fs::path path = fs::path(dir) / "workflow.resolved.textproto", tmp = path.string() + ".tmp";
-  std::ofstream(tmp) << "# resolved from " << w.file << "\n" << resolved;
-  fs::rename(tmp, path);
+  WriteFileAtomically((fs::path(dir) / "workflow.resolved.textproto").string(),
+                      "# resolved from " + w.file + "\n" + resolved);
 }
 
 }  // namespace troupe

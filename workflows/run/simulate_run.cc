@@ -15,6 +15,7 @@
 #include "workflows/report/metrics_sink.h"
 #include "workflows/report/run_clock.h"
 #include "workflows/report/session_events.h"
+#include "core/base/file_io.h"
 
 namespace troupe {
 
@@ -130,7 +131,7 @@ std::vector<SeedRun> Simulate(const CompiledWorkflow& w, const SimulateOptions& 
     for (const auto& [key, s] : SpreadOverSeeds(runs)) {
       summary[key] = {{"mean", s.mean}, {"ci95", s.half_width}, {"seeds", s.n}};
     }
-    std::ofstream(fs::path(o.out_dir) / "summary.json") << summary.dump(2) << "\n";
+    WriteFileAtomically((fs::path(o.out_dir) / "summary.json").string(), summary.dump(2) + "\n");
   }
   return runs;
 }
