@@ -185,6 +185,20 @@ reward { level: TRAJECTORY signal: "correct" }
              Catch::Contains("knows only") && Catch::Contains("another game's vocabulary"));
   // init_model without init_from.
   CHECK_THAT(ErrorOf(StudyText(Population("init_model: \"m\""))), Catch::Contains("set init_from"));
+  // A damaged newest checkpoint: never started from, nor passed over for an older one in silence.
+  const std::string damaged = Temp("damaged-run");
+  fs::copy(source_dir, damaged, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  const auto newest = FindCheckpoint(damaged);
+  REQUIRE(newest);
+  std::string bytes = testing::ReadFile(*newest + "/model-m.pt");
+  REQUIRE(bytes.size() > 100);
+  bytes[bytes.size() / 2] ^= 0x5a;
+  std::ofstream(*newest + "/model-m.pt", std::ios::binary) << bytes;
+  const std::string in_run = ErrorOf(StudyText(Population("init_from: \"" + damaged + "\" init_model: \"m\"")));
+  CHECK_THAT(in_run, Catch::Contains("b.textproto:5:") && Catch::Contains("the newest checkpoint of " + damaged) &&
+                         Catch::Contains("model-m.pt is damaged"));
+  const std::string named = ErrorOf(StudyText(Population("init_from: \"" + *newest + "\" init_model: \"m\"")));
+  CHECK_THAT(named, Catch::Contains(*newest + ": model-m.pt is damaged"));
 }
 
 TEST_CASE("a role that draws its seats plays one seat an episode, not always the same, and the other role the rest",

@@ -62,11 +62,20 @@ void CompileModelInits(const LoadedWorkflow& w, CompiledWorkflow& c) {
     ModelConfig& m = c.models[i];
     const std::vector<PathStep> at{{"model", i}, {"init_from"}};
     const std::string given = spec.init_from();
-    const std::optional<std::string> checkpoint = FindCheckpoint(given);
+    std::vector<std::string> damaged;
+    const std::optional<std::string> checkpoint = FindCheckpoint(given, &damaged);
+    // A model never starts from a damaged file, nor silently from an older checkpoint than asked.
+    if (!damaged.empty()) {
+      w.Fail(at, "model '" + m.name + "': the newest checkpoint of " + given + " is damaged (" + damaged.front() + ")" +
+                     (checkpoint ? "; name the complete one to start from it: " + *checkpoint : ""));
+    }
     if (!checkpoint) {
       w.Fail(at, "model '" + m.name + "': no checkpoint in " + given +
                      " (init_from takes a run folder of `troupe train`, one of its checkpoints/iter-N folders, or a snapshot's "
                      "snapshots/MODEL/iter-N folder)");
+    }
+    if (const std::string problem = CheckpointProblem(*checkpoint); !problem.empty()) {
+      w.Fail(at, "model '" + m.name + "': " + *checkpoint + ": " + problem);
     }
     const fs::path run = RunFolderOf(given, *checkpoint);
     const fs::path resolved = run / kResolvedWorkflow;
