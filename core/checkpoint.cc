@@ -168,6 +168,11 @@ std::string CheckpointProblem(const std::string& checkpoint_dir) {
   return "";
 }
 
+bool HasCheckpoint(const std::string& dir) {
+  const fs::path p(dir);
+  return fs::exists(p / "state" / "iteration") || fs::exists(p / "checkpoints" / "latest") || fs::exists(p / "latest");
+}
+
 std::optional<std::string> FindCheckpoint(const std::string& dir, std::vector<std::string>* skipped) {
   const fs::path p(dir);
   if (fs::exists(p / "state" / "iteration")) return p.string();

@@ -33,6 +33,9 @@ std::string SaveCheckpoint(const std::string& run_dir, int iteration, const RunS
 std::string SaveCheckpointIn(const std::string& root, int iteration, const RunState& state,
                              const ModelStateIo& save_models, int keep);
 
+// Whether a run folder (or a folder that is a checkpoint itself) has had a
+// checkpoint published: cheap, it reads no file and checks no checksum.
+bool HasCheckpoint(const std::string& dir);
 // The newest complete checkpoint folder under a run folder (or the folder
 // itself when it is one): the one `latest` names, or when its files do not
 // match its manifest, the newest other that does. Each one passed over is

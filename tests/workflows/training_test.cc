@@ -7,6 +7,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -524,6 +525,34 @@ TEST_CASE("a resumed run reads its untrained evaluation back, and refuses one th
   CHECK(resumed.before->episodes == 8);
   CHECK(resumed.before->metrics.at("team_a_score") == 1.5);
   CHECK(resumed.before->metrics.count("episodes") == 0);
+}
+
+TEST_CASE("a run stopped right after its warm start keeps the warm-started models, and --resume does not redo it",
+          "[training][resume][sft]") {
+  const auto dir = Temp("stop-after-warm-start");
+  TrainOptions o;
+  o.out_dir = dir;
+  o.progress = false;
+  o.final_eval = false;
+  const std::atomic<bool> stop{true};  // Ctrl-C during the warm start: seen before the first iteration
+  o.stop = &stop;
+  const CompiledWorkflow w = Tiny({"trainer.sft.teacher=tit_for_tat", "trainer.sft.episodes=2", "trainer.sft.steps=20"});
+  std::ostringstream first;
+  const TrainResult stopped = Train(w, o, first);
+  INFO(first.str());
+  CHECK_THAT(first.str(), Catch::Contains("sft warm start: ") && Catch::Contains("interrupted: saving a checkpoint at iteration 0"));
+  CHECK(stopped.iterations == 0);
+  const auto checkpoint = FindCheckpoint(dir);
+  REQUIRE(checkpoint.has_value());
+  CHECK(fs::path(*checkpoint).filename() == CheckpointFolderName(0));
+  o.stop = nullptr;
+  o.resume = true;
+  std::ostringstream resumed_log;
+  const TrainResult resumed = Train(w, o, resumed_log);
+  INFO(resumed_log.str());
+  CHECK_THAT(resumed_log.str(), !Catch::Contains("sft warm start"));
+  CHECK(resumed.iterations == 4);
+  CHECK(MetricsJson(dir).size() == 4);
 }
 
 TEST_CASE("negotiators train on Sugarscape from a warm start on the MRS negotiator, evaluated with intervals",

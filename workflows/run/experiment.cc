@@ -93,7 +93,7 @@ bool RunOne(const CompiledExperiment& x, const ExperimentOptions& o, int cell, i
   if (x.spec.train()) {
     TrainOptions t;
     t.out_dir = run.string();
-    t.resume = FindCheckpoint(run.string()).has_value();
+    t.resume = HasCheckpoint(run.string());
     t.progress = false;
     t.final_eval = false;
     t.stop = o.stop;

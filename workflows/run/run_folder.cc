@@ -16,7 +16,7 @@ namespace fs = std::filesystem;
 
 void PrepareRunFolder(const std::string& dir, const CompiledWorkflow& w, bool resume) {
   fs::create_directories(dir);
-  if (!resume && FindCheckpoint(dir)) {
+  if (!resume && HasCheckpoint(dir)) {  // a damaged run is still not overwritten
     throw Error("run folder " + dir + " already holds a run: pass --resume to continue it, or another --out");
   }
   std::string resolved;

@@ -65,7 +65,9 @@ RunLoopEnd RunLoop::Run() {
     if ((it + 1) % every == 0 || it + 1 == total) Save(it + 1);
   }
   if (it > start_ && it % every != 0 && it != total) Save(it);
-  if (total == 0 && start_ == 0 && !FindCheckpoint(spec_.dir)) Save(0);  // a warm start alone: its models
+  // Stopped before the first iteration (a warm start alone, or Ctrl-C right
+  // after one): the warm-started models are kept, not trained again on --resume.
+  if (it == 0 && !HasCheckpoint(spec_.dir)) Save(0);
   if (spec_.tty && spec_.progress) out_ << "\n";
   end.iterations = it;
   end.seconds = Elapsed();
