@@ -22,8 +22,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-void SyncPath(const fs::path& p) { SyncToDisk(p.string()); }
-
 // LibTorch's messages carry a stack trace after their first line.
 std::string FirstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
 
@@ -58,6 +56,16 @@ std::optional<std::pair<uint32_t, uintmax_t>> FileCrc(const fs::path& p) {
   return std::make_pair(crc, size);
 }
 
+// A manifest's path names a file below the checkpoint folder: relative, no "..".
+bool InsideFolder(const std::string& file) {
+  const fs::path p(file);
+  if (p.is_absolute() || p.has_root_name() || p.has_root_directory()) return false;
+  for (const auto& part : p) {
+    if (part == "..") return false;
+  }
+  return true;
+}
+
 // The manifest: one line per file of the checkpoint, "CRC32C SIZE PATH", written last.
 constexpr char kManifest[] = "manifest.crc32c";
 
@@ -87,7 +95,7 @@ std::string CheckpointFolderName(int iteration) {
 }
 
 int CheckpointFolderIteration(const std::string& name) {
-  if (name.rfind("iter-", 0) != 0 || name.size() == 5) return -1;
+  if (name.rfind("iter-", 0) != 0 || name.size() == 5 || name.size() > 14) return -1;
   for (size_t i = 5; i < name.size(); ++i) {
     if (name[i] < '0' || name[i] > '9') return -1;
   }
@@ -113,11 +121,11 @@ std::string SaveCheckpointIn(const std::string& root_dir, int iteration, const R
     for (const auto& [key, text] : state) WriteText(tmp / "state" / key, text);
     WriteText(tmp / "state" / "iteration", std::to_string(iteration));
     for (const auto& entry : fs::recursive_directory_iterator(tmp)) {
-      if (entry.is_regular_file()) SyncPath(entry.path());
+      if (entry.is_regular_file()) SyncToDisk(entry.path());
     }
     // Checksums of what is on the disk now, so a later load can tell a damaged file.
     WriteManifest(tmp);
-    SyncPath(tmp / kManifest);
+    SyncToDisk(tmp / kManifest);
   } catch (const std::exception& e) {
     // A full disk, say: the half-written folder goes (freeing what it took);
     // the previous checkpoint and `latest` are untouched.
@@ -127,12 +135,12 @@ std::string SaveCheckpointIn(const std::string& root_dir, int iteration, const R
   }
   fs::remove_all(final_dir);
   fs::rename(tmp, final_dir);
-  SyncPath(root);
+  SyncToDisk(root);
   // Publish: write the pointer beside, then rename over the old one.
   WriteText(root / "latest.tmp", std::string(name) + "\n");
-  SyncPath(root / "latest.tmp");
+  SyncToDisk(root / "latest.tmp");
   fs::rename(root / "latest.tmp", root / "latest");
-  SyncPath(root);
+  SyncToDisk(root);
   // Keep the newest `keep` checkpoints.
   std::vector<fs::path> all;
   for (const auto& entry : fs::directory_iterator(root)) {
@@ -156,6 +164,7 @@ std::string CheckpointProblem(const std::string& checkpoint_dir) {
     if (!(fields >> crc_hex >> size) || !std::getline(fields >> std::ws, file) || file.empty()) {
       return std::string(kManifest) + ": unreadable line '" + line + "'";
     }
+    if (!InsideFolder(file)) return std::string(kManifest) + " names a file outside the checkpoint: '" + file + "'";
     const auto have = FileCrc(dir / file);
     if (!have) return file + " is missing";
     if (have->second != size) {
@@ -187,9 +196,12 @@ std::optional<std::string> FindCheckpoint(const std::string& dir, std::vector<st
       if (entry.is_directory() && CheckpointFolderIteration(name) >= 0 && name != latest) names.push_back(name);
     }
     std::sort(names.rbegin(), names.rend());
-    names.insert(names.begin(), latest);
+    // `latest` holds a folder name written by SaveCheckpointIn; anything else is damage.
+    if (CheckpointFolderIteration(latest) >= 0) names.insert(names.begin(), latest);
+    else if (skipped != nullptr) skipped->push_back((root / "latest").string() + ": names no checkpoint folder");
     for (const std::string& name : names) {
-      if (!fs::exists(root / name)) continue;
+      std::error_code ec;
+      if (!fs::exists(root / name, ec)) continue;
       const std::string problem = CheckpointProblem((root / name).string());
       if (problem.empty()) return (root / name).string();
       if (skipped != nullptr) skipped->push_back((root / name).string() + ": " + problem);
@@ -205,8 +217,14 @@ RunState LoadCheckpoint(const std::string& checkpoint_dir, const ModelStateIo& l
   if (!problem.empty()) throw CheckpointError(checkpoint_dir + ": " + problem);
   load_models(dir.string());
   RunState state;
-  for (const auto& entry : fs::directory_iterator(dir / "state"))
+  for (const auto& entry : fs::directory_iterator(dir / "state")) {
+    if (!entry.is_regular_file()) throw CheckpointError(entry.path().string() + " is not a file");
     state[entry.path().filename().string()] = ReadText(entry.path());
+  }
+  const std::string& iteration = state["iteration"];
+  if (iteration.empty() || iteration.size() > 9 || iteration.find_first_not_of("0123456789") != std::string::npos) {
+    throw CheckpointError(checkpoint_dir + "/state/iteration is not an iteration: '" + iteration.substr(0, 40) + "'");
+  }
   return state;
 }
 

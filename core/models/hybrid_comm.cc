@@ -417,10 +417,10 @@ void HybridCommTrainer::Load(const std::string& dir) {
     for (const auto& f : files) {
       if (!std::filesystem::exists(f)) throw CheckpointError("checkpoint lacks the hybrid trainer's file " + f);
     }
-    torch::load(*impl_->optimizers[m], files[0]);
+    LoadTorchFile(*impl_->optimizers[m], files[0]);
     if (c.latent) {
       torch::Tensor state;
-      torch::load(state, files[1]);
+      LoadTorchFile(state, files[1]);
       impl_->Model(m)->latent_projection().set_dropout_state(state);
     }
   }

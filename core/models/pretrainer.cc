@@ -324,11 +324,7 @@ void Pretrainer::Load(const std::string& dir) {
   }
   ArchitectureOf(impl_->config).ReadHfWeights(*impl_->model(), dir + "/model");
   impl_->SyncReplicas();
-  try {
-    torch::load(*impl_->optimizer, dir + "/optimizer.pt", impl_->device);
-  } catch (const c10::Error& e) {
-    throw CheckpointError("cannot load " + dir + "/optimizer.pt: " + e.what_without_backtrace());
-  }
+  LoadTorchFile(*impl_->optimizer, dir + "/optimizer.pt", impl_->device);
 }
 
 }  // namespace troupe

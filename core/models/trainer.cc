@@ -696,12 +696,10 @@ void Trainer::Save(const std::string& dir) const {
 void Trainer::Load(const std::string& dir) {
   for (int m = 0; m < impl_->pool->size(); ++m) {
     if (!impl_->optimizers[m]) continue;  // a frozen model
-    const std::string path = dir + "/optimizer-" + impl_->pool->config(m).name + ".pt";
-    if (!std::filesystem::exists(path)) throw CheckpointError("checkpoint lacks optimizer file " + path);
     impl_->optimizers[m]->state().clear();  // loading sets the saved entries only
-    torch::load(*impl_->optimizers[m], path);
+    LoadTorchFile(*impl_->optimizers[m], dir + "/optimizer-" + impl_->pool->config(m).name + ".pt");
     if (!impl_->references.empty()) {
-      torch::load(impl_->references[m], dir + "/reference-" + impl_->pool->config(m).name + ".pt");
+      LoadTorchFile(impl_->references[m], dir + "/reference-" + impl_->pool->config(m).name + ".pt");
     }
   }
   std::ifstream in(RngFile(dir));

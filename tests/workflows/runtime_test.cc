@@ -594,8 +594,16 @@ TEST_CASE("SIGKILL at random points of a run that checkpoints every iteration: r
                                      "trainer.iterations=100000"};
     args.insert(args.end(), sets.begin(), sets.end());
     if (FindCheckpoint(run)) args.push_back("--resume");
+    // Killed at a random point after the run has published a checkpoint of its own (on a busy
+    // machine the start alone can take seconds): kills land in the iterations and their writes.
+    const fs::path latest = fs::path(run) / "checkpoints" / "latest";
+    const std::string before = fs::exists(latest) ? testing::ReadFile(latest.string()) : "";
     Process controller(args, Temp("sigkill.log"));
-    std::this_thread::sleep_for(std::chrono::milliseconds(1200 + static_cast<int>(rng.Uniform() * 2500)));
+    const auto deadline = Clock::now() + std::chrono::seconds(90);
+    while (Clock::now() < deadline && (!fs::exists(latest) || testing::ReadFile(latest.string()) == before)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(rng.Uniform() * 2500)));
     controller.Kill();
     if (!fs::exists(run + "/checkpoints")) continue;
     for (const auto& e : fs::directory_iterator(run + "/checkpoints")) {

@@ -250,6 +250,30 @@ TEST_CASE("a checkpoint whose files do not match their checksums is never loaded
   CHECK_THAT(CheckpointProblem(third.string()), Catch::Contains("state/iteration has 0 bytes, the manifest says 1"));
   fs::remove(third / "model-m.pt");
   CHECK_THAT(CheckpointProblem(third.string()), Catch::Contains("model-m.pt is missing"));
+  // A manifest may only name files inside its checkpoint.
+  std::ofstream(third / "manifest.crc32c") << "00000000 0 ../../../outside\n";
+  CHECK_THAT(CheckpointProblem(third.string()), Catch::Contains("names a file outside the checkpoint: '../../../outside'"));
+}
+
+TEST_CASE("a checkpoint holding a model of another size is refused by name", "[training][checkpoint]") {
+  const auto small = Temp("ckpt-small"), large = Temp("ckpt-large");
+  Run(Tiny({"trainer.iterations=1"}), small);
+  Run(Tiny({"trainer.iterations=1", "model[0].transformer.d_model=48"}), large);
+  const fs::path from = *FindCheckpoint(large), into = *FindCheckpoint(small);
+  // The larger model's file in a checkpoint without a manifest (as written before
+  // checksums): nothing but the shapes can tell, and LibTorch alone would load it.
+  fs::copy_file(from / "model-m.pt", into / "model-m.pt", fs::copy_options::overwrite_existing);
+  fs::remove(into / "manifest.crc32c");
+  REQUIRE(CheckpointProblem(into.string()).empty());
+  std::ostringstream log;
+  CHECK_THROWS_WITH(testing::TrainQuietly(Tiny({"trainer.iterations=2"}), small, true, "", &log),
+                    Catch::Contains("cannot load " + (into / "model-m.pt").string()) &&
+                        Catch::Contains("other shapes than the model's"));
+  // An archive LibTorch's TorchScript reader refuses with its own exception type (found by fuzzing).
+  fs::copy_file(testing::SourceDir() + "/fuzz/corpus/torch_archive/regression-jit-error-report", into / "model-m.pt",
+                fs::copy_options::overwrite_existing);
+  CHECK_THROWS_WITH(testing::TrainQuietly(Tiny({"trainer.iterations=2"}), small, true, "", &log),
+                    Catch::Contains("cannot load " + (into / "model-m.pt").string() + ": Unknown type name"));
 }
 
 TEST_CASE("a full disk during a checkpoint is an error naming it; the last checkpoint stays and --resume continues",

@@ -3,6 +3,7 @@
 
 #include <ostream>
 #include <sstream>
+#include <stdexcept>
 #include <vector>
 
 #include "core/base/errors.h"
@@ -25,8 +26,15 @@ RunState RunLoop::Resume(std::string* checkpoint) {
                           (skipped.empty() ? "" : " (" + std::to_string(skipped.size()) + " damaged)"));
   }
   RunState state = LoadCheckpoint(*found, spec_.load_models);
-  start_ = std::stoi(state["iteration"]);
-  lines_ = state.count("metrics_lines") ? std::stoll(state["metrics_lines"]) : objective_.LinesAfter(start_);
+  start_ = std::stoi(state["iteration"]);  // checked by LoadCheckpoint
+  lines_ = objective_.LinesAfter(start_);
+  if (state.count("metrics_lines")) {
+    try {
+      lines_ = std::stoll(state["metrics_lines"]);
+    } catch (const std::logic_error&) {
+      throw CheckpointError(*found + "/state/metrics_lines is not a count: '" + state["metrics_lines"] + "'");
+    }
+  }
   elapsed_before_ = std::atof(state["elapsed_s"].c_str());
   objective_.Load(state);
   *checkpoint = *found;

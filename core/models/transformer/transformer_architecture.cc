@@ -27,13 +27,7 @@ class TransformerArchitecture : public Architecture {
   }
 
   void Load(PolicyModel& model, const ModelConfig& c, const std::string& dir, torch::Device device) const override {
-    const std::string path = ModelFile(c, dir);
-    if (!std::filesystem::exists(path)) throw CheckpointError("checkpoint lacks model file " + path);
-    try {
-      torch::load(model, path, device);
-    } catch (const c10::Error& e) {
-      throw CheckpointError("cannot load " + path + ": " + e.what_without_backtrace());
-    }
+    LoadTorchFile(model, ModelFile(c, dir), device);
   }
 
   bool IsFieldParameter(const std::string&) const override { return true; }
