@@ -1,6 +1,6 @@
-// LibTorch archives as troupe loads them from a checkpoint (core/models/
-// torch_files.h): into a module (which must keep its shapes), an optimiser
-// and a tensor. The archive reader is LibTorch's, uninstrumented: coverage
+// LibTorch archives as troupe loads them from checkpoints written before it
+// wrote safetensors (core/models/torch_files.h): into a module (which must
+// keep its shapes), an optimiser and a tensor. The archive reader is LibTorch's, uninstrumented: coverage
 // guides the mutations only through troupe's side, so this target mostly
 // tries damaged variants of its seeds (a module, an Adam state, a tensor).
 //   TROUPE_FUZZ_WRITE_SEEDS=DIR fuzz_torch_archive -runs=0   writes those seeds.
@@ -28,9 +28,9 @@ void WriteSeeds(const std::string& dir) {
   torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-3));
   model->out(model->embed(torch::tensor({1, 2, 3}))).sum().backward();
   adam.step();
-  troupe::SaveTorchFile(model, dir + "/module.pt");
-  troupe::SaveTorchFile(adam, dir + "/adam.pt");
-  troupe::SaveTorchFile(torch::arange(6).reshape({2, 3}), dir + "/tensor.pt");
+  torch::save(model, dir + "/module.pt");
+  torch::save(adam, dir + "/adam.pt");
+  torch::save(torch::arange(6).reshape({2, 3}), dir + "/tensor.pt");
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "core/base/errors.h"
+#include "core/models/module_tensors.h"
 #include "core/safetensors.h"
 
 namespace troupe {
@@ -14,41 +15,6 @@ namespace troupe {
 namespace {
 
 std::string ModelDir(const ModelConfig& c, const std::string& dir) { return dir + "/model-" + c.name; }
-
-// Copies the parameters of `model` that `wanted` selects, each from the
-// tensor `find` names (and the file holding it), checked against its shape.
-void LoadParameters(torch::nn::Module& model, const std::function<bool(const std::string&)>& wanted,
-                    const std::function<std::pair<const SafetensorsFile*, std::string>(const std::string&)>& find) {
-  torch::NoGradGuard no_grad;
-  for (auto& p : model.named_parameters()) {
-    if (!wanted(p.key())) continue;
-    const auto [file, name] = find(p.key());
-    const SafetensorsView& v = file->Tensor(name);
-    const std::vector<int64_t> want = p.value().sizes().vec();
-    if (v.shape != want) {
-      throw CheckpointError(file->path() + ": tensor '" + name + "' has shape " + ShapeText(v.shape) +
-                            ", the model needs " + ShapeText(want));
-    }
-    torch::Tensor values = torch::empty(want, torch::kFloat);
-    file->CopyFloats(name, values.data_ptr<float>());  // one copy out of the mapping
-    p.value().copy_(values.to(p.value().device(), p.value().scalar_type()));
-  }
-}
-
-// The parameters of `model` that `wanted` selects, as float32 views over `keep`.
-std::vector<SafetensorsTensor> Selected(torch::nn::Module& model, bool bf16,
-                                        const std::function<bool(const std::string&)>& wanted,
-                                        std::vector<torch::Tensor>* keep_out) {
-  std::vector<torch::Tensor>& keep = *keep_out;  // contiguous float32 copies the views point into
-  std::vector<SafetensorsTensor> tensors;
-  for (const auto& p : model.named_parameters()) {
-    if (!wanted(p.key())) continue;
-    keep.push_back(p.value().detach().to(torch::kCPU, torch::kFloat).contiguous());
-    tensors.push_back({p.key(), keep.back().sizes().vec(), keep.back().data_ptr<float>(),
-                       bf16 ? SafetensorsDtype::kBF16 : SafetensorsDtype::kF32});
-  }
-  return tensors;
-}
 
 // A model that reads text carries its tokenizer (tokenizer.json and, when one
 // sits beside it, tokenizer_config.json), so the folder is whole on its own.
@@ -69,7 +35,7 @@ void CopyTokenizerFiles(const std::string& tokenizer_json, const std::string& fo
 }  // namespace
 
 void HfArchitecture::LoadFieldWeights(PolicyModelImpl& model, const SafetensorsModel& weights) const {
-  LoadParameters(
+  ReadParameters(
       model, [&](const std::string& name) { return IsFieldParameter(name); },
       [&](const std::string& parameter) -> std::pair<const SafetensorsFile*, std::string> {
         const std::vector<std::string> names = FileNames(parameter);
@@ -111,7 +77,7 @@ void HfArchitecture::WriteHfFolder(PolicyModelImpl& model, const ModelConfig& c,
   std::filesystem::create_directories(dir);
   std::vector<torch::Tensor> keep;
   auto field = [&](const std::string& name) { return IsFieldParameter(name); };
-  WriteSafetensorsModel(dir, Selected(model, bf16, field, &keep), {{"format", "pt"}}, max_shard_bytes);
+  WriteSafetensorsModel(dir, ParametersToWrite(model, bf16, field, &keep), {{"format", "pt"}}, max_shard_bytes);
   WriteHfFolderConfig(c.spec, model.vocab_size(), dir, bf16 ? "bfloat16" : "float32");
 }
 
@@ -120,7 +86,7 @@ void HfArchitecture::Save(PolicyModelImpl& model, const ModelConfig& c, const st
   WriteHfFolder(model, c, folder);
   std::vector<torch::Tensor> keep;
   auto own = [&](const std::string& name) { return !IsFieldParameter(name); };
-  WriteSafetensors(folder + "/troupe.safetensors", Selected(model, false, own, &keep), {{"format", "pt"}});
+  WriteSafetensors(folder + "/troupe.safetensors", ParametersToWrite(model, false, own, &keep), {{"format", "pt"}});
   CopyTokenizerFiles(c.tokenizer_json, folder);
 }
 
@@ -129,7 +95,7 @@ void HfArchitecture::Load(PolicyModel& model, const ModelConfig& c, const std::s
   if (!std::filesystem::exists(folder)) throw CheckpointError("checkpoint lacks model folder " + folder);
   LoadFieldWeights(*model, SafetensorsModel(folder));
   const SafetensorsFile own(folder + "/troupe.safetensors");
-  LoadParameters(
+  ReadParameters(
       *model, [&](const std::string& name) { return !IsFieldParameter(name); },
       [&](const std::string& name) -> std::pair<const SafetensorsFile*, std::string> {
         return {&own, name};

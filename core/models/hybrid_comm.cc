@@ -10,6 +10,7 @@
 #include "core/base/errors.h"
 #include "core/models/model_pool_impl.h"
 #include "core/vocab.h"
+#include "core/models/module_tensors.h"
 #include "core/models/torch_files.h"
 
 namespace troupe {
@@ -87,6 +88,11 @@ ModelAndLength ReceiverKey(const ReceiverExample& e) { return {e.model, e.answer
 std::vector<int> Forced(std::vector<int> prefix, const std::vector<int>& answer) {
   if (!answer.empty()) prefix.insert(prefix.end(), answer.begin(), answer.end() - 1);
   return prefix;
+}
+
+// The latent dropout's generator state in a checkpoint folder.
+std::string DropoutFile(const std::string& dir, const ModelConfig& c) {
+  return dir + "/latent-dropout-" + c.name + ".state";
 }
 
 }  // namespace
@@ -403,25 +409,25 @@ HybridStepStats HybridCommTrainer::Step(const HybridBatch& batch, const HybridSe
 void HybridCommTrainer::Save(const std::string& dir) const {
   for (int m = 0; m < impl_->pool->size(); ++m) {
     const ModelConfig& c = impl_->pool->config(m);
-    SaveTorchFile(*impl_->optimizers[m], dir + "/hybrid-optimizer-" + c.name + ".pt");
-    if (c.latent)
-      SaveTorchFile(impl_->Model(m)->latent_projection().dropout_state(), dir + "/latent-dropout-" + c.name + ".pt");
+    SaveAdamW(*impl_->optimizers[m], dir + "/hybrid-optimizer-" + c.name + ".safetensors");
+    if (c.latent) SaveGeneratorState(impl_->Model(m)->latent_projection().dropout_state(), DropoutFile(dir, c));
   }
 }
 
 void HybridCommTrainer::Load(const std::string& dir) {
   for (int m = 0; m < impl_->pool->size(); ++m) {
     const ModelConfig& c = impl_->pool->config(m);
-    std::vector<std::string> files = {dir + "/hybrid-optimizer-" + c.name + ".pt"};
-    if (c.latent) files.push_back(dir + "/latent-dropout-" + c.name + ".pt");
-    for (const auto& f : files) {
-      if (!std::filesystem::exists(f)) throw CheckpointError("checkpoint lacks the hybrid trainer's file " + f);
-    }
-    LoadTorchFile(*impl_->optimizers[m], files[0]);
-    if (c.latent) {
+    const std::string optimizer = dir + "/hybrid-optimizer-" + c.name;
+    if (OlderTorchFile(optimizer)) LoadTorchFile(*impl_->optimizers[m], optimizer + ".pt");
+    else LoadAdamW(*impl_->optimizers[m], optimizer + ".safetensors");
+    if (!c.latent) continue;
+    LatentProjectionImpl& latent = impl_->Model(m)->latent_projection();
+    if (OlderTorchFile(dir + "/latent-dropout-" + c.name)) {
       torch::Tensor state;
-      LoadTorchFile(state, files[1]);
-      impl_->Model(m)->latent_projection().set_dropout_state(state);
+      LoadTorchFile(state, dir + "/latent-dropout-" + c.name + ".pt");
+      latent.set_dropout_state(state);
+    } else {
+      latent.set_dropout_state(LoadGeneratorState(DropoutFile(dir, c), latent.dropout_state()));
     }
   }
 }

@@ -13,6 +13,7 @@
 #include "core/base/errors.h"
 #include "core/models/architecture.h"
 #include "core/models/model_pool_impl.h"
+#include "core/models/module_tensors.h"
 #include "core/models/torch_files.h"
 
 namespace troupe {
@@ -315,16 +316,18 @@ void Pretrainer::WriteModel(const std::string& dir) const {
 
 void Pretrainer::Save(const std::string& dir) const {
   WriteModel(dir + "/model");
-  SaveTorchFile(*impl_->optimizer, dir + "/optimizer.pt");
+  SaveAdamW(*impl_->optimizer, dir + "/optimizer.safetensors");
 }
 
 void Pretrainer::Load(const std::string& dir) {
-  if (!std::filesystem::exists(dir + "/model/config.json") || !std::filesystem::exists(dir + "/optimizer.pt")) {
-    throw CheckpointError(dir + " is not a pretraining checkpoint (model/ and optimizer.pt)");
+  if (!std::filesystem::exists(dir + "/model/config.json") ||
+      (!std::filesystem::exists(dir + "/optimizer.safetensors") && !std::filesystem::exists(dir + "/optimizer.pt"))) {
+    throw CheckpointError(dir + " is not a pretraining checkpoint (model/ and optimizer.safetensors)");
   }
   ArchitectureOf(impl_->config).ReadHfWeights(*impl_->model(), dir + "/model");
   impl_->SyncReplicas();
-  LoadTorchFile(*impl_->optimizer, dir + "/optimizer.pt", impl_->device);
+  if (OlderTorchFile(dir + "/optimizer")) LoadTorchFile(*impl_->optimizer, dir + "/optimizer.pt", impl_->device);
+  else LoadAdamW(*impl_->optimizer, dir + "/optimizer.safetensors");
 }
 
 }  // namespace troupe

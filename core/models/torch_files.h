@@ -1,14 +1,9 @@
-// LibTorch archives (models, optimisers, tensors) as checkpoint files.
-//
-// Written through memory: torch::save to a path writes as it serialises, and
-// when the disk fills it throws from a destructor, which ends the process (a
-// full disk during a checkpoint must be an error, not an abort). Serialised
-// into memory first, the bytes are written like any file: checked, synced,
-// renamed into place, an Error naming the path when they cannot be.
-//
-// Read with every LibTorch failure (a file that is not an archive, a missing
-// key, a tensor of another shape) turned into a CheckpointError naming the
-// file; fuzz/fuzz_torch_archive.cc feeds this reader damaged archives.
+// LibTorch archives (.pt) as checkpoints held them before troupe wrote
+// safetensors (core/models/module_tensors.h): still read, for older runs.
+// Every LibTorch failure (a file that is not an archive, a missing key, a
+// tensor of another shape) becomes a CheckpointError naming the file.
+// LibTorch's importer itself crashes on crafted archives (found by
+// fuzz/fuzz_torch_archive.cc): load .pt files only from sources you trust.
 #pragma once
 
 #include <filesystem>
@@ -19,16 +14,8 @@
 #include <torch/torch.h>
 
 #include "core/base/errors.h"
-#include "core/base/file_io.h"
 
 namespace troupe {
-
-template <typename T>
-void SaveTorchFile(const T& value, const std::string& path) {
-  std::ostringstream bytes;
-  torch::save(value, bytes);
-  WriteFileAtomically(path, bytes.str());
-}
 
 namespace torch_files_detail {
 

@@ -15,6 +15,7 @@
 #include "core/models/learner_group.h"
 #include "core/models/model_pool_impl.h"
 #include "core/vocab.h"
+#include "core/models/module_tensors.h"
 #include "core/models/torch_files.h"
 #include "core/base/file_io.h"
 
@@ -685,9 +686,9 @@ std::string Trainer::RngFile(const std::string& dir) const {
 void Trainer::Save(const std::string& dir) const {
   for (int m = 0; m < impl_->pool->size(); ++m) {
     if (!impl_->optimizers[m]) continue;  // a frozen model: its weights are all there is
-    SaveTorchFile(*impl_->optimizers[m], dir + "/optimizer-" + impl_->pool->config(m).name + ".pt");
+    SaveAdamW(*impl_->optimizers[m], dir + "/optimizer-" + impl_->pool->config(m).name + ".safetensors");
     if (!impl_->references.empty()) {
-      SaveTorchFile(impl_->references[m], dir + "/reference-" + impl_->pool->config(m).name + ".pt");
+      SaveModuleTensors(*impl_->references[m], dir + "/reference-" + impl_->pool->config(m).name + ".safetensors");
     }
   }
   WriteFileAtomically(RngFile(dir), impl_->rng.Save());
@@ -696,11 +697,13 @@ void Trainer::Save(const std::string& dir) const {
 void Trainer::Load(const std::string& dir) {
   for (int m = 0; m < impl_->pool->size(); ++m) {
     if (!impl_->optimizers[m]) continue;  // a frozen model
+    const std::string& name = impl_->pool->config(m).name;
     impl_->optimizers[m]->state().clear();  // loading sets the saved entries only
-    LoadTorchFile(*impl_->optimizers[m], dir + "/optimizer-" + impl_->pool->config(m).name + ".pt");
-    if (!impl_->references.empty()) {
-      LoadTorchFile(impl_->references[m], dir + "/reference-" + impl_->pool->config(m).name + ".pt");
-    }
+    if (OlderTorchFile(dir + "/optimizer-" + name)) LoadTorchFile(*impl_->optimizers[m], dir + "/optimizer-" + name + ".pt");
+    else LoadAdamW(*impl_->optimizers[m], dir + "/optimizer-" + name + ".safetensors");
+    if (impl_->references.empty()) continue;
+    if (OlderTorchFile(dir + "/reference-" + name)) LoadTorchFile(impl_->references[m], dir + "/reference-" + name + ".pt");
+    else LoadModuleTensors(*impl_->references[m], dir + "/reference-" + name + ".safetensors");
   }
   std::ifstream in(RngFile(dir));
   std::string state((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -276,7 +276,7 @@ TEST_CASE("snapshots taken and played through a troupe worker over tcp give the 
   REQUIRE(x.size() == 3);
   CHECK_THAT(x[2], Catch::Contains("\"pool/size/m\":2"));
   CHECK(x == y);
-  CHECK(fs::exists(run_remote + "/snapshots/m/iter-000002/model-m.pt"));
+  CHECK(fs::exists(run_remote + "/snapshots/m/iter-000002/model-m.safetensors"));
 }
 
 TEST_CASE("hybrid distillation (stage 1 and 2) through a troupe worker over tcp gives the same metrics as in-process",

@@ -190,15 +190,15 @@ reward { level: TRAJECTORY signal: "correct" }
   fs::copy(source_dir, damaged, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
   const auto newest = FindCheckpoint(damaged);
   REQUIRE(newest);
-  std::string bytes = testing::ReadFile(*newest + "/model-m.pt");
+  std::string bytes = testing::ReadFile(*newest + "/model-m.safetensors");
   REQUIRE(bytes.size() > 100);
   bytes[bytes.size() / 2] ^= 0x5a;
-  std::ofstream(*newest + "/model-m.pt", std::ios::binary) << bytes;
+  std::ofstream(*newest + "/model-m.safetensors", std::ios::binary) << bytes;
   const std::string in_run = ErrorOf(StudyText(Population("init_from: \"" + damaged + "\" init_model: \"m\"")));
   CHECK_THAT(in_run, Catch::Contains("b.textproto:5:") && Catch::Contains("the newest checkpoint of " + damaged) &&
-                         Catch::Contains("model-m.pt is damaged"));
+                         Catch::Contains("model-m.safetensors is damaged"));
   const std::string named = ErrorOf(StudyText(Population("init_from: \"" + *newest + "\" init_model: \"m\"")));
-  CHECK_THAT(named, Catch::Contains(*newest + ": model-m.pt is damaged"));
+  CHECK_THAT(named, Catch::Contains(*newest + ": model-m.safetensors is damaged"));
 }
 
 TEST_CASE("a role that draws its seats plays one seat an episode, not always the same, and the other role the rest",

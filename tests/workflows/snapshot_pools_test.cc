@@ -307,7 +307,7 @@ TEST_CASE("a league trains its three models, each in its own matchups, with thei
   for (const char* m : {"main", "main_exploiter", "league_exploiter"}) {
     INFO(m);
     CHECK(lines[2]["pool/size/" + std::string(m)].get<double>() == 3.0);
-    CHECK(fs::exists(dir + "/snapshots/" + m + "/iter-000002/model-" + m + ".pt"));
+    CHECK(fs::exists(dir + "/snapshots/" + m + "/iter-000002/model-" + m + ".safetensors"));
   }
 }
 

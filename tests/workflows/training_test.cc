@@ -20,6 +20,7 @@
 #include "comms/proto/tensorboard_event.pb.h"
 #include "core/base/record_file.h"
 #include "core/checkpoint.h"
+#include "core/models/torch_files.h"
 #include "tests/test_support.h"
 #include "workflows/config/compiled_workflow.h"
 #include "workflows/config/config_loader.h"
@@ -210,7 +211,7 @@ TEST_CASE("an interrupted checkpoint never replaces the last complete one", "[tr
   CHECK(fs::path(*found).filename() == "iter-000002");
   // A save that died half-way leaves only a temporary folder behind.
   fs::create_directories(fs::path(dir) / "checkpoints" / ".tmp-iter-000004" / "state");
-  std::ofstream(fs::path(dir) / "checkpoints" / ".tmp-iter-000004" / "model-m.pt") << "partial";
+  std::ofstream(fs::path(dir) / "checkpoints" / ".tmp-iter-000004" / "model-m.safetensors") << "partial";
   CHECK(FindCheckpoint(dir) == found);
   TrainResult r = Run(Tiny(), dir, true);  // resumes from iteration 2 and overwrites the debris
   CHECK(r.iterations == 4);
@@ -225,55 +226,65 @@ TEST_CASE("a checkpoint whose files do not match their checksums is never loaded
   REQUIRE(fs::exists(newest / "manifest.crc32c"));
   CHECK(CheckpointProblem(newest.string()).empty());
   // One byte of the model file flipped, as a bad disk or a torn copy would.
-  const fs::path model = newest / "model-m.pt";
+  const fs::path model = newest / "model-m.safetensors";
   std::string bytes = testing::ReadFile(model.string());
   REQUIRE(bytes.size() > 100);
   bytes[bytes.size() / 2] ^= 0x5a;
   std::ofstream(model, std::ios::binary) << bytes;
-  CHECK_THAT(CheckpointProblem(newest.string()), Catch::Contains("model-m.pt is damaged (CRC-32C"));
+  CHECK_THAT(CheckpointProblem(newest.string()), Catch::Contains("model-m.safetensors is damaged (CRC-32C"));
   CHECK_THROWS_WITH(LoadCheckpoint(newest.string(), [](const std::string&) {}),
-                    Catch::Contains(newest.string()) && Catch::Contains("model-m.pt is damaged"));
+                    Catch::Contains(newest.string()) && Catch::Contains("model-m.safetensors is damaged"));
   std::vector<std::string> skipped;
   CHECK(fs::path(*FindCheckpoint(dir, &skipped)).filename() == "iter-000001");
   REQUIRE(skipped.size() == 1);
-  CHECK_THAT(skipped[0], Catch::Contains("iter-000002: model-m.pt is damaged"));
+  CHECK_THAT(skipped[0], Catch::Contains("iter-000002: model-m.safetensors is damaged"));
   // A resumed run says which it skipped and why, and continues from iteration 1.
   std::ostringstream log;
   TrainResult r = testing::TrainQuietly(Tiny({"trainer.iterations=3", "trainer.checkpoint_every=1"}), dir, true, "", &log);
   CHECK_THAT(log.str(), Catch::Contains("resume: skipping the damaged checkpoint") &&
-                            Catch::Contains("iter-000002: model-m.pt is damaged"));
+                            Catch::Contains("iter-000002: model-m.safetensors is damaged"));
   CHECK(r.iterations == 3);
   CHECK(MetricsJson(dir).size() == 3);
   // A truncated file and a missing one are found as well.
   const fs::path third = fs::path(dir) / "checkpoints" / "iter-000003";
   fs::resize_file(third / "state" / "iteration", 0);
   CHECK_THAT(CheckpointProblem(third.string()), Catch::Contains("state/iteration has 0 bytes, the manifest says 1"));
-  fs::remove(third / "model-m.pt");
-  CHECK_THAT(CheckpointProblem(third.string()), Catch::Contains("model-m.pt is missing"));
+  fs::remove(third / "model-m.safetensors");
+  CHECK_THAT(CheckpointProblem(third.string()), Catch::Contains("model-m.safetensors is missing"));
   // A manifest may only name files inside its checkpoint.
   std::ofstream(third / "manifest.crc32c") << "00000000 0 ../../../outside\n";
   CHECK_THAT(CheckpointProblem(third.string()), Catch::Contains("names a file outside the checkpoint: '../../../outside'"));
 }
 
-TEST_CASE("a checkpoint holding a model of another size is refused by name", "[training][checkpoint]") {
+TEST_CASE("a checkpoint holding a model of another size, or a damaged older LibTorch file, is refused by name",
+          "[training][checkpoint]") {
   const auto small = Temp("ckpt-small"), large = Temp("ckpt-large");
   Run(Tiny({"trainer.iterations=1"}), small);
   Run(Tiny({"trainer.iterations=1", "model[0].transformer.d_model=48"}), large);
   const fs::path from = *FindCheckpoint(large), into = *FindCheckpoint(small);
   // The larger model's file in a checkpoint without a manifest (as written before
-  // checksums): nothing but the shapes can tell, and LibTorch alone would load it.
-  fs::copy_file(from / "model-m.pt", into / "model-m.pt", fs::copy_options::overwrite_existing);
+  // checksums): nothing but the shapes can tell.
+  fs::copy_file(from / "model-m.safetensors", into / "model-m.safetensors", fs::copy_options::overwrite_existing);
   fs::remove(into / "manifest.crc32c");
   REQUIRE(CheckpointProblem(into.string()).empty());
   std::ostringstream log;
   CHECK_THROWS_WITH(testing::TrainQuietly(Tiny({"trainer.iterations=2"}), small, true, "", &log),
-                    Catch::Contains("cannot load " + (into / "model-m.pt").string()) &&
-                        Catch::Contains("other shapes than the model's"));
-  // An archive LibTorch's TorchScript reader refuses with its own exception type (found by fuzzing).
-  fs::copy_file(testing::SourceDir() + "/fuzz/corpus/torch_archive/regression-jit-error-report", into / "model-m.pt",
-                fs::copy_options::overwrite_existing);
+                    Catch::Contains((into / "model-m.safetensors").string() + ": tensor '") &&
+                        Catch::Contains(", 48], the model needs [") && Catch::Contains(", 16]"));
+  // A checkpoint of an older troupe holds model-m.pt, read by LibTorch: an archive its
+  // TorchScript reader refuses with its own exception type (found by fuzzing) is named.
+  fs::remove(into / "model-m.safetensors");
+  fs::copy_file(testing::SourceDir() + "/fuzz/corpus/torch_archive/regression-jit-error-report", into / "model-m.pt");
   CHECK_THROWS_WITH(testing::TrainQuietly(Tiny({"trainer.iterations=2"}), small, true, "", &log),
                     Catch::Contains("cannot load " + (into / "model-m.pt").string() + ": Unknown type name"));
+  // LibTorch takes an archive's tensors whatever their shapes; LoadTorchFile does not.
+  const std::string linear = Temp("linear.pt");
+  torch::save(torch::nn::Linear(4, 3), linear);
+  torch::nn::Linear wider(5, 3);
+  CHECK_THROWS_WITH(LoadTorchFile(wider, linear),
+                    Catch::Contains("cannot load " + linear) && Catch::Contains("other shapes than the model's"));
+  torch::nn::Linear same(4, 3);
+  CHECK_NOTHROW(LoadTorchFile(same, linear));
 }
 
 TEST_CASE("a full disk during a checkpoint is an error naming it; the last checkpoint stays and --resume continues",
@@ -623,19 +634,19 @@ TEST_CASE("a frozen model is never updated while the model beside it trains, and
   Run(w, dir);
   // Its weights are the same bytes after every update; the trained model's move; it has no optimiser state.
   const std::string first = dir + "/checkpoints/iter-000002", last = dir + "/checkpoints/iter-000003";
-  REQUIRE(fs::exists(first + "/model-population.pt"));
-  CHECK(testing::ReadFile(first + "/model-population.pt") == testing::ReadFile(last + "/model-population.pt"));
-  CHECK(testing::ReadFile(first + "/model-m.pt") != testing::ReadFile(last + "/model-m.pt"));
-  CHECK_FALSE(fs::exists(last + "/optimizer-population.pt"));
-  CHECK(fs::exists(last + "/optimizer-m.pt"));
+  REQUIRE(fs::exists(first + "/model-population.safetensors"));
+  CHECK(testing::ReadFile(first + "/model-population.safetensors") == testing::ReadFile(last + "/model-population.safetensors"));
+  CHECK(testing::ReadFile(first + "/model-m.safetensors") != testing::ReadFile(last + "/model-m.safetensors"));
+  CHECK_FALSE(fs::exists(last + "/optimizer-population.safetensors"));
+  CHECK(fs::exists(last + "/optimizer-m.safetensors"));
   for (const auto& line : MetricsJson(dir)) {
     CHECK(Number(line, "grad_norm/m") > 0);
     CHECK(Number(line, "grad_norm/population") == 0);
   }
   // A resumed run reads it back.
   Run(Tiny({"trainer.iterations=4", "trainer.checkpoint_every=1"}, text), dir, true);
-  CHECK(testing::ReadFile(last + "/model-population.pt") ==
-        testing::ReadFile(dir + "/checkpoints/iter-000004/model-population.pt"));
+  CHECK(testing::ReadFile(last + "/model-population.safetensors") ==
+        testing::ReadFile(dir + "/checkpoints/iter-000004/model-population.safetensors"));
 }
 
 TEST_CASE("a reward or a warm start only a frozen model would receive is refused, as is a run with nothing to train",

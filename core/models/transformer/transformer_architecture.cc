@@ -1,16 +1,19 @@
 // The micro transformer's LibTorch half: built from config::TransformerSpec,
-// saved as LibTorch's archive (model-NAME.pt in a checkpoint folder).
+// saved as safetensors (model-NAME.safetensors in a checkpoint folder; older
+// checkpoints hold LibTorch's archive, model-NAME.pt, still read).
 #include <filesystem>
 
 #include "core/base/errors.h"
 #include "core/models/architecture.h"
 #include "core/models/transformer/transformer.h"
+#include "core/models/module_tensors.h"
 #include "core/models/torch_files.h"
 
 namespace troupe {
 namespace {
 
-std::string ModelFile(const ModelConfig& c, const std::string& dir) { return dir + "/model-" + c.name + ".pt"; }
+// The model's file without its extension: model-NAME.safetensors (model-NAME.pt before).
+std::string ModelStem(const ModelConfig& c, const std::string& dir) { return dir + "/model-" + c.name; }
 
 class TransformerArchitecture : public Architecture {
  public:
@@ -23,11 +26,13 @@ class TransformerArchitecture : public Architecture {
   }
 
   void Save(PolicyModelImpl& model, const ModelConfig& c, const std::string& dir) const override {
-    SaveTorchFile(model.shared_from_this(), ModelFile(c, dir));
+    SaveModuleTensors(model, ModelStem(c, dir) + ".safetensors");
   }
 
   void Load(PolicyModel& model, const ModelConfig& c, const std::string& dir, torch::Device device) const override {
-    LoadTorchFile(model, ModelFile(c, dir), device);
+    const std::string stem = ModelStem(c, dir);
+    if (OlderTorchFile(stem)) LoadTorchFile(model, stem + ".pt", device);
+    else LoadModuleTensors(*model, stem + ".safetensors");
   }
 
   bool IsFieldParameter(const std::string&) const override { return true; }
