@@ -42,11 +42,18 @@ if [[ $which == address || $which == all ]]; then
   configure_and_build build-asan "-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g1" ON
   t1=$(seconds)
   echo "sanitize: running the suite under ASan + UBSan"
+  asan="detect_stack_use_after_return=1:strict_init_order=1:check_initialization_order=1"
+  export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
+  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$supp/ubsan.supp"
   # fuzz/parsers is already a sanitizer build of its own (scripts/fuzz.sh).
-  ASAN_OPTIONS="detect_leaks=1:detect_stack_use_after_return=1:strict_init_order=1:check_initialization_order=1" \
-  LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0" \
-  UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$supp/ubsan.supp" \
-    ctest --test-dir build-asan -j "$jobs" --output-on-failure -E '^fuzz/' --timeout 3000
+  ASAN_OPTIONS="$asan:detect_leaks=1" ctest --test-dir build-asan -j "$jobs" --output-on-failure \
+    -E '^(fuzz|viewer)/' --timeout 3000
+  # The viewer without leak checks: Mesa's GL stack leaves 112 bytes at every
+  # exit, allocated from a module unloaded by then, which LSan cannot name.
+  if [[ -d build-asan/viewer ]]; then
+    ASAN_OPTIONS="$asan:detect_leaks=0" ctest --test-dir build-asan -j "$jobs" --output-on-failure -R '^viewer/' \
+      --timeout 3000
+  fi
   t2=$(seconds)
   report+=("ASan + UBSan: the whole suite clean; build $(( (t1 - t0) / 60 )) min, run $(( (t2 - t1) / 60 )) min")
 fi

@@ -77,6 +77,14 @@ void CheckSize(std::vector<OptionProblem>* problems, const char* field, int64_t 
   }
 }
 
+void CheckSizeOrDefault(std::vector<OptionProblem>* problems, const char* field, int64_t value, int64_t limit,
+                        const char* zero_means) {
+  if (value < 0 || value > limit) {
+    problems->push_back({field, std::string(field) + " must be 0 (" + zero_means + ") or at most " +
+                                    std::to_string(limit)});
+  }
+}
+
 namespace {
 
 // One instance of each registered architecture, made on first use.
@@ -154,8 +162,10 @@ int64_t ReadHfFolderConfig(const std::string& dir, config::ModelSpec* model) {
       known.push_back(t);
       if (t != type) continue;
       arch->ReadHfConfig(config, model);
-      // Validated as a workflow's options are, each problem named by its config.json field.
-      for (const OptionProblem& p : arch->Validate(*model)) {
+      // Validated as a workflow's options are; the first problem is named by its config.json field.
+      const std::vector<OptionProblem> problems = arch->Validate(*model);
+      if (!problems.empty()) {
+        const OptionProblem& p = problems.front();
         const std::string field = p.field.empty() ? "" : arch->HfFieldOf(p.field);
         throw CheckpointError(path + ": " + (field.empty() ? "" : "'" + field + "': ") + p.message);
       }

@@ -72,6 +72,9 @@ struct SizeLimits {
 
 // Appends a problem when `value` is not in [1, limit].
 void CheckSize(std::vector<OptionProblem>* problems, const char* field, int64_t value, int64_t limit);
+// The same for a size whose 0 means a default (`zero_means`, e.g. "4 x hidden_size").
+void CheckSizeOrDefault(std::vector<OptionProblem>* problems, const char* field, int64_t value, int64_t limit,
+                        const char* zero_means);
 
 class ArchitectureSpec {
  public:

@@ -35,10 +35,8 @@ class Gpt2SpecOf : public ArchitectureSpec {
     CheckSize(&problems, "layers", g.layers(), SizeLimits::kLayers);
     CheckSize(&problems, "heads", g.heads(), SizeLimits::kHeads);
     CheckSize(&problems, "max_len", g.max_len(), SizeLimits::kPositions);
-    if (g.intermediate_size() < 0 || g.intermediate_size() > SizeLimits::kIntermediate) {
-      problems.push_back({"intermediate_size", "intermediate_size must be 0 (4 x hidden_size) or at most " +
-                                                   std::to_string(SizeLimits::kIntermediate)});
-    }
+    CheckSizeOrDefault(&problems, "intermediate_size", g.intermediate_size(), SizeLimits::kIntermediate,
+                       "4 x hidden_size");
     if (!problems.empty()) return problems;
     if (g.hidden_size() % g.heads() != 0) {
       problems.push_back({"heads", "hidden_size " + std::to_string(g.hidden_size()) + " is not divisible by heads " +

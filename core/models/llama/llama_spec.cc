@@ -39,10 +39,7 @@ class LlamaSpecOf : public ArchitectureSpec {
     CheckSize(&problems, "heads", l.heads(), SizeLimits::kHeads);
     CheckSize(&problems, "kv_heads", l.kv_heads(), SizeLimits::kHeads);
     CheckSize(&problems, "max_len", l.max_len(), SizeLimits::kPositions);
-    if (l.head_dim() < 0 || l.head_dim() > SizeLimits::kWidth) {
-      problems.push_back({"head_dim", "head_dim must be 0 (hidden_size / heads) or at most " +
-                                          std::to_string(SizeLimits::kWidth)});
-    }
+    CheckSizeOrDefault(&problems, "head_dim", l.head_dim(), SizeLimits::kWidth, "hidden_size / heads");
     if (!problems.empty()) return problems;
     if (static_cast<int64_t>(l.heads()) * (l.head_dim() > 0 ? l.head_dim() : l.hidden_size() / l.heads()) >
         SizeLimits::kWidth) {
