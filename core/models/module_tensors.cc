@@ -14,7 +14,7 @@ namespace troupe {
 
 namespace {
 
-// A float32 CPU copy of `t`, kept alive in `keep`, as a tensor to write.
+// A float32 CPU copy of `t`, kept alive in `keep` (the view points into its storage), as a tensor to write.
 SafetensorsTensor ToWrite(const std::string& name, const torch::Tensor& t, bool bf16, std::vector<torch::Tensor>* keep) {
   keep->push_back(t.detach().to(torch::kCPU, torch::kFloat).contiguous());
   return {name, keep->back().sizes().vec(), keep->back().data_ptr<float>(),
@@ -71,7 +71,6 @@ double MetadataDouble(const SafetensorsFile& file, const std::string& key) {
 std::vector<SafetensorsTensor> ParametersToWrite(torch::nn::Module& module, bool bf16, const ParameterFilter& wanted,
                                                  std::vector<torch::Tensor>* keep) {
   std::vector<SafetensorsTensor> tensors;
-  keep->reserve(keep->size() + module.named_parameters().size());  // the views point into it: no reallocation
   for (const auto& p : module.named_parameters()) {
     if (wanted(p.key())) tensors.push_back(ToWrite(p.key(), p.value(), bf16, keep));
   }
@@ -146,9 +145,6 @@ void SaveAdamW(torch::optim::AdamW& optimizer, const std::string& path) {
   std::vector<SafetensorsTensor> tensors;
   std::map<std::string, std::string> metadata = {{"format", "troupe-adamw"}};
   auto& groups = optimizer.param_groups();
-  size_t count = 0;
-  for (const auto& g : groups) count += g.params().size();
-  keep.reserve(3 * count);  // the views point into it: no reallocation
   metadata["groups"] = std::to_string(groups.size());
   for (size_t g = 0; g < groups.size(); ++g) {
     const auto& options = static_cast<const torch::optim::AdamWOptions&>(groups[g].options());

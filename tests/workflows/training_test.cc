@@ -47,6 +47,15 @@ CompiledWorkflow Tiny(const std::vector<std::string>& sets = {}, const std::stri
   return CompileWorkflow(w);
 }
 
+// Options for a run into `dir` that prints no progress and skips the final evaluation.
+TrainOptions Quiet(const std::string& dir) {
+  TrainOptions o;
+  o.out_dir = dir;
+  o.progress = false;
+  o.final_eval = false;
+  return o;
+}
+
 TrainResult Run(const CompiledWorkflow& w, const std::string& dir, bool resume = false) {
   return testing::TrainQuietly(w, dir, resume);
 }
@@ -154,10 +163,7 @@ TEST_CASE("the supervised warm start learns from a recorded session and from a J
           "[training][sft]") {
   // A recorded session (guided choices: every call's answer is readable): its text calls carry their prompts.
   const auto recorded = Temp("sft-record");
-  TrainOptions o;
-  o.out_dir = recorded;
-  o.progress = false;
-  o.final_eval = false;
+  TrainOptions o = Quiet(recorded);
   o.record = recorded + ".session";
   std::ostringstream sink;
   Train(Tiny({"trainer.iterations=2", "trainer.guided_choices=true"}), o, sink);
@@ -565,10 +571,7 @@ TEST_CASE("a resumed run reads its untrained evaluation back, and refuses one th
 TEST_CASE("a run stopped right after its warm start keeps the warm-started models, and --resume does not redo it",
           "[training][resume][sft]") {
   const auto dir = Temp("stop-after-warm-start");
-  TrainOptions o;
-  o.out_dir = dir;
-  o.progress = false;
-  o.final_eval = false;
+  TrainOptions o = Quiet(dir);
   const std::atomic<bool> stop{true};  // Ctrl-C during the warm start: seen before the first iteration
   o.stop = &stop;
   const CompiledWorkflow w = Tiny({"trainer.sft.teacher=tit_for_tat", "trainer.sft.episodes=2", "trainer.sft.steps=20"});
