@@ -327,7 +327,7 @@ TEST_CASE("a killed worker is detected within its timeout, reported, and the rec
   CHECK_THAT(c.events.back().run_end().reason(), Catch::Contains("lost"));
 }
 
-TEST_CASE("with two replicas and on_worker_loss CONTINUE, losing one keeps the run going", "[runtime][faults]") {
+TEST_CASE("with two replicas and on_worker_loss CONTINUE, losing one keeps the run going", "[runtime][c10d][faults]") {
   const std::string session = Temp("replicas.session");
   const KilledLearnerRun r = KillSecondLearner("replicas", 3, "CONTINUE", 8, {"--record", session});
   const std::string& run = r.run;
