@@ -184,7 +184,12 @@ bool HasCheckpoint(const std::string& dir) {
 
 std::optional<std::string> FindCheckpoint(const std::string& dir, std::vector<std::string>* skipped) {
   const fs::path p(dir);
-  if (fs::exists(p / "state" / "iteration")) return p.string();
+  if (fs::exists(p / "state" / "iteration")) {  // a checkpoint folder itself
+    const std::string problem = CheckpointProblem(p.string());
+    if (problem.empty()) return p.string();
+    if (skipped != nullptr) skipped->push_back(p.string() + ": " + problem);
+    return std::nullopt;
+  }
   for (const fs::path root : {p / "checkpoints", p}) {
     if (!fs::exists(root / "latest")) continue;
     // The one `latest` names first, then every other, newest first.

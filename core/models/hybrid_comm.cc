@@ -417,14 +417,15 @@ void HybridCommTrainer::Save(const std::string& dir) const {
 void HybridCommTrainer::Load(const std::string& dir) {
   for (int m = 0; m < impl_->pool->size(); ++m) {
     const ModelConfig& c = impl_->pool->config(m);
-    const std::string optimizer = dir + "/hybrid-optimizer-" + c.name;
-    if (OlderTorchFile(optimizer)) LoadTorchFile(*impl_->optimizers[m], optimizer + ".pt");
-    else LoadAdamW(*impl_->optimizers[m], optimizer + ".safetensors");
+    torch::optim::AdamW& optimizer = *impl_->optimizers[m];
+    LoadSafetensorsOrOlder(optimizer, dir + "/hybrid-optimizer-" + c.name,
+                           [&](const std::string& f) { LoadAdamW(optimizer, f); });
     if (!c.latent) continue;
     LatentProjectionImpl& latent = impl_->Model(m)->latent_projection();
-    if (OlderTorchFile(dir + "/latent-dropout-" + c.name)) {
+    const std::string older = dir + "/latent-dropout-" + c.name + ".pt";
+    if (std::filesystem::exists(older) && !std::filesystem::exists(DropoutFile(dir, c))) {  // an older troupe's
       torch::Tensor state;
-      LoadTorchFile(state, dir + "/latent-dropout-" + c.name + ".pt");
+      LoadTorchFile(state, older);
       latent.set_dropout_state(state);
     } else {
       latent.set_dropout_state(LoadGeneratorState(DropoutFile(dir, c), latent.dropout_state()));

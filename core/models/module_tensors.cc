@@ -136,10 +136,6 @@ torch::Tensor LoadGeneratorState(const std::string& path, const torch::Tensor& l
   return bytes;
 }
 
-bool OlderTorchFile(const std::string& stem) {
-  return std::filesystem::exists(stem + ".pt") && !std::filesystem::exists(stem + ".safetensors");
-}
-
 void SaveAdamW(torch::optim::AdamW& optimizer, const std::string& path) {
   std::vector<torch::Tensor> keep;
   std::vector<SafetensorsTensor> tensors;

@@ -45,9 +45,4 @@ void LoadAdamW(torch::optim::AdamW& optimizer, const std::string& path);
 void SaveGeneratorState(const torch::Tensor& state, const std::string& path);
 torch::Tensor LoadGeneratorState(const std::string& path, const torch::Tensor& like);
 
-// Whether `stem`.pt is there and `stem`.safetensors is not: a checkpoint
-// troupe wrote before its checkpoints held safetensors (read by LibTorch,
-// core/models/torch_files.h; load those only from sources you trust).
-bool OlderTorchFile(const std::string& stem);
-
 }  // namespace troupe

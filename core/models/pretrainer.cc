@@ -326,8 +326,9 @@ void Pretrainer::Load(const std::string& dir) {
   }
   ArchitectureOf(impl_->config).ReadHfWeights(*impl_->model(), dir + "/model");
   impl_->SyncReplicas();
-  if (OlderTorchFile(dir + "/optimizer")) LoadTorchFile(*impl_->optimizer, dir + "/optimizer.pt", impl_->device);
-  else LoadAdamW(*impl_->optimizer, dir + "/optimizer.safetensors");
+  torch::optim::AdamW& optimizer = *impl_->optimizer;
+  LoadSafetensorsOrOlder(optimizer, dir + "/optimizer", [&](const std::string& f) { LoadAdamW(optimizer, f); },
+                         impl_->device);
 }
 
 }  // namespace troupe

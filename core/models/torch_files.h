@@ -64,4 +64,16 @@ void LoadTorchFile(T& value, const std::string& path, std::optional<torch::Devic
   }
 }
 
+// Loads `stem`.safetensors through `load`, or, in a checkpoint an older troupe
+// wrote (`stem`.pt and no `stem`.safetensors), `stem`.pt through LoadTorchFile.
+template <typename T, typename LoadSafetensors>
+void LoadSafetensorsOrOlder(T& value, const std::string& stem, const LoadSafetensors& load,
+                            std::optional<torch::Device> device = std::nullopt) {
+  if (std::filesystem::exists(stem + ".pt") && !std::filesystem::exists(stem + ".safetensors")) {
+    LoadTorchFile(value, stem + ".pt", device);
+  } else {
+    load(stem + ".safetensors");
+  }
+}
+
 }  // namespace troupe

@@ -699,11 +699,12 @@ void Trainer::Load(const std::string& dir) {
     if (!impl_->optimizers[m]) continue;  // a frozen model
     const std::string& name = impl_->pool->config(m).name;
     impl_->optimizers[m]->state().clear();  // loading sets the saved entries only
-    if (OlderTorchFile(dir + "/optimizer-" + name)) LoadTorchFile(*impl_->optimizers[m], dir + "/optimizer-" + name + ".pt");
-    else LoadAdamW(*impl_->optimizers[m], dir + "/optimizer-" + name + ".safetensors");
+    torch::optim::AdamW& optimizer = *impl_->optimizers[m];
+    LoadSafetensorsOrOlder(optimizer, dir + "/optimizer-" + name, [&](const std::string& f) { LoadAdamW(optimizer, f); });
     if (impl_->references.empty()) continue;
-    if (OlderTorchFile(dir + "/reference-" + name)) LoadTorchFile(impl_->references[m], dir + "/reference-" + name + ".pt");
-    else LoadModuleTensors(*impl_->references[m], dir + "/reference-" + name + ".safetensors");
+    PolicyModel& reference = impl_->references[m];
+    LoadSafetensorsOrOlder(reference, dir + "/reference-" + name,
+                           [&](const std::string& f) { LoadModuleTensors(*reference, f); });
   }
   std::ifstream in(RngFile(dir));
   std::string state((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -74,9 +74,6 @@ void CompileModelInits(const LoadedWorkflow& w, CompiledWorkflow& c) {
                      " (init_from takes a run folder of `troupe train`, one of its checkpoints/iter-N folders, or a snapshot's "
                      "snapshots/MODEL/iter-N folder)");
     }
-    if (const std::string problem = CheckpointProblem(*checkpoint); !problem.empty()) {
-      w.Fail(at, "model '" + m.name + "': " + *checkpoint + ": " + problem);
-    }
     const fs::path run = RunFolderOf(given, *checkpoint);
     const fs::path resolved = run / kResolvedWorkflow;
     if (!fs::exists(resolved)) {

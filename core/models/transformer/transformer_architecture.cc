@@ -30,9 +30,8 @@ class TransformerArchitecture : public Architecture {
   }
 
   void Load(PolicyModel& model, const ModelConfig& c, const std::string& dir, torch::Device device) const override {
-    const std::string stem = ModelStem(c, dir);
-    if (OlderTorchFile(stem)) LoadTorchFile(model, stem + ".pt", device);
-    else LoadModuleTensors(*model, stem + ".safetensors");
+    LoadSafetensorsOrOlder(model, ModelStem(c, dir), [&](const std::string& f) { LoadModuleTensors(*model, f); },
+                           device);
   }
 
   bool IsFieldParameter(const std::string&) const override { return true; }
