@@ -117,6 +117,14 @@ double Encounter::Price() const {
   return sugar > 0 && spice > 0 ? spice / sugar : 0.0;
 }
 
+double WelfareIfAccepted(const World& world, int trader, const Offer& offer) {
+  double sugar = world.sugar(trader), spice = world.spice(trader);
+  // The offerer gives `give` of offer.good and receives `receive` of the other good.
+  if (offer.good == Good::kSugar) sugar += offer.give, spice -= offer.receive;
+  else spice += offer.give, sugar -= offer.receive;
+  return sugar > 0 && spice > 0 ? world.Welfare(trader, sugar, spice) : 0.0;
+}
+
 void Encounter::End(Outcome o) {
   outcome_ = o;
   stage_ = Stage::kDone;

@@ -24,6 +24,7 @@ struct NegotiationRules {
   int turns = 4;         // negotiation turns, alternating, before a timeout
   bool fraud = false;    // accepted deals are sent as each side commits (else enforced)
   int max_amount = 20;   // the largest amount an offer may name
+  bool offer_value = false;  // a pending offer shows what accepting it does to the answerer's welfare
 };
 
 enum class Good { kSugar, kSpice };
@@ -106,6 +107,10 @@ class Encounter {
   double welfare_before_[2], welfare_after_[2];
   std::vector<Line> dialogue_;
 };
+
+// `trader`'s welfare if it accepted `offer` (made by its partner) and both sides
+// paid in full; 0 when it cannot pay (a good would run out).
+double WelfareIfAccepted(const World& world, int trader, const Offer& offer);
 
 // A parsed negotiation answer.
 struct Move {

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <optional>
 #include <sstream>
 
 namespace troupe::sugarscape {
@@ -25,6 +27,20 @@ std::string IdentityCore(const std::string& identity) {
   return "a trader (" + identity + ")";
 }
 
+// The change in `side`'s welfare, in whole percent (-100..99), if it accepted
+// its partner's pending offer; nullopt when the rules do not show it or no
+// partner's offer is pending.
+std::optional<int> AcceptValuePercent(const Encounter& e, int side, const World& world, const NegotiationRules& rules) {
+  if (!rules.offer_value || e.stage() != Stage::kNegotiate || !e.pending() || e.pending()->by == side) {
+    return std::nullopt;
+  }
+  const int t = e.trader(side);
+  const double now = world.Welfare(t);
+  if (now <= 0) return std::nullopt;
+  const double change = 100.0 * (WelfareIfAccepted(world, t, *e.pending()) - now) / now;
+  return std::clamp(static_cast<int>(std::lround(change)), -100, 99);
+}
+
 std::string Said(const std::vector<std::string>& words) {
   std::string s;
   for (const auto& w : words) s += (s.empty() ? "" : " ") + w;
@@ -37,7 +53,8 @@ const char* StatusWord(double survival_ticks) {
   return survival_ticks < 3 ? "critical" : survival_ticks < 15 ? "stable" : "rich";
 }
 
-std::vector<std::string> NegotiationVocabulary(const std::vector<std::string>& identities) {
+std::vector<std::string> NegotiationVocabulary(const std::vector<std::string>& identities,
+                                               const NegotiationRules& rules) {
   std::vector<std::string> v;
   for (int k = 0; k <= 99; ++k) v.push_back(std::to_string(k));
   for (const char* w : {"you", "me", "them", "have", "need", "sugar", "spice", "offer", "for", "accept", "reject",
@@ -46,6 +63,9 @@ std::vector<std::string> NegotiationVocabulary(const std::vector<std::string>& i
     v.push_back(w);
   }
   for (const char* w : kChatWords) v.push_back(w);
+  if (rules.offer_value) {
+    for (const char* w : {"worth", "gain", "loss"}) v.push_back(w);
+  }
   for (const auto& id : identities) {
     if (std::find(v.begin(), v.end(), id) == v.end()) v.push_back(id);
   }
@@ -53,7 +73,7 @@ std::vector<std::string> NegotiationVocabulary(const std::vector<std::string>& i
 }
 
 std::vector<std::string> ObservationWords(const Encounter& e, int side, const World& world,
-                                          const std::string& identity) {
+                                          const std::string& identity, const NegotiationRules& rules) {
   const int t = e.trader(side);
   std::vector<std::string> w = {"you", identity, StatusWord(world.SurvivalTicks(t))};
   if (e.stage() != Stage::kChat) {
@@ -71,6 +91,11 @@ std::vector<std::string> ObservationWords(const Encounter& e, int side, const Wo
   if (e.stage() == Stage::kNegotiate) {
     w.push_back("turn");
     w.push_back(std::to_string(e.turns_used() + 1));
+    if (const auto value = AcceptValuePercent(e, side, world, rules)) {
+      w.push_back("worth");
+      w.push_back(*value >= 0 ? "gain" : "loss");
+      w.push_back(std::to_string(std::min(std::abs(*value), 99)));
+    }
   }
   if (e.stage() == Stage::kSend) {
     w.push_back("owe");
@@ -109,6 +134,11 @@ std::string ObservationText(const Encounter& e, int side, const World& world, co
         const Offer& o = *e.pending();
         s << "Their offer stands: they give " << o.give << " " << GoodWord(o.good) << " for " << o.receive << " "
           << GoodWord(o.good == Good::kSugar ? Good::kSpice : Good::kSugar) << ". ";
+        if (const auto value = AcceptValuePercent(e, side, world, rules)) {
+          s << (*value <= -100 ? std::string("Accepting it would leave you without one of the goods. ")
+                               : std::string("Accepting it would ") + (*value >= 0 ? "raise" : "lower") +
+                                     " your welfare by " + std::to_string(std::abs(*value)) + "%. ");
+        }
       }
       s << "Answer OFFER <n> SUGAR FOR <m> SPICE (you give n sugar and get m spice; or spice for sugar), "
         << (e.pending() ? "ACCEPT, REJECT or WALK AWAY." : "or WALK AWAY.");

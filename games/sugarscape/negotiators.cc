@@ -40,14 +40,8 @@ class Negotiator : public ScriptedStrategy {
     return RuleOffer(s, e, side).has_value();
   }
   virtual bool Accepts(const SugarscapeState& s, const Encounter& e, int side, const Offer& o) const {
-    // The offer seen from this side: what it receives and gives.
-    const World& w = s.world();
     const int t = e.trader(side);
-    double sugar = w.sugar(t), spice = w.spice(t);
-    const double in = o.give, out = o.receive;  // the offerer gives `give` of o.good to this side
-    if (o.good == Good::kSugar) sugar += in, spice -= out;
-    else spice += in, sugar -= out;
-    return sugar > 0 && spice > 0 && w.Welfare(t, sugar, spice) > w.Welfare(t);
+    return WelfareIfAccepted(s.world(), t, o) > s.world().Welfare(t);
   }
   virtual int Send(const Encounter& e, int side) const { return e.Owed(side); }
 

@@ -51,6 +51,9 @@ std::vector<ParamSpec> SugarscapeParamSpecs() {
       {"fraud", ParamType::kFlag, false,
        "negotiation: each side sends what it commits after a deal (else the deal is enforced)"},
       {"max_amount", ParamType::kInt, int64_t{20}, "negotiation: the largest amount an offer may name", 1, 99},
+      {"offer_value", ParamType::kFlag, false,
+       "negotiation: a partner's pending offer is shown with what accepting it would do to your welfare "
+       "(a calculator: \"worth gain 4\", \"... raise your welfare by 4%\")"},
   };
 }
 
@@ -129,6 +132,7 @@ SugarscapeGame::SugarscapeGame(const Params& p) : params_(FromParams(p)), steps_
   rules_.turns = static_cast<int>(p.Int("negotiation_turns"));
   rules_.fraud = p.Flag("fraud");
   rules_.max_amount = static_cast<int>(p.Int("max_amount"));
+  rules_.offer_value = p.Flag("offer_value");
   if (negotiate_ && params_.population > 100000) {
     throw GameError("population " + std::to_string(params_.population) +
                         ": negotiation makes every trader a seat; at most 100000",
@@ -163,7 +167,7 @@ std::vector<std::string> SugarscapeGame::SeatNames() const {
 }
 
 std::vector<std::string> SugarscapeGame::Vocabulary() const {
-  return negotiate_ ? NegotiationVocabulary(identities_) : std::vector<std::string>{};
+  return negotiate_ ? NegotiationVocabulary(identities_, rules_) : std::vector<std::string>{};
 }
 
 std::vector<std::string> SugarscapeGame::SignalNames() const {
@@ -271,7 +275,7 @@ std::vector<Decision> SugarscapeState::PendingDecisions() const {
     Decision d;
     d.seat = seat;
     d.phase = StagePhase(e.stage());
-    d.observation = ObservationWords(e, side, world_, identity);
+    d.observation = ObservationWords(e, side, world_, identity, game_->rules());
     d.max_words = e.stage() == Stage::kChat ? game_->rules().chat_words : e.stage() == Stage::kNegotiate ? 6 : 1;
     d.options = e.Options(side);
     d.text = ObservationText(e, side, world_, identity, game_->rules());

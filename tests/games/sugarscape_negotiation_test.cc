@@ -3,7 +3,9 @@
 // the game's seats, pending decisions, rewards and metrics.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdint>
+#include <tuple>
 
 #include "core/base/errors.h"
 #include "games/sugarscape/encounter.h"
@@ -205,9 +207,9 @@ TEST_CASE("a trader sees its status in small talk and its holdings from the inte
   Pair p;
   const NegotiationRules rules = Protocol(1);
   Encounter e(p.a, p.b, p.world, rules);
-  CHECK(ObservationWords(e, 0, p.world, "altruist") == Words{"you", "altruist", "critical", "chat"});  // 5 / 2: 2.5 ticks of sugar
+  CHECK(ObservationWords(e, 0, p.world, "altruist", rules) == Words{"you", "altruist", "critical", "chat"});  // 5 / 2: 2.5 ticks of sugar
   Round(e, p.world, {{"hello"}, {"hi"}});
-  const Words w = ObservationWords(e, 0, p.world, "altruist");
+  const Words w = ObservationWords(e, 0, p.world, "altruist", rules);
   CHECK(w == Words{"you", "altruist", "critical", "have", "5", "sugar", "30", "spice", "need", "2", "sugar", "2", "spice",
                    "me", "hello", "them", "hi", "intent"});
   const std::string text = ObservationText(e, 1, p.world, "exploiter", rules);
@@ -218,6 +220,57 @@ TEST_CASE("a trader sees its status in small talk and its holdings from the inte
   CHECK(std::string(StatusWord(2.9)) == "critical");
   CHECK(std::string(StatusWord(14)) == "stable");
   CHECK(std::string(StatusWord(15)) == "rich");
+}
+
+TEST_CASE("with offer_value a partner's pending offer shows what accepting it does to the answerer's welfare",
+          "[sugarscape][negotiation]") {
+  NegotiationRules rules = Protocol(0);
+  rules.offer_value = true;
+  // b (30 sugar, 5 spice, welfare sqrt(150)) is offered by a; side 0 (a) moves first.
+  const auto offered = [&](const Words& offer, const NegotiationRules& r) {
+    Pair p;
+    Encounter e(p.a, p.b, p.world, r);
+    Round(e, p.world, {{"trade"}, {"trade"}});
+    Round(e, p.world, {offer});
+    REQUIRE(e.stage() == Stage::kNegotiate);
+    return std::make_tuple(ObservationWords(e, 1, p.world, "survivor", r), ObservationText(e, 1, p.world, "survivor", r),
+                           ObservationWords(e, 0, p.world, "altruist", r));
+  };
+  const auto ends_with = [](const Words& w, const Words& tail) {
+    return w.size() >= tail.size() && std::equal(tail.begin(), tail.end(), w.end() - static_cast<long>(tail.size()));
+  };
+  {  // 25 sugar and 10 spice: sqrt(250) = 15.81, up 29%
+    const auto [words, text, own] = offered({"offer", "5", "spice", "for", "5", "sugar"}, rules);
+    CHECK(ends_with(words, {"turn", "2", "worth", "gain", "29", "negotiate"}));
+    CHECK_THAT(text, Catch::Contains("Accepting it would raise your welfare by 29%."));
+    CHECK(std::find(own.begin(), own.end(), "worth") == own.end());  // the offerer is not told about its own offer
+  }
+  {  // 10 sugar and 6 spice: sqrt(60) = 7.75, down 37%
+    const auto [words, text, own] = offered({"offer", "1", "spice", "for", "20", "sugar"}, rules);
+    CHECK(ends_with(words, {"worth", "loss", "37", "negotiate"}));
+    CHECK_THAT(text, Catch::Contains("lower your welfare by 37%"));
+  }
+  {  // 6 spice asked of a trader holding 5: it could not pay
+    const auto [words, text, own] = offered({"offer", "1", "sugar", "for", "6", "spice"}, rules);
+    CHECK(ends_with(words, {"worth", "loss", "99", "negotiate"}));
+    CHECK_THAT(text, Catch::Contains("would leave you without one of the goods"));
+  }
+  {  // without the rule nothing is shown, and the vocabulary has no such words
+    const auto [words, text, own] = offered({"offer", "5", "spice", "for", "5", "sugar"}, Protocol(0));
+    CHECK(ends_with(words, {"turn", "2", "negotiate"}));
+    CHECK_THAT(text, !Catch::Contains("welfare by"));
+    const Words plain = NegotiationVocabulary({"survivor"}, Protocol(0));
+    const Words shown = NegotiationVocabulary({"survivor"}, rules);
+    CHECK(std::find(plain.begin(), plain.end(), "worth") == plain.end());
+    CHECK(shown.size() == plain.size() + 3);
+    for (const std::string& w : words) CHECK(std::find(plain.begin(), plain.end(), w) != plain.end());
+  }
+  const Words shown = NegotiationVocabulary({"survivor"}, rules);
+  const Words seen = std::get<0>(offered({"offer", "1", "spice", "for", "20", "sugar"}, rules));
+  for (const std::string& w : seen) {
+    INFO(w);
+    CHECK(std::find(shown.begin(), shown.end(), w) != shown.end());
+  }
 }
 
 TEST_CASE("negotiation makes every trader a seat and all of a tick's encounters pending together",
