@@ -7,6 +7,15 @@
 //   always_decline  declines, and walks away if asked to negotiate.
 //   fraudster       proposes as mrs_negotiator, accepts every offer that gives
 //                   it something, and sends nothing when fraud is possible.
+//   haggler         the MRS rule from one side: it sees only its own holdings
+//                   and metabolism (what a model's observation shows), buys
+//                   the good it values more at the price halfway (geometric)
+//                   between its own MRS and 1, in the whole-unit bundle best
+//                   for itself, accepts an offer exactly when it raises its own
+//                   welfare and otherwise answers with its own offer. A teacher
+//                   a student can imitate exactly, whose encounters hold both
+//                   good offers accepted and bad ones countered.
+#include <algorithm>
 #include <cmath>
 
 #include "games/sugarscape/encounter_view.h"
@@ -98,7 +107,51 @@ class Fraudster : public Negotiator {
 
 }  // namespace
 
+class Haggler : public Negotiator {
+ protected:
+  bool Intent(const SugarscapeState& s, const Encounter& e, int side) const override {
+    return OwnOffer(s, e, side).has_value();
+  }
+  std::vector<std::string> Negotiate(const SugarscapeState& s, const Encounter& e, int side) const override {
+    if (e.pending() && e.pending()->by != side && Accepts(s, e, side, *e.pending())) return {"accept"};
+    const std::optional<Offer> mine = OwnOffer(s, e, side);
+    if (!mine) return {"walk"};
+    return OfferWords(*mine);
+  }
+
+ private:
+  // Buys the good it values more (sugar when its MRS, spice per sugar, is above
+  // 1) at sqrt(MRS) spice per sugar: `receive` units for `give` = receive x
+  // price rounded (at least 1), the receive in 1..max_amount that leaves it
+  // best off; none when no bundle raises its welfare.
+  std::optional<Offer> OwnOffer(const SugarscapeState& s, const Encounter& e, int side) const {
+    const World& w = s.world();
+    const int t = e.trader(side);
+    const double mrs = w.Mrs(t);
+    if (!(mrs > 0) || !std::isfinite(mrs) || mrs == 1.0) return std::nullopt;
+    const bool buys_sugar = mrs > 1;
+    const double price = buys_sugar ? std::sqrt(mrs) : 1.0 / std::sqrt(mrs);  // what it pays per unit bought
+    const int max = s.game().rules().max_amount;
+    std::optional<Offer> best;
+    double best_welfare = w.Welfare(t);
+    for (int receive = 1; receive <= max; ++receive) {
+      const int give = std::max(1, static_cast<int>(std::lround(receive * price)));
+      if (give > max) break;
+      const double sugar = w.sugar(t) + (buys_sugar ? receive : -give);
+      const double spice = w.spice(t) + (buys_sugar ? -give : receive);
+      if (sugar <= 0 || spice <= 0) break;
+      const double welfare = w.Welfare(t, sugar, spice);
+      if (welfare > best_welfare) {
+        best_welfare = welfare;
+        best = Offer{side, give, receive, buys_sugar ? Good::kSpice : Good::kSugar};
+      }
+    }
+    return best;
+  }
+};
+
 TROUPE_REGISTER_STRATEGY("mrs_negotiator", MrsNegotiator);
+TROUPE_REGISTER_STRATEGY("haggler", Haggler);
 TROUPE_REGISTER_STRATEGY("always_decline", AlwaysDecline);
 TROUPE_REGISTER_STRATEGY("fraudster", Fraudster);
 

@@ -339,6 +339,43 @@ TEST_CASE("scripted MRS negotiators trade only when both gain, and rewards are e
   CHECK_THROWS_AS(state->Signal("score", 0), GameError);
 }
 
+TEST_CASE("hagglers, each seeing only its own holdings, make only deals both gain from and counter the rest",
+          "[sugarscape][negotiation]") {
+  auto game = NegotiationGame({{"offer_value", true}});
+  auto haggler = StrategyFactory::Get().Create("haggler");
+  Rng rng(3);
+  auto state = game->NewInitialState(7);
+  int accepted_gain = 0, countered_loss = 0;
+  while (!state->IsTerminal()) {
+    const auto pending = state->PendingDecisions();
+    if (pending.empty()) {
+      REQUIRE(state->Advance());
+      continue;
+    }
+    std::vector<SeatOutput> out;
+    for (const Decision& d : pending) {
+      out.push_back({d.seat, haggler->Act(*state, d, rng)});
+      // The calculator's word decides its answer to an offer.
+      const auto worth = std::find(d.observation.begin(), d.observation.end(), "worth");
+      if (worth != d.observation.end()) {
+        const bool gain = *(worth + 1) == "gain" && *(worth + 2) != "0";
+        if (gain) accepted_gain += out.back().words == Words{"accept"};
+        else countered_loss += out.back().words.front() == "offer" || out.back().words.front() == "walk";
+      }
+    }
+    for (bool v : state->Apply(out)) CHECK(v);
+  }
+  const auto m = state->Metrics();
+  CHECK(m.at("trade_success_rate") > 0.1);
+  CHECK(m.at("outcome_error") == 0);
+  CHECK(m.at("outcome_timeout") + m.at("outcome_walk_away") > 0);  // some pairs found no deal both gain from
+  CHECK(accepted_gain > 10);
+  CHECK(countered_loss > 10);
+  for (int turn = 0; turn < state->Turn(); ++turn) {
+    for (int seat = 0; seat < 60; ++seat) CHECK(state->TurnSignal("welfare_gain", seat, turn) >= 0);
+  }
+}
+
 TEST_CASE("always_decline and the fraudster play as their names say", "[sugarscape][negotiation]") {
   auto run = [](const std::string& a, const std::string& b, bool fraud) {
     auto game = NegotiationGame({{"identities", std::string("a,b")}, {"fraud", fraud}});
