@@ -14,6 +14,13 @@ Every ratio is between two things measured in this run, on this machine:
               into generation, environment, credit and update.
   scaling     troupe's training episodes/s and peak memory as team size,
               model width and concurrent episodes grow.
+  scoring     the update scoring each episode's calls as prefix trees (its
+              conversations' shared prefixes once) against scoring every
+              call on its own (trainer.tree_row_positions=0), interleaved, on
+              the main job and, where runs/base_model/model exists, on
+              red_black_base_model (text prompts) and qa_decompose (passages):
+              positions the update encodes per episode, update seconds,
+              episodes/s and where the iteration's time goes.
   transport   troupe's frames against raw libzmq; bench/transport_bench.
   retrieval   the QA retriever's index build, queries/s and recall@k.
 --quick runs fewer iterations and rounds (a smoke run of the report itself);
@@ -57,10 +64,10 @@ def run(args, **kw):
     return out, usage.ru_maxrss / 1024.0
 
 
-def troupe_training(iterations, extra, work):
-    """Trains the main job for `iterations` iterations; per-iteration means from its metrics."""
+def troupe_training(iterations, extra, work, workflow=MAIN_JOB):
+    """Trains a workflow (the main job) for `iterations` iterations; per-iteration means from its metrics."""
     out_dir = tempfile.mkdtemp(dir=work)
-    _, peak = run([TROUPE, "train", MAIN_JOB, "--out", out_dir, "--quiet", "--no-eval", "--set",
+    _, peak = run([TROUPE, "train", workflow, "--out", out_dir, "--quiet", "--no-eval", "--set",
                    f"trainer.iterations={iterations}", "--set", "trainer.max_minutes=0"] + extra)
     rows = [json.loads(l) for l in open(os.path.join(out_dir, "metrics.jsonl")) if l.strip()]
     rows = rows[1:] if len(rows) > 2 else rows  # the first iteration warms allocators and caches
@@ -71,7 +78,8 @@ def troupe_training(iterations, extra, work):
             "iteration_s": mean("time/iteration_s"), "generate_s": mean("time/generate_s"),
             "environment_s": mean("time/environment_s"), "credit_s": mean("time/credit_s"),
             "update_s": mean("time/update_s"),
-            "encoded_positions_per_episode": mean("encoded_positions_per_episode"), "peak_mib": peak}
+            "encoded_positions_per_episode": mean("encoded_positions_per_episode"),
+            "update_positions_per_episode": mean("update_positions_per_episode"), "peak_mib": peak}
 
 
 def reference_training(iterations):
@@ -108,6 +116,31 @@ def scaling(iterations, work):
         r.update({"axis": axis, "value": value})
         rows.append(r)
         print(f"  {axis} {value}: {r['episodes_per_s']:.2f} episodes/s, peak {r['peak_mib']:.0f} MiB", flush=True)
+    return rows
+
+
+def scoring(rounds, iterations, work):
+    """Prefix-tree scoring against per-call scoring, interleaved, per workflow."""
+    cases = [("red_black (main job)", MAIN_JOB, [])]
+    if os.path.isdir(os.path.join(ROOT, "runs", "base_model", "model")):
+        cases += [("red_black_base_model", os.path.join(ROOT, "workflows", "shipped", "red_black_base_model.textproto"),
+                   ["--set", "trainer.sft.episodes=0"]),
+                  ("qa_decompose", os.path.join(ROOT, "workflows", "shipped", "qa_decompose.textproto"),
+                   ["--set", "trainer.sft.episodes=0"])]
+    rows = []
+    for name, workflow, extra in cases:
+        runs = {"trees": [], "per call": []}
+        for _ in range(rounds):
+            for mode, setting in (("trees", []), ("per call", ["--set", "trainer.tree_row_positions=0"])):
+                runs[mode].append(troupe_training(iterations, extra + setting, work, workflow))
+        row = {"workflow": name}
+        for mode, rs in runs.items():
+            row[mode] = {k: statistics.mean(r[k] for r in rs) for k in rs[0] if isinstance(rs[0][k], (int, float))}
+        rows.append(row)
+        t, p = row["trees"], row["per call"]
+        print(f"  {name}: update {p['update_s']:.3f} s -> {t['update_s']:.3f} s, positions/episode "
+              f"{p['update_positions_per_episode']:,.0f} -> {t['update_positions_per_episode']:,.0f}, episodes/s "
+              f"{p['episodes_per_s']:.2f} -> {t['episodes_per_s']:.2f}", flush=True)
     return rows
 
 
@@ -158,6 +191,28 @@ def markdown(report):
                      f"{x['environment_s']:.3f} | {x['update_s']:.3f} | {x['encoded_positions_per_episode']:,.0f} | "
                      f"{x['peak_mib']:.0f} |")
         m.append("")
+    sc = report.get("scoring")
+    if sc:
+        m += ["## The update: scoring along the conversation", "",
+              "Each workflow trained with the update scoring an episode's calls as prefix trees (shared prefixes "
+              "encoded once) and with every call scored on its own (`trainer.tree_row_positions=0`), interleaved; "
+              "the same numbers either way (tests/workflows/tree_scoring_test.cc).", "",
+              "| workflow | scoring | update positions / episode | update s | episodes/s | generation s "
+              "| environment s | credit s |",
+              "|---|---|---:|---:|---:|---:|---:|---:|"]
+        for row in sc:
+            for mode in ("per call", "trees"):
+                x = row[mode]
+                m.append(f"| {row['workflow']} | {mode} | {x['update_positions_per_episode']:,.0f} | {x['update_s']:.3f} "
+                         f"| {x['episodes_per_s']:.2f} | {x['generate_s']:.3f} | {x['environment_s']:.3f} "
+                         f"| {x['credit_s']:.4f} |")
+        m.append("")
+        for row in sc:
+            t, p = row["trees"], row["per call"]
+            m.append(f"- {row['workflow']}: {p['update_positions_per_episode'] / t['update_positions_per_episode']:.1f}x "
+                     f"fewer update positions, update {p['update_s'] / t['update_s']:.2f}x faster, episodes/s "
+                     f"{t['episodes_per_s'] / p['episodes_per_s']:.2f}x.")
+        m.append("")
     for name in ("transport", "retrieval"):
         if report.get(name):
             m += [f"## {name.capitalize()} (JSON as the benchmark prints it)", "", "```",
@@ -179,6 +234,8 @@ def main():
     report["training"] = training(1 if quick else 2, 3 if quick else 8, work)
     print("== scaling", flush=True)
     report["scaling"] = scaling(2 if quick else 3, work)
+    print("== the update: prefix trees against per-call scoring", flush=True)
+    report["scoring"] = scoring(1 if quick else 2, 3 if quick else 5, work)
     for name, binary in (("transport", "transport_bench"), ("retrieval", "retrieval_bench")):
         if f"--no-{name}" in sys.argv[2:]:
             continue

@@ -14,6 +14,7 @@
 namespace troupe {
 
 torch::Tensor AttentionMask(const torch::Tensor& key_valid, int64_t T) {
+  if (key_valid.dim() == 3) return key_valid.unsqueeze(1);  // already a query-by-key mask
   const int64_t Tk = key_valid.size(1);
   if (T == 1) {  // decoding: the single query is the last position
     torch::Tensor allowed = key_valid.clone();

@@ -45,7 +45,8 @@ struct LatentStepsOutput {
 
 // Which keys each query may attend to, [B,1,T,Tk], for T new queries after
 // Tk - T cached keys: query t (absolute index Tk - T + t) sees the valid keys up
-// to itself, and always itself. key_valid [B,Tk].
+// to itself, and always itself. key_valid [B,Tk]; or [B,T,Tk], a mask of its own
+// (prefix trees: each node sees its ancestors), returned as it is.
 torch::Tensor AttentionMask(const torch::Tensor& key_valid, int64_t T);
 
 // The low-rank term of per-role adapters: B_r A_r x for x [B,T,in], a [roles,in,r],

@@ -16,6 +16,7 @@
 #include "core/models/model_pool_impl.h"
 #include "core/vocab.h"
 #include "core/models/module_tensors.h"
+#include "core/models/prefix_tree_pack.h"
 #include "core/models/torch_files.h"
 #include "core/base/file_io.h"
 
@@ -49,7 +50,59 @@ struct PackedBatch {
   // Shared prompts (defined when fewer distinct prompts than rows): each row's
   // distinct prompt [B], and the first row holding each distinct prompt [U].
   torch::Tensor prompt_of, prompt_first;
+  // Prefix trees (defined for plain calls with a row budget): the rows the
+  // model runs [R,Tn], each node seeing its ancestors [R,Tn,Tn], and for every
+  // position of the layout above its node in the rows, flat [B*T].
+  torch::Tensor tree_tokens, tree_positions, tree_allowed, tree_role, tree_gather;
+  int64_t encoded = 0;  // token positions one forward pass over the batch runs, padding included
 };
+
+// The batch's calls as rows of prefix trees (see PackedBatch), for the
+// left-padded layout of width T (call b's t-th token at column T - L_b + t).
+void PackTrees(const std::vector<const CallRecord*>& recs, int64_t T, int64_t budget, torch::Device device,
+               PackedBatch* p) {
+  std::vector<std::vector<int>> sequences;
+  std::vector<int> slots;
+  for (const CallRecord* r : recs) {
+    sequences.emplace_back(r->prompt);
+    sequences.back().insert(sequences.back().end(), r->response.begin(), r->response.end());
+    slots.push_back(r->role_slot);
+  }
+  const PrefixTreeRows trees = PackPrefixTrees(sequences, slots, budget);
+  const int64_t R = static_cast<int64_t>(trees.rows.size()), Tn = std::max<int64_t>(1, trees.longest);
+  std::vector<int64_t> tok(R * Tn, Vocab::kPad), pos(R * Tn, 0), role(R);
+  std::vector<uint8_t> allowed(R * Tn * Tn, 0);
+  for (int64_t r = 0; r < R; ++r) {
+    const PrefixTreeRows::Row& row = trees.rows[r];
+    role[r] = row.slot;
+    uint8_t* mask = allowed.data() + r * Tn * Tn;
+    for (int64_t n = 0; n < Tn; ++n) {
+      uint8_t* line = mask + n * Tn;
+      if (n < static_cast<int64_t>(row.tokens.size())) {
+        tok[r * Tn + n] = row.tokens[n];
+        pos[r * Tn + n] = row.depth[n];
+        if (row.parent[n] >= 0) std::memcpy(line, mask + row.parent[n] * Tn, static_cast<size_t>(Tn));
+      }
+      line[n] = 1;  // itself (a padding node sees only itself)
+    }
+  }
+  const int64_t B = static_cast<int64_t>(recs.size());
+  std::vector<int64_t> gather(B * T, 0);
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t base = trees.row_of[b] * Tn;
+    std::fill(gather.begin() + b * T, gather.begin() + (b + 1) * T, base);
+    const std::vector<int>& nodes = trees.node_of[b];
+    const int64_t off = T - static_cast<int64_t>(nodes.size());
+    for (size_t t = 0; t < nodes.size(); ++t) gather[b * T + off + static_cast<int64_t>(t)] = base + nodes[t];
+  }
+  auto lo = torch::TensorOptions().dtype(torch::kLong);
+  p->tree_tokens = torch::from_blob(tok.data(), {R, Tn}, lo).clone().to(device);
+  p->tree_positions = torch::from_blob(pos.data(), {R, Tn}, lo).clone().to(device);
+  p->tree_allowed = torch::from_blob(allowed.data(), {R, Tn, Tn}, torch::kUInt8).clone().to(torch::kBool).to(device);
+  p->tree_role = torch::from_blob(role.data(), {R}, lo).clone().to(device);
+  p->tree_gather = torch::from_blob(gather.data(), {B * T}, lo).clone().to(device);
+  p->encoded = R * Tn;  // padding included, as in the other layouts: what the forward pass runs
+}
 
 // Each record's distinct (role slot, prompt) among `recs`, numbered in order of first appearance.
 std::vector<int64_t> DistinctPrompts(const std::vector<const CallRecord*>& recs, std::vector<int64_t>* firsts) {
@@ -68,7 +121,7 @@ std::vector<int64_t> DistinctPrompts(const std::vector<const CallRecord*>& recs,
   return of;
 }
 
-PackedBatch Pack(const std::vector<const CallRecord*>& recs, torch::Device device, int64_t vocab) {
+PackedBatch Pack(const std::vector<const CallRecord*>& recs, torch::Device device, int64_t vocab, int64_t tree_budget) {
   const int64_t B = static_cast<int64_t>(recs.size());
   const int K = recs.empty() ? 0 : recs.front()->latent_steps;
   int64_t Tp = 0, R = 0;
@@ -81,9 +134,10 @@ PackedBatch Pack(const std::vector<const CallRecord*>& recs, torch::Device devic
   const bool plain = K == 0 && std::all_of(recs.begin(), recs.end(), [](const CallRecord* r) {
     return std::find(r->prompt.begin(), r->prompt.end(), Vocab::kSoft) == r->prompt.end();
   });
+  const bool tree = plain && tree_budget > 0;
   std::vector<int64_t> firsts;
-  std::vector<int64_t> prompt_of = plain ? DistinctPrompts(recs, &firsts) : std::vector<int64_t>{};
-  const bool shared = plain && static_cast<int64_t>(firsts.size()) < B;
+  std::vector<int64_t> prompt_of = plain && !tree ? DistinctPrompts(recs, &firsts) : std::vector<int64_t>{};
+  const bool shared = plain && !tree && static_cast<int64_t>(firsts.size()) < B;
   const bool aligned = K > 0 || shared;  // prompts end at one column, responses right-padded after it
   int64_t T = 0;
   if (aligned) {
@@ -178,10 +232,13 @@ PackedBatch Pack(const std::vector<const CallRecord*>& recs, torch::Device devic
   }
   p.latent_steps = K;
   p.prompt_end = Tp;
+  p.encoded = B * T;
   if (shared) {
     p.prompt_of = torch::from_blob(prompt_of.data(), {B}, lo).clone().to(device);
     p.prompt_first = torch::from_blob(firsts.data(), {static_cast<int64_t>(firsts.size())}, lo).clone().to(device);
+    p.encoded = static_cast<int64_t>(firsts.size()) * Tp + B * R;
   }
+  if (tree) PackTrees(recs, T, tree_budget, device, &p);  // plain calls: the left-padded layout
   return p;
 }
 
@@ -206,12 +263,25 @@ LMOutput ForwardSharedPrompts(PolicyModel& model, const PackedBatch& p) {
   return o;
 }
 
+// The prefix-tree rows once, then each call's positions read from their nodes:
+// the outputs of one pass over every call, each shared prefix encoded once.
+LMOutput ForwardTrees(PolicyModel& model, const PackedBatch& p) {
+  const int64_t B = p.tokens.size(0), T = p.tokens.size(1);
+  const LMOutput rows = model->forward_hidden(model->embed(p.tree_tokens), p.tree_positions, p.tree_allowed, p.tree_role);
+  const int64_t d = rows.hidden.size(2);
+  LMOutput o;
+  o.hidden = rows.hidden.reshape({-1, d}).index_select(0, p.tree_gather).view({B, T, d});
+  o.values = rows.values.reshape({-1}).index_select(0, p.tree_gather).view({B, T});
+  return o;
+}
+
 // The model's outputs over a packed batch. Other agents' vectors go in at their
 // soft slots. A call's own vectors are recomputed as they were sent, with the
 // KV cache: the prompt up to <bot>, then K steps each feeding z = Prj(h) back,
 // then <eot> and the response; the text's loss reaches the projection.
 // Hidden states and values only: Score applies the LM head where it reads.
 LMOutput Forward(PolicyModel& model, const PackedBatch& p) {
+  if (p.tree_tokens.defined()) return ForwardTrees(model, p);
   if (p.prompt_of.defined()) return ForwardSharedPrompts(model, p);
   const int64_t B = p.tokens.size(0), T = p.tokens.size(1), d = model->width();
   torch::Tensor embeds = model->embed(p.tokens).view({B * T, d});
@@ -363,17 +433,34 @@ struct Trainer::Impl {
     for (size_t i = recs.size(); i > 1; --i) std::swap(recs[i - 1], recs[rng.Below(static_cast<int>(i))]);
   }
 
-  // Shuffled minibatches of records of similar length (little padding). Calls
-  // that sent vectors are packed apart, by their number of vectors (see Pack).
+  // Minibatches of whole episode groups (episodes that share a start), in a
+  // shuffled order: a group's calls share prefixes (each prompt repeats the
+  // conversation so far, and the group's episodes begin alike), which the
+  // prefix-tree scoring encodes once. Calls that sent vectors are packed
+  // apart, by their number of vectors (see Pack).
   std::vector<std::vector<const CallRecord*>> Minibatches(std::vector<const CallRecord*> recs) {
-    Shuffle(recs);
-    std::stable_sort(recs.begin(), recs.end(), [](const CallRecord* a, const CallRecord* b) {
+    std::map<int64_t, size_t> group_place, episode_place;  // places in shuffled orders
+    Shuffled(recs, [](const CallRecord* r) { return static_cast<int64_t>(r->group); }, &group_place);
+    Shuffled(recs, [](const CallRecord* r) { return r->episode; }, &episode_place);
+    std::stable_sort(recs.begin(), recs.end(), [&](const CallRecord* a, const CallRecord* b) {
       if (a->latent_steps != b->latent_steps) return a->latent_steps < b->latent_steps;
-      return a->prompt.size() + a->response.size() < b->prompt.size() + b->response.size();
+      if (a->group != b->group) return group_place[a->group] < group_place[b->group];
+      return episode_place[a->episode] < episode_place[b->episode];
     });
     std::vector<std::vector<const CallRecord*>> out = Chunks(recs, static_cast<size_t>(std::max(1, config.minibatch)));
     for (size_t i = out.size(); i > 1; --i) std::swap(out[i - 1], out[rng.Below(static_cast<int>(i))]);
     return out;
+  }
+
+  // The distinct keys of `recs`, each given its place in a shuffled order.
+  template <typename Key>
+  void Shuffled(const std::vector<const CallRecord*>& recs, const Key& key, std::map<int64_t, size_t>* place) {
+    std::vector<int64_t> keys;
+    for (const CallRecord* r : recs) {
+      if (place->emplace(key(r), 0).second) keys.push_back(key(r));
+    }
+    for (size_t i = keys.size(); i > 1; --i) std::swap(keys[i - 1], keys[rng.Below(static_cast<int>(i))]);
+    for (size_t i = 0; i < keys.size(); ++i) (*place)[keys[i]] = i;
   }
 
   // Consecutive runs of at most `size` records with the same number of sent vectors.
@@ -488,7 +575,8 @@ std::vector<ModelTrainStats> Trainer::Update(const std::vector<CallRecord>& reco
       const std::vector<std::vector<const CallRecord*>> chunks = Impl::Chunks(by_vectors, 1024);
       torch::Tensor moments = torch::zeros({3}, torch::TensorOptions().device(device));  // sum, sum of squares, count
       for (const auto& c : chunks) {
-        PackedBatch p = Pack(c, device, impl_->pool->config(m).vocab_size);
+        PackedBatch p = Pack(c, device, impl_->pool->config(m).vocab_size, cfg.tree_row_budget);
+        st.positions += p.encoded;
         Scored s = Score(model, p, cfg.temperature);
         torch::Tensor adv = Gae(s.values, p, cfg.gamma, cfg.lambda);
         moments += torch::stack({(adv * p.target_mask).sum(), (adv * adv * p.target_mask).sum(), p.target_mask.sum()});
@@ -521,7 +609,8 @@ std::vector<ModelTrainStats> Trainer::Update(const std::vector<CallRecord>& reco
         st.tokens += static_cast<int>(ntok);
         torch::Tensor loss;
         if (!mb.empty()) {
-          PackedBatch p = Pack(mb, device, impl_->pool->config(m).vocab_size);
+          PackedBatch p = Pack(mb, device, impl_->pool->config(m).vocab_size, cfg.tree_row_budget);
+          st.positions += p.encoded * (cfg.kl_coef > 0 ? 2 : 1);  // the policy's pass and the reference's
           torch::Tensor returns;
           if (cfg.estimator == Estimator::kPpo) {
             p.advantage.zero_();
@@ -599,7 +688,8 @@ std::vector<ModelTrainStats> Trainer::Supervised(const std::vector<CallRecord>& 
         torch::Tensor loss;
         last.zero_();
         if (!mb.empty()) {
-          PackedBatch p = Pack(mb, device, impl_->pool->config(m).vocab_size);
+          PackedBatch p = Pack(mb, device, impl_->pool->config(m).vocab_size, impl_->config.tree_row_budget);
+          st.positions += p.encoded;
           Scored s = Score(model, p, 1.0);
           loss = -(s.logp * p.target_mask).sum() / ntok;
           last += torch::stack({loss, (s.entropy * p.target_mask).sum() / ntok}).detach();
@@ -665,7 +755,8 @@ std::vector<std::vector<float>> Trainer::ResponseLogProbs(const std::vector<Call
     PolicyModel& model = impl_->pool->impl().models.at(m);
     model->set_latent_dropout(false);
     for (const auto& recs : Impl::Chunks(group, 256)) {
-      PackedBatch p = Pack(recs, impl_->pool->impl().devices.at(m), impl_->pool->config(m).vocab_size);
+      PackedBatch p =
+          Pack(recs, impl_->pool->impl().devices.at(m), impl_->pool->config(m).vocab_size, impl_->config.tree_row_budget);
       const torch::Tensor logp = Score(model, p, 1.0).logp.to(torch::kCPU).contiguous();
       for (size_t b = 0; b < recs.size(); ++b) {
         const float* first = logp.data_ptr<float>() + static_cast<int64_t>(b) * logp.size(1) + p.first_target[b];

@@ -31,6 +31,11 @@ struct TrainerConfig {
   double temperature = 0.0;
   double gamma = 0.0;
   double lambda = 0.0;
+  // Calls of a conversation share prefixes: plain calls (no vectors) are
+  // scored in rows of prefix trees of about this many positions, each shared
+  // prefix encoded once (core/models/prefix_tree_pack.h); 0 scores every call
+  // on its own. The same log-probabilities, values and gradients either way.
+  int64_t tree_row_budget = 256;
 };
 
 struct ModelTrainStats {
@@ -45,6 +50,7 @@ struct ModelTrainStats {
   double clip_fraction = 0.0;
   double grad_norm = 0.0;
   int learners = 1;  // data-parallel learners that shared the update
+  int64_t positions = 0;  // token positions the update's forward passes encoded (this learner's)
   uint64_t parameter_digest = 0;  // after the update (set by a model server): learners in step agree
 };
 

@@ -510,6 +510,9 @@ void CompileTraining(const LoadedWorkflow& w, CompiledWorkflow& c) {
   c.credit.baseline_inert = !k.keep_inert_outcome();
 
   if (t.update_records() < 0) w.Fail({{"trainer"}, {"update_records"}}, "update_records must be 0 (all) or positive");
+  if (t.tree_row_positions() < 0 || t.tree_row_positions() > 65536) {
+    w.Fail({{"trainer"}, {"tree_row_positions"}}, "tree_row_positions must be 0 (score each call on its own) to 65536");
+  }
   c.trainer = TrainerConfigOf(t, k);  // the same settings a model worker gets
 }
 

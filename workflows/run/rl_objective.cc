@@ -61,6 +61,9 @@ JsonLine IterationLine(const CompiledWorkflow& w, int iteration, const RolloutBa
   line.Add("forward_calls_per_turn", batch.turns > 0 ? static_cast<double>(batch.forward_calls) / batch.turns : 0);
   const double episodes = static_cast<double>(std::max<size_t>(1, batch.episodes.size()));
   line.Add("encoded_positions_per_episode", static_cast<double>(batch.encoded_positions) / episodes);
+  int64_t update_positions = 0;  // summed over models (and their data-parallel learners)
+  for (const ModelTrainStats& s : ts) update_positions += s.positions;
+  line.Add("update_positions_per_episode", static_cast<double>(update_positions) / episodes);
   return line;
 }
 

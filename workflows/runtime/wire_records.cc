@@ -157,6 +157,7 @@ void ToWire(const ModelTrainStats& s, wire::TrainStats* out) {
   out->set_grad_norm(s.grad_norm);
   out->set_learners(s.learners);
   out->set_parameter_digest(s.parameter_digest);
+  out->set_positions(s.positions);
 }
 
 ModelTrainStats FromWire(const wire::TrainStats& w) {
@@ -173,6 +174,7 @@ ModelTrainStats FromWire(const wire::TrainStats& w) {
   s.grad_norm = w.grad_norm();
   s.learners = std::max(1, w.learners());
   s.parameter_digest = w.parameter_digest();
+  s.positions = w.positions();
   return s;
 }
 

@@ -354,8 +354,10 @@ std::vector<ModelTrainStats> WorkerHub::TrainOnWorkers(const std::vector<CallRec
       }
       // Every live learner finished (one lost after its last collective changes nothing).
       const ModelTrainStats* first = nullptr;
+      int64_t positions = 0;  // each learner encodes its own share of the records
       for (size_t r = 0; r < a.learners.size(); ++r) {
         if (!a.replies[r]) continue;
+        positions += a.replies[r]->positions;
         if (first == nullptr) first = &*a.replies[r];
         if (a.replies[r]->parameter_digest != first->parameter_digest) {
           throw CommsError("the data-parallel learners of model " + configs_[m].name +
@@ -363,7 +365,10 @@ std::vector<ModelTrainStats> WorkerHub::TrainOnWorkers(const std::vector<CallRec
                            "'s parameters differ from the first learner's");
         }
       }
-      if (first != nullptr) stats[m] = *first;  // none: all were lost, and Lose has thrown
+      if (first != nullptr) {  // none: all were lost, and Lose has thrown
+        stats[m] = *first;
+        stats[m].positions = positions;
+      }
     }
     todo = retry;
   }

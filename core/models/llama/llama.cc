@@ -220,8 +220,8 @@ LMOutput LlamaLMImpl::forward_blocks(const torch::Tensor& embeds, const torch::T
   const torch::Tensor cos = angles.cos().to(embeds.scalar_type()), sin = angles.sin().to(embeds.scalar_type());
   const torch::Tensor allowed = AttentionMask(key_valid, T);
   // No padding and nothing cached: the fused kernels' own causal mask (FlashAttention) will do.
-  const bool causal = torch_compat::kHasFusedAttention && cache == nullptr && key_valid.size(1) == T &&
-                      key_valid.all().item<bool>();
+  const bool causal = torch_compat::kHasFusedAttention && cache == nullptr && key_valid.dim() == 2 &&
+                      key_valid.size(1) == T && key_valid.all().item<bool>();
   if (cache != nullptr) cache->reserve_layers(model->layers->size());
   torch::Tensor x = role_emb ? embeds + role_emb(roles).unsqueeze(1) : embeds;
   LMOutput out;
