@@ -46,7 +46,11 @@ class Negotiator : public ScriptedStrategy {
     return {"hello", "i", "need", s.world().Mrs(t) > 1 ? "sugar" : "spice"};
   }
   virtual bool Intent(const SugarscapeState& s, const Encounter& e, int side) const {
-    return RuleOffer(s, e, side).has_value();
+    return Proposal(s, e, side).has_value();
+  }
+  // This side's offer; none: it would not trade.
+  virtual std::optional<Offer> Proposal(const SugarscapeState& s, const Encounter& e, int side) const {
+    return RuleOffer(s, e, side);
   }
   virtual bool Accepts(const SugarscapeState& s, const Encounter& e, int side, const Offer& o) const {
     const int t = e.trader(side);
@@ -80,7 +84,7 @@ class Negotiator : public ScriptedStrategy {
 
   virtual std::vector<std::string> Negotiate(const SugarscapeState& s, const Encounter& e, int side) const {
     if (e.pending() && e.pending()->by != side && Accepts(s, e, side, *e.pending())) return {"accept"};
-    const std::optional<Offer> mine = RuleOffer(s, e, side);
+    const std::optional<Offer> mine = Proposal(s, e, side);
     if (!mine) return {"walk"};
     return OfferWords(*mine);
   }
@@ -105,26 +109,13 @@ class Fraudster : public Negotiator {
   int Send(const Encounter&, int) const override { return 0; }
 };
 
-}  // namespace
-
 class Haggler : public Negotiator {
  protected:
-  bool Intent(const SugarscapeState& s, const Encounter& e, int side) const override {
-    return OwnOffer(s, e, side).has_value();
-  }
-  std::vector<std::string> Negotiate(const SugarscapeState& s, const Encounter& e, int side) const override {
-    if (e.pending() && e.pending()->by != side && Accepts(s, e, side, *e.pending())) return {"accept"};
-    const std::optional<Offer> mine = OwnOffer(s, e, side);
-    if (!mine) return {"walk"};
-    return OfferWords(*mine);
-  }
-
- private:
   // Buys the good it values more (sugar when its MRS, spice per sugar, is above
   // 1) at sqrt(MRS) spice per sugar: `receive` units for `give` = receive x
   // price rounded (at least 1), the receive in 1..max_amount that leaves it
   // best off; none when no bundle raises its welfare.
-  std::optional<Offer> OwnOffer(const SugarscapeState& s, const Encounter& e, int side) const {
+  std::optional<Offer> Proposal(const SugarscapeState& s, const Encounter& e, int side) const override {
     const World& w = s.world();
     const int t = e.trader(side);
     const double mrs = w.Mrs(t);
@@ -149,6 +140,8 @@ class Haggler : public Negotiator {
     return best;
   }
 };
+
+}  // namespace
 
 TROUPE_REGISTER_STRATEGY("mrs_negotiator", MrsNegotiator);
 TROUPE_REGISTER_STRATEGY("haggler", Haggler);
