@@ -62,6 +62,37 @@ PrefixTreeRows PackPrefixTrees(const std::vector<std::vector<int>>& sequences, c
     }
     out.row_of[i] = static_cast<int>(out.rows.size()) - 1;
   }
+  // The trees are cut where a row ran full, so rows end with gaps: place the
+  // rows (each a forest, independent of the others) into fewer rows, largest
+  // first, each into the first one of its slot with room (first-fit decreasing).
+  std::vector<size_t> by_size(out.rows.size());
+  std::iota(by_size.begin(), by_size.end(), size_t{0});
+  std::stable_sort(by_size.begin(), by_size.end(),
+                   [&](size_t a, size_t b) { return out.rows[a].tokens.size() > out.rows[b].tokens.size(); });
+  std::vector<PrefixTreeRows::Row> merged;
+  std::vector<int> merged_into(out.rows.size()), offset(out.rows.size());
+  for (const size_t r : by_size) {
+    PrefixTreeRows::Row& from = out.rows[r];
+    size_t into = 0;
+    while (into < merged.size() && (merged[into].slot != from.slot ||
+                                    static_cast<int64_t>(merged[into].tokens.size() + from.tokens.size()) > budget)) {
+      ++into;
+    }
+    if (into == merged.size()) merged.push_back(PrefixTreeRows::Row{from.slot, {}, {}, {}});
+    PrefixTreeRows::Row& to = merged[into];
+    const int shift = static_cast<int>(to.tokens.size());
+    merged_into[r] = static_cast<int>(into);
+    offset[r] = shift;
+    to.tokens.insert(to.tokens.end(), from.tokens.begin(), from.tokens.end());
+    for (const int parent : from.parent) to.parent.push_back(parent < 0 ? -1 : parent + shift);
+    to.depth.insert(to.depth.end(), from.depth.begin(), from.depth.end());
+  }
+  for (size_t i = 0; i < sequences.size(); ++i) {
+    const int r = out.row_of[i];
+    out.row_of[i] = merged_into[r];
+    for (int& node : out.node_of[i]) node += offset[r];
+  }
+  out.rows = std::move(merged);
   for (const auto& r : out.rows) {
     out.nodes += static_cast<int64_t>(r.tokens.size());
     out.longest = std::max<int64_t>(out.longest, static_cast<int64_t>(r.tokens.size()));

@@ -28,7 +28,10 @@ struct PrefixTreeRows {
 
 // Sequences with the same slot share the nodes of their common prefixes, in
 // rows of at most max(row_budget, the longest sequence) nodes; sequences are
-// placed in the order of (slot, tokens), so that those sharing prefixes meet.
+// placed in the order of (slot, tokens), so that those sharing prefixes meet,
+// and the trees, cut where a row ran full, are then placed into as few rows as
+// first-fit decreasing finds (a row holds a forest: its trees see nothing of
+// each other).
 PrefixTreeRows PackPrefixTrees(const std::vector<std::vector<int>>& sequences, const std::vector<int>& slots,
                                int64_t row_budget);
 

@@ -137,6 +137,16 @@ TEST_CASE("sequences that share prefixes are packed into rows of prefix trees, e
   CHECK(small.node_of[5] == std::vector<int>{3});
   CHECK(small.longest == 5);
   CHECK_THROWS(PackPrefixTrees(seqs, {0}, 5));
+  // A tree cut off by a full row fills an earlier row's gap: 3 rows in order, 2 packed.
+  const PrefixTreeRows packed = PackPrefixTrees({{1, 2, 3, 4}, {5, 6, 7, 8, 9}, {10}}, {0, 0, 0}, 5);
+  REQUIRE(packed.rows.size() == 2);
+  CHECK(packed.rows[0].tokens == std::vector<int>{5, 6, 7, 8, 9});
+  CHECK(packed.rows[1].tokens == std::vector<int>{1, 2, 3, 4, 10});
+  CHECK(packed.rows[1].parent == std::vector<int>{-1, 0, 1, 2, -1});
+  CHECK(packed.row_of == std::vector<int>{1, 0, 1});
+  CHECK(packed.node_of[2] == std::vector<int>{4});
+  CHECK(packed.node_of[0] == std::vector<int>{0, 1, 2, 3});
+  CHECK(packed.nodes == 10);
 }
 
 TEST_CASE("scoring calls as prefix trees gives per-call scoring's log-probs, losses, gradients and updates",
