@@ -72,7 +72,7 @@ PrefixTreeRows PackPrefixTrees(const std::vector<std::vector<int>>& sequences, c
   std::vector<PrefixTreeRows::Row> merged;
   std::vector<int> merged_into(out.rows.size()), offset(out.rows.size());
   for (const size_t r : by_size) {
-    PrefixTreeRows::Row& from = out.rows[r];
+    const PrefixTreeRows::Row& from = out.rows[r];
     size_t into = 0;
     while (into < merged.size() && (merged[into].slot != from.slot ||
                                     static_cast<int64_t>(merged[into].tokens.size() + from.tokens.size()) > budget)) {
