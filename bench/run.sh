@@ -8,7 +8,9 @@
 #     with troupe's iteration split into generation, environment, credit, update;
 #  3. a scaling table: team size, model width, concurrent episodes;
 #  4. troupe's message path against raw libzmq;
-#  5. the QA retriever: index build time, queries/s and recall@k.
+#  5. the QA retriever: index build time, queries/s and recall@k;
+#  6. the update scoring each episode's calls as prefix trees against scoring
+#     every call on its own: positions per episode, update s, episodes/s.
 # Takes about 10 minutes on 2 cores; `--quick` checks the report in about 5.
 #   bash bench/run.sh [OUT] [--quick] [--no-transport] [--no-retrieval]
 set -euo pipefail
