@@ -23,8 +23,6 @@
 
 namespace troupe {
 
-void SetTorchThreads(int threads) { at::set_num_threads(threads < 1 ? 1 : threads); }
-
 namespace {
 
 // OpenBLAS's thread controls, looked up in the process (LibTorch reaches the
@@ -44,6 +42,14 @@ int BlasThreads() {
 void SetBlasThreads(int threads) {
   static const auto set = OpenBlasFunction<void (*)(int)>("openblas_set_num_threads");
   if (set != nullptr) set(threads < 1 ? 1 : threads);
+}
+
+// OpenBLAS starts a thread per core whatever LibTorch's count, and its idle
+// threads spin on sched_yield: with one LibTorch thread on 2 cores the main
+// job burnt the second core (30% of the machine in the kernel) for no speed.
+void SetTorchThreads(int threads) {
+  at::set_num_threads(threads < 1 ? 1 : threads);
+  SetBlasThreads(threads);
 }
 
 torch::Device ParseDevice(const std::string& text) {

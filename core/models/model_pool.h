@@ -132,7 +132,8 @@ class ModelPool {
   std::unique_ptr<Impl> impl_;
 };
 
-// Sets LibTorch's intra-op threads (OpenBLAS keeps its own pool).
+// Sets LibTorch's intra-op threads and OpenBLAS's (its own pool, one thread per core
+// unless told, whose idle threads spin).
 void SetTorchThreads(int threads);
 // OpenBLAS's own threads for matrix products, process-wide; 0 (and no-op when
 // setting) where the BLAS LibTorch runs on is not OpenBLAS.
