@@ -108,7 +108,7 @@ struct Pretrainer::Impl {
   std::vector<Replica> replicas;              // [0] is the model trained
   std::vector<torch::Tensor> decayed, plain;  // replica 0's, weight decay on matrices only
   std::unique_ptr<torch::optim::AdamW> optimizer;
-  int blas_threads_before = 0;  // restored at the end when the replicas changed them
+  int blas_threads_before = 0;  // OpenBLAS's threads before the replicas took theirs, restored at the end
 
   ~Impl() {
     if (blas_threads_before > 0) SetBlasThreads(blas_threads_before);
@@ -185,11 +185,8 @@ Pretrainer::Pretrainer(const ModelConfig& config, uint64_t seed, int threads, in
   // The replicas share the threads: each runs its ops, matrix products
   // included, on threads / replicas of them (OpenBLAS's own pool would
   // otherwise put more threads than cores on the products).
-  SetTorchThreads(std::max(1, threads / replicas));
-  if (replicas > 1) {
-    impl_->blas_threads_before = BlasThreads();
-    SetBlasThreads(std::max(1, threads / replicas));
-  }
+  impl_->blas_threads_before = BlasThreads();
+  SetTorchThreads(std::max(1, threads / replicas));  // OpenBLAS's pool too
   impl_->config = config;
   impl_->device = ParseDevice(config.device);
   torch::manual_seed(seed);

@@ -485,3 +485,16 @@ TEST_CASE("bf16 models compute in bfloat16 under autocast and keep float32 param
   CHECK(g16[0].logprobs[0] == Approx(g32[0].logprobs[0]).margin(0.05));
   CHECK(again[0].tokens == g16[0].tokens);
 }
+
+TEST_CASE("a run's thread count holds OpenBLAS's own pool to it as well", "[models][threads]") {
+  const int torch_before = at::get_num_threads(), blas_before = BlasThreads();
+  if (blas_before == 0) {
+    WARN("LibTorch does not run on OpenBLAS here: nothing to hold");
+    return;
+  }
+  SetBlasThreads(2);
+  SetTorchThreads(1);
+  CHECK(BlasThreads() == 1);  // not the pool of one thread per core OpenBLAS starts with
+  SetTorchThreads(torch_before);
+  SetBlasThreads(blas_before);
+}
