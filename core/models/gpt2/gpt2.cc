@@ -3,7 +3,8 @@
 
 #include <cmath>
 #include <cstdint>
-#include <limits>
+
+#include "core/models/attention.h"
 
 namespace troupe {
 
@@ -27,7 +28,7 @@ Gpt2AttentionImpl::Gpt2AttentionImpl(const Gpt2Options& o)
   lora_proj = MaybeRoleLora(*this, "lora_proj", H, H, o.parts().num_roles(), o.parts().lora_rank());
 }
 
-torch::Tensor Gpt2AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& allowed,
+torch::Tensor Gpt2AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask,
                                          const torch::Tensor& role, torch::Tensor* cache_k, torch::Tensor* cache_v) {
   const int64_t B = x.size(0), T = x.size(1), H = heads_ * head_dim_;
   const std::vector<torch::Tensor> qkv = WithRoleLora(c_attn(x), lora_attn, x, role).split(H, -1);
@@ -41,9 +42,8 @@ torch::Tensor Gpt2AttentionImpl::forward(const torch::Tensor& x, const torch::Te
     *cache_k = k;
     *cache_v = v;
   }
-  torch::Tensor scores = q.matmul(k.transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim_));
-  scores = scores.masked_fill(allowed.logical_not(), -std::numeric_limits<float>::infinity());
-  const torch::Tensor att = torch::softmax(scores.to(torch::kFloat), -1).to(q.scalar_type());
+  const torch::Tensor att =
+      MaskedAttentionWeights((q / std::sqrt(static_cast<double>(head_dim_))).matmul(k.transpose(-2, -1)), mask);
   const torch::Tensor out = att.matmul(v).transpose(1, 2).reshape({B, T, H});
   return WithRoleLora(c_proj(out), lora_proj, out, role);
 }
@@ -70,9 +70,9 @@ Gpt2BlockImpl::Gpt2BlockImpl(const Gpt2Options& o) {
   mlp = register_module("mlp", Gpt2Mlp(o));
 }
 
-torch::Tensor Gpt2BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& allowed, const torch::Tensor& role,
+torch::Tensor Gpt2BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& mask, const torch::Tensor& role,
                                      torch::Tensor* cache_k, torch::Tensor* cache_v) {
-  const torch::Tensor h = x + attn(ln_1(x), allowed, role, cache_k, cache_v);
+  const torch::Tensor h = x + attn(ln_1(x), mask, role, cache_k, cache_v);
   return h + mlp(ln_2(h), role);
 }
 
@@ -126,11 +126,11 @@ LMOutput Gpt2LMImpl::forward_blocks(const torch::Tensor& embeds, const torch::Te
       role.defined() ? role : torch::zeros({B}, torch::TensorOptions().dtype(torch::kLong).device(embeds.device()));
   torch::Tensor x = embeds + transformer->wpe(positions);
   if (role_emb) x = x + role_emb(roles).unsqueeze(1);
-  const torch::Tensor allowed = AttentionMask(key_valid, T);
+  const torch::Tensor mask = AttentionBias(AttentionMask(key_valid, T));  // once for every block
   if (cache != nullptr) cache->reserve_layers(transformer->h->size());
   LMOutput out;
   for (size_t i = 0; i < transformer->h->size(); ++i) {
-    x = transformer->h[i]->as<Gpt2Block>()->forward(x, allowed, roles, cache ? &cache->keys[i] : nullptr,
+    x = transformer->h[i]->as<Gpt2Block>()->forward(x, mask, roles, cache ? &cache->keys[i] : nullptr,
                                                     cache ? &cache->values[i] : nullptr);
     if (all_layers) out.layers.push_back(x);
   }

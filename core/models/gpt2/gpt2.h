@@ -46,8 +46,8 @@ TORCH_MODULE(Conv1D);
 class Gpt2AttentionImpl : public torch::nn::Module {
  public:
   explicit Gpt2AttentionImpl(const Gpt2Options& o);
-  // x [B,T,H]; allowed [B,1,T,Tk]; role [B]; cached keys/values [B, heads, T, head_dim].
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& allowed, const torch::Tensor& role,
+  // x [B,T,H]; mask [B,1,T,Tk] (an AttentionBias); role [B]; cached keys/values [B, heads, T, head_dim].
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask, const torch::Tensor& role,
                         torch::Tensor* cache_k, torch::Tensor* cache_v);
   Conv1D c_attn{nullptr}, c_proj{nullptr};
   RoleLora lora_attn{nullptr}, lora_proj{nullptr};
@@ -72,7 +72,7 @@ TORCH_MODULE(Gpt2Mlp);
 class Gpt2BlockImpl : public torch::nn::Module {
  public:
   explicit Gpt2BlockImpl(const Gpt2Options& o);
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& allowed, const torch::Tensor& role,
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask, const torch::Tensor& role,
                         torch::Tensor* cache_k, torch::Tensor* cache_v);
   torch::nn::LayerNorm ln_1{nullptr}, ln_2{nullptr};
   Gpt2Attention attn{nullptr};

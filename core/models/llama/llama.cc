@@ -3,10 +3,10 @@
 
 #include <cmath>
 #include <cstdint>
-#include <limits>
 #include <string>
 
 #include "core/base/errors.h"
+#include "core/models/attention.h"
 #include "core/models/torch_compat.h"
 
 namespace troupe {
@@ -85,7 +85,7 @@ LlamaAttentionImpl::LlamaAttentionImpl(const LlamaOptions& o)
 }
 
 torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                                          const torch::Tensor& allowed, const torch::Tensor& role,
+                                          const torch::Tensor& mask, const torch::Tensor& role,
                                           torch::Tensor* cache_k, torch::Tensor* cache_v, bool causal) {
   const int64_t B = x.size(0), T = x.size(1);
   torch::Tensor q = WithRoleLora(q_proj(x), lora_q, x, role).view({B, T, heads_, head_dim_});
@@ -108,7 +108,7 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const torch::T
     *cache_v = v;
   }
   if (torch_compat::kHasFusedAttention && kept_head_ < 0) {  // no weights to keep: the fused kernels
-    const torch::Tensor out = torch_compat::FusedAttention(q, k, v, causal ? torch::Tensor() : allowed);
+    const torch::Tensor out = torch_compat::FusedAttention(q, k, v, causal ? torch::Tensor() : mask);
     const torch::Tensor merged = out.transpose(1, 2).reshape({B, T, heads_ * head_dim_});
     return WithRoleLora(o_proj(merged), lora_o, merged, role);
   }
@@ -117,10 +117,9 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const torch::T
   // the keys and values (and the cache) are never copied per query head.
   const int64_t group = heads_ / kv_heads_, Tk = k.size(2);
   const torch::Tensor grouped = q.reshape({B, kv_heads_, group * T, head_dim_});
-  torch::Tensor scores = grouped.matmul(k.transpose(-2, -1)).view({B, heads_, T, Tk}) /
-                         std::sqrt(static_cast<double>(head_dim_));
-  scores = scores.masked_fill(allowed.logical_not(), -std::numeric_limits<float>::infinity());
-  torch::Tensor att = torch::softmax(scores.to(torch::kFloat), -1).to(q.scalar_type());
+  const torch::Tensor scores =
+      (grouped / std::sqrt(static_cast<double>(head_dim_))).matmul(k.transpose(-2, -1)).view({B, heads_, T, Tk});
+  const torch::Tensor att = MaskedAttentionWeights(scores, mask);
   if (kept_head_ >= 0) kept_ = att.select(1, kept_head_);
   const torch::Tensor out = att.view({B, kv_heads_, group * T, Tk}).matmul(v).view({B, heads_, T, head_dim_});
   const torch::Tensor merged = out.transpose(1, 2).reshape({B, T, heads_ * head_dim_});
@@ -152,9 +151,9 @@ LlamaLayerImpl::LlamaLayerImpl(const LlamaOptions& o) {
 }
 
 torch::Tensor LlamaLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                                      const torch::Tensor& allowed, const torch::Tensor& role, torch::Tensor* cache_k,
+                                      const torch::Tensor& mask, const torch::Tensor& role, torch::Tensor* cache_k,
                                       torch::Tensor* cache_v, bool causal) {
-  torch::Tensor h = x + self_attn(input_layernorm(x), cos, sin, allowed, role, cache_k, cache_v, causal);
+  torch::Tensor h = x + self_attn(input_layernorm(x), cos, sin, mask, role, cache_k, cache_v, causal);
   return h + mlp(post_attention_layernorm(h), role);
 }
 
@@ -218,7 +217,9 @@ LMOutput LlamaLMImpl::forward_blocks(const torch::Tensor& embeds, const torch::T
   torch::Tensor angles = positions.to(torch::kFloat).unsqueeze(-1) * inv_freq_;  // [B,T,D/2]
   angles = torch::cat({angles, angles}, -1).unsqueeze(1);                        // [B,1,T,D]
   const torch::Tensor cos = angles.cos().to(embeds.scalar_type()), sin = angles.sin().to(embeds.scalar_type());
-  const torch::Tensor allowed = AttentionMask(key_valid, T);
+  // The fused kernels take the boolean mask; the path of our own an additive one, built once for every layer.
+  const torch::Tensor allowed = AttentionMask(key_valid, T),
+                      mask = torch_compat::kHasFusedAttention ? allowed : AttentionBias(allowed);
   // No padding and nothing cached: the fused kernels' own causal mask (FlashAttention) will do.
   const bool causal = torch_compat::kHasFusedAttention && cache == nullptr && key_valid.dim() == 2 &&
                       key_valid.size(1) == T && key_valid.all().item<bool>();
@@ -226,7 +227,7 @@ LMOutput LlamaLMImpl::forward_blocks(const torch::Tensor& embeds, const torch::T
   torch::Tensor x = role_emb ? embeds + role_emb(roles).unsqueeze(1) : embeds;
   LMOutput out;
   for (size_t i = 0; i < model->layers->size(); ++i) {
-    x = model->layers[i]->as<LlamaLayer>()->forward(x, cos, sin, allowed, roles, cache ? &cache->keys[i] : nullptr,
+    x = model->layers[i]->as<LlamaLayer>()->forward(x, cos, sin, mask, roles, cache ? &cache->keys[i] : nullptr,
                                                     cache ? &cache->values[i] : nullptr, causal);
     if (all_layers) out.layers.push_back(x);
   }

@@ -50,12 +50,13 @@ TORCH_MODULE(RMSNorm);
 class LlamaAttentionImpl : public torch::nn::Module {
  public:
   explicit LlamaAttentionImpl(const LlamaOptions& o);
-  // x [B,T,H]; cos/sin [B,1,T,D]; allowed [B,1,T,Tk]; role [B] (for the adapters).
-  // Cached keys and values are per layer [B, kv_heads, T, head_dim]. `causal`:
-  // `allowed` is the plain causal mask (no padding, no cache), which the fused
-  // kernels (LibTorch 2.5+) take without reading it.
+  // x [B,T,H]; cos/sin [B,1,T,D]; mask [B,1,T,Tk]: boolean where the fused
+  // kernels run (LibTorch 2.5+), an AttentionBias otherwise; role [B] (for the
+  // adapters). Cached keys and values are per layer [B, kv_heads, T, head_dim].
+  // `causal`: the mask is the plain causal one (no padding, no cache), which the
+  // fused kernels take without reading it.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                        const torch::Tensor& allowed, const torch::Tensor& role, torch::Tensor* cache_k,
+                        const torch::Tensor& mask, const torch::Tensor& role, torch::Tensor* cache_k,
                         torch::Tensor* cache_v, bool causal = false);
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
   RMSNorm q_norm{nullptr}, k_norm{nullptr};
@@ -85,7 +86,7 @@ class LlamaLayerImpl : public torch::nn::Module {
  public:
   explicit LlamaLayerImpl(const LlamaOptions& o);
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                        const torch::Tensor& allowed, const torch::Tensor& role, torch::Tensor* cache_k,
+                        const torch::Tensor& mask, const torch::Tensor& role, torch::Tensor* cache_k,
                         torch::Tensor* cache_v, bool causal = false);
   LlamaAttention self_attn{nullptr};
   LlamaMlp mlp{nullptr};

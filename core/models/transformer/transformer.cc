@@ -2,6 +2,8 @@
 // KV cache, LM head and value head, with optional per-role adapters and heads.
 #include "core/models/transformer/transformer.h"
 
+#include "core/models/attention.h"
+
 #include <cmath>
 #include <cstdint>
 
@@ -30,7 +32,7 @@ BlockImpl::BlockImpl(const TransformerLMOptions& o) : heads_(o.sizes().heads()) 
   fc2 = register_module("fc2", AdaptedLinear(o.sizes().ff_mult() * d, d, n, r));
 }
 
-torch::Tensor BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& allowed, const torch::Tensor& role,
+torch::Tensor BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& mask, const torch::Tensor& role,
                                  torch::Tensor* cache_k, torch::Tensor* cache_v) {
   const int64_t B = x.size(0), T = x.size(1), d = x.size(2), dh = d / heads_;
   auto parts = qkv(ln1(x), role).chunk(3, -1);
@@ -44,8 +46,9 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& al
     *cache_k = k;
     *cache_v = v;
   }
-  torch::Tensor att = q.matmul(k.transpose(-2, -1)) / std::sqrt(static_cast<double>(dh));
-  att = att.masked_fill(allowed.logical_not(), -1e9).softmax(-1);
+  // The scale goes on the queries, [B,H,T,dh], not on the [B,H,T,Tk] scores.
+  const torch::Tensor att =
+      MaskedAttentionWeights((q / std::sqrt(static_cast<double>(dh))).matmul(k.transpose(-2, -1)), mask);
   torch::Tensor h = att.matmul(v).transpose(1, 2).reshape({B, T, d});
   torch::Tensor y = x + proj(h, role);
   return y + fc2(torch::gelu(fc1(ln2(y), role)), role);
@@ -91,10 +94,10 @@ LMOutput TransformerLMImpl::forward_blocks(const torch::Tensor& embeds, const to
               options_.sizes().max_len());
   LMOutput out;
   torch::Tensor x = embeds + pos_emb(positions) + role_emb(role).unsqueeze(1);
-  const torch::Tensor allowed = AttentionMask(key_valid, T);
+  const torch::Tensor mask = AttentionBias(AttentionMask(key_valid, T));  // once for every block
   if (cache != nullptr) cache->reserve_layers(blocks->size());
   for (size_t i = 0; i < blocks->size(); ++i) {
-    x = blocks[i]->as<Block>()->forward(x, allowed, role, cache ? &cache->keys[i] : nullptr,
+    x = blocks[i]->as<Block>()->forward(x, mask, role, cache ? &cache->keys[i] : nullptr,
                                         cache ? &cache->values[i] : nullptr);
     if (all_layers) out.layers.push_back(x);
   }

@@ -38,8 +38,8 @@ TORCH_MODULE(AdaptedLinear);
 class BlockImpl : public torch::nn::Module {
  public:
   BlockImpl(const TransformerLMOptions& o);
-  // x [B,T,d]; allowed [B,1,T,Tk] attention mask; cache (per-layer) may be null.
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& allowed, const torch::Tensor& role,
+  // x [B,T,d]; mask [B,1,T,Tk], an AttentionBias (or a boolean mask); cache (per-layer) may be null.
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask, const torch::Tensor& role,
                         torch::Tensor* cache_k, torch::Tensor* cache_v);
 
  private:
