@@ -307,7 +307,10 @@ int Experiment(const Args& a) {
   o.out_dir = a.out.empty() ? "runs/" + x.name : a.out;
   o.jobs = a.jobs;
   o.progress = !a.quiet;
-  o.self = std::filesystem::read_symlink("/proc/self/exe").string();
+  // The running image itself, not the path it was started from: a rebuild
+  // during a long grid replaces that file, and cells started later would run
+  // other code than the cells before them.
+  o.self = "/proc/self/exe";
   o.stop = &g_stop_training;
   if (!a.only.empty()) {
     const size_t colon = a.only.find(':');

@@ -51,7 +51,7 @@ struct ExperimentOptions {
   std::string out_dir;
   int jobs = 1;             // cells and seeds run side by side, each in a process of its own
   bool progress = true;     // a line per cell and seed started and done
-  std::string self;         // the troupe binary (for jobs > 1)
+  std::string self;         // the troupe binary to run cells with (for jobs > 1): "/proc/self/exe"
   int only_cell = -1, only_seed = -1;  // run just this one, in this process (what a job runs)
   const std::atomic<bool>* stop = nullptr;  // set: no new cell starts; a training stops at its next checkpoint
 };
