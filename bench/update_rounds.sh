@@ -38,11 +38,15 @@ for v in variants:
     per_round = []
     for r in range(1, rounds + 1):
         rows = [json.loads(l) for l in open(f"{out}/{label}-{r}/metrics.jsonl")][1:]
-        per_round.append([statistics.median(row[k] for row in rows) for k, _ in keys])
+        # A build older than a metric has none of it: its cell says "-".
+        per_round.append([statistics.median(row[k] for row in rows) if k in rows[0] else None for k, _ in keys])
     fmt = lambda x: f"{x:,.0f}" if x >= 1000 else f"{x:.3g}"
     cells = []
     for i in range(len(keys)):
         values = [p[i] for p in per_round]
+        if None in values:
+            cells.append("-")
+            continue
         cells.append(f"{fmt(statistics.median(values))} ({' / '.join(fmt(x) for x in values)})")
     print(f"| {label} | " + " | ".join(cells) + " |")
 PY

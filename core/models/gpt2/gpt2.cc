@@ -42,9 +42,7 @@ torch::Tensor Gpt2AttentionImpl::forward(const torch::Tensor& x, const torch::Te
     *cache_k = k;
     *cache_v = v;
   }
-  const torch::Tensor att =
-      MaskedAttentionWeights((q / std::sqrt(static_cast<double>(head_dim_))).matmul(k.transpose(-2, -1)), mask);
-  const torch::Tensor out = att.matmul(v).transpose(1, 2).reshape({B, T, H});
+  const torch::Tensor out = Attention(q, k, v, mask).transpose(1, 2).reshape({B, T, H});
   return WithRoleLora(c_proj(out), lora_proj, out, role);
 }
 

@@ -112,16 +112,14 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const torch::T
     const torch::Tensor merged = out.transpose(1, 2).reshape({B, T, heads_ * head_dim_});
     return WithRoleLora(o_proj(merged), lora_o, merged, role);
   }
-  // Each key/value head serves `group` consecutive query heads: those heads'
-  // queries are stacked as one longer query block of their key/value head, so
-  // the keys and values (and the cache) are never copied per query head.
-  const int64_t group = heads_ / kv_heads_, Tk = k.size(2);
-  const torch::Tensor grouped = q.reshape({B, kv_heads_, group * T, head_dim_});
-  const torch::Tensor scores =
-      (grouped / std::sqrt(static_cast<double>(head_dim_))).matmul(k.transpose(-2, -1)).view({B, heads_, T, Tk});
-  const torch::Tensor att = MaskedAttentionWeights(scores, mask);
-  if (kept_head_ >= 0) kept_ = att.select(1, kept_head_);
-  const torch::Tensor out = att.view({B, kv_heads_, group * T, Tk}).matmul(v).view({B, heads_, T, head_dim_});
+  torch::Tensor out;
+  if (kept_head_ < 0) {
+    out = Attention(q, k, v, mask);
+  } else {  // one head's weights are kept (guided attention reads them): LibTorch's operators
+    torch::Tensor weights;
+    out = ComposedAttention(q, k, v, mask, &weights);
+    kept_ = weights.select(1, kept_head_);
+  }
   const torch::Tensor merged = out.transpose(1, 2).reshape({B, T, heads_ * head_dim_});
   return WithRoleLora(o_proj(merged), lora_o, merged, role);
 }

@@ -46,10 +46,7 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& ma
     *cache_k = k;
     *cache_v = v;
   }
-  // The scale goes on the queries, [B,H,T,dh], not on the [B,H,T,Tk] scores.
-  const torch::Tensor att =
-      MaskedAttentionWeights((q / std::sqrt(static_cast<double>(dh))).matmul(k.transpose(-2, -1)), mask);
-  torch::Tensor h = att.matmul(v).transpose(1, 2).reshape({B, T, d});
+  torch::Tensor h = Attention(q, k, v, mask).transpose(1, 2).reshape({B, T, d});
   torch::Tensor y = x + proj(h, role);
   return y + fc2(torch::gelu(fc1(ln2(y), role)), role);
 }
