@@ -35,7 +35,7 @@ struct TrainerConfig {
   // scored in rows of prefix trees of about this many positions, each shared
   // prefix encoded once (core/models/prefix_tree_pack.h); 0 scores every call
   // on its own. The same log-probabilities, values and gradients either way.
-  int64_t tree_row_budget = 128;
+  int64_t tree_row_budget = 144;
 };
 
 struct ModelTrainStats {

@@ -40,7 +40,7 @@ constexpr char kDefaults[] = R"pb(
     eval_episodes: 64
     threads: 1
     update_records: 0
-    tree_row_positions: 128
+    tree_row_positions: 144
     sft { steps: 50 }
     hybrid {
       latent_vectors: 6
