@@ -57,10 +57,8 @@ struct PackedBatch {
   int64_t encoded = 0;  // token positions one forward pass over the batch runs, padding included
 };
 
-// The batch's calls as rows of prefix trees (see PackedBatch), for the
-// left-padded layout of width T (call b's t-th token at column T - L_b + t).
-void PackTrees(const std::vector<const CallRecord*>& recs, int64_t T, int64_t budget, torch::Device device,
-               PackedBatch* p) {
+// The calls' prompts and responses as prefix trees in rows of about `budget` positions.
+PrefixTreeRows CallTrees(const std::vector<const CallRecord*>& recs, int64_t budget) {
   std::vector<std::vector<int>> sequences;
   std::vector<int> slots;
   for (const CallRecord* r : recs) {
@@ -68,7 +66,18 @@ void PackTrees(const std::vector<const CallRecord*>& recs, int64_t T, int64_t bu
     sequences.back().insert(sequences.back().end(), r->response.begin(), r->response.end());
     slots.push_back(r->role_slot);
   }
-  const PrefixTreeRows trees = PackPrefixTrees(sequences, slots, budget);
+  return PackPrefixTrees(sequences, slots, budget);
+}
+
+// Positions a forward pass over the rows runs, padding included.
+int64_t TreePositions(const PrefixTreeRows& trees) {
+  return static_cast<int64_t>(trees.rows.size()) * std::max<int64_t>(1, trees.longest);
+}
+
+// The batch's calls as rows of prefix trees (see PackedBatch), for the
+// left-padded layout of width T (call b's t-th token at column T - L_b + t).
+void PackTrees(const std::vector<const CallRecord*>& recs, const PrefixTreeRows& trees, int64_t T,
+               torch::Device device, PackedBatch* p) {
   const int64_t R = static_cast<int64_t>(trees.rows.size()), Tn = std::max<int64_t>(1, trees.longest);
   std::vector<int64_t> tok(R * Tn, Vocab::kPad), pos(R * Tn, 0), role(R);
   std::vector<uint8_t> allowed(R * Tn * Tn, 0);
@@ -134,10 +143,24 @@ PackedBatch Pack(const std::vector<const CallRecord*>& recs, torch::Device devic
   const bool plain = K == 0 && std::all_of(recs.begin(), recs.end(), [](const CallRecord* r) {
     return std::find(r->prompt.begin(), r->prompt.end(), Vocab::kSoft) == r->prompt.end();
   });
-  const bool tree = plain && tree_budget > 0;
   std::vector<int64_t> firsts;
-  std::vector<int64_t> prompt_of = plain && !tree ? DistinctPrompts(recs, &firsts) : std::vector<int64_t>{};
-  const bool shared = plain && !tree && static_cast<int64_t>(firsts.size()) < B;
+  std::vector<int64_t> prompt_of = plain ? DistinctPrompts(recs, &firsts) : std::vector<int64_t>{};
+  const int64_t distinct = static_cast<int64_t>(firsts.size());
+  // Prefix trees where they encode fewer positions than the calls' own layout
+  // (prompts shared by identical calls run once; else each call, left-padded):
+  // calls that share little, or only whole prompts, fill tree rows worse.
+  PrefixTreeRows trees;
+  bool tree = false;
+  if (plain && tree_budget > 0) {
+    trees = CallTrees(recs, tree_budget);
+    int64_t longest = 0;
+    for (const auto* r : recs) {
+      longest = std::max<int64_t>(longest, static_cast<int64_t>(r->prompt.size() + r->response.size()));
+    }
+    const int64_t own = distinct < B ? distinct * Tp + B * R : B * longest;
+    tree = TreePositions(trees) < own;
+  }
+  const bool shared = plain && !tree && distinct < B;
   const bool aligned = K > 0 || shared;  // prompts end at one column, responses right-padded after it
   int64_t T = 0;
   if (aligned) {
@@ -238,7 +261,7 @@ PackedBatch Pack(const std::vector<const CallRecord*>& recs, torch::Device devic
     p.prompt_first = torch::from_blob(firsts.data(), {static_cast<int64_t>(firsts.size())}, lo).clone().to(device);
     p.encoded = static_cast<int64_t>(firsts.size()) * Tp + B * R;
   }
-  if (tree) PackTrees(recs, T, tree_budget, device, &p);  // plain calls: the left-padded layout
+  if (tree) PackTrees(recs, trees, T, device, &p);  // plain calls: the left-padded layout
   return p;
 }
 

@@ -252,3 +252,41 @@ TEST_CASE("real Red-Black conversations, with and without latent messages, score
     CHECK(MaxDifference(per_call, trees) < 1e-5);
   }
 }
+
+TEST_CASE("calls whose prefix trees would encode more positions keep their own layout, with the same numbers",
+          "[models][score][trees]") {
+  // Four calls of one prompt, each with its own response: the prompt runs once
+  // for all four in the calls' own layout (40 + 4 x 10 positions), while rows of
+  // 48 hold one call each (4 x 50). The update must not take the trees then.
+  const CompiledWorkflow w = Compile(kTransformer, false);
+  ModelPool per_call(w.models, 3), trees(w.models, 3);
+  std::mt19937 g(5);
+  const int64_t vocab = per_call.config(0).vocab_size;
+  auto token = [&] { return static_cast<int>(4 + g() % static_cast<uint32_t>(vocab - 4)); };
+  std::vector<int> prompt(40);
+  for (int& t : prompt) t = token();
+  std::vector<CallRecord> records;
+  for (int c = 0; c < 4; ++c) {
+    CallRecord r;
+    r.episode = c, r.group = 0, r.seat = c;
+    r.prompt = prompt;
+    for (int k = 0; k < 10; ++k) r.response.push_back(token()), r.logprobs.push_back(-2.f);
+    r.advantage = c % 2 == 0 ? 1.f : -1.f;
+    records.push_back(r);
+  }
+  TrainerConfig c;
+  c.estimator = Estimator::kGrpo;
+  c.epochs = 1;
+  c.minibatch = 4;
+  c.clip = 0.2;
+  c.temperature = 1.0;
+  TrainerConfig tc = c;
+  c.tree_row_budget = 0;
+  tc.tree_row_budget = 48;
+  Trainer plain_trainer(per_call, c, 11), tree_trainer(trees, tc, 11);
+  const ModelTrainStats s0 = plain_trainer.Update(records)[0], s1 = tree_trainer.Update(records)[0];
+  CHECK(s0.positions == 40 + 4 * 10);
+  CHECK(s1.positions == s0.positions);
+  CHECK(s1.loss == Approx(s0.loss).margin(1e-5));
+  CHECK(MaxDifference(per_call, trees) < 1e-5);
+}
