@@ -143,92 +143,104 @@ void AttentionKeySpans(const AttentionKernelShape& s, const float* bias, int32_t
 
 namespace {
 
+// Units [begin, end): for each, start(unit), then query(head, i, row, lo, hi)
+// for each query i of each of its query heads (`head` numbered over the batch,
+// `row` the query's row of the bias and spans, [lo, hi) its span of keys),
+// then finish(unit).
+template <typename Start, typename Query, typename Finish>
+TROUPE_INLINE void ForEachQuery(const AttentionKernelShape& s, const int32_t* spans, int64_t begin, int64_t end,
+                                Start&& start, Query&& query, Finish&& finish) {
+  const int64_t T = s.queries, group = s.q_heads / s.kv_heads;
+  for (int64_t unit = begin; unit < end; ++unit) {
+    const int64_t b = unit / s.kv_heads, g = unit % s.kv_heads;
+    start(unit);
+    const int64_t bias_b = s.bias_batch == 1 ? 0 : b;
+    for (int64_t h = g * group; h < (g + 1) * group; ++h) {
+      for (int64_t i = 0; i < T; ++i) {
+        const int64_t row = bias_b * T + i;
+        query(b * s.q_heads + h, i, row, int64_t{spans[2 * row]}, int64_t{spans[2 * row + 1]});
+      }
+    }
+    finish(unit);
+  }
+}
+
 // The passes for heads of width DH, known when compiled (0: s.head_dim at run
 // time), so that the loops over a head's width unroll into whole vectors.
 template <int64_t DH>
 TROUPE_INLINE void ForwardUnits(const AttentionKernelShape& s, const float* q, const float* k, const float* v,
                                 const float* bias, const int32_t* spans, float* out, float* stats, int64_t begin,
                                 int64_t end) {
-  const int64_t T = s.queries, Tk = s.keys, dh = DH > 0 ? DH : s.head_dim, group = s.q_heads / s.kv_heads;
+  const int64_t T = s.queries, Tk = s.keys, dh = DH > 0 ? DH : s.head_dim;
   UnitScratch scratch(s);
   float* scores = scratch.scores.data();
-  for (int64_t unit = begin; unit < end; ++unit) {
-    const int64_t b = unit / s.kv_heads, g = unit % s.kv_heads;
+  const auto start = [&](int64_t unit) __attribute__((always_inline)) {
     Transpose(k + unit * Tk * dh, Tk, dh, scratch.keys_t.data());
     Transpose(v + unit * Tk * dh, Tk, dh, scratch.values_t.data());
-    const int64_t bias_b = s.bias_batch == 1 ? 0 : b;
-    for (int64_t h = g * group; h < (g + 1) * group; ++h) {
-      const int64_t head = b * s.q_heads + h;
-      for (int64_t i = 0; i < T; ++i) {
-        const int64_t row = bias_b * T + i;
-        const int64_t lo = spans[2 * row], hi = spans[2 * row + 1];
-        const float* qi = q + (head * T + i) * dh;
-        RowTimesMatrix<DH>(qi, scratch.keys_t.data(), bias + row * Tk, Tk, dh, lo, hi, scores);
-        float m = scores[lo];
+  };
+  const auto query = [&](int64_t head, int64_t i, int64_t row, int64_t lo, int64_t hi) __attribute__((always_inline)) {
+    const float* qi = q + (head * T + i) * dh;
+    RowTimesMatrix<DH>(qi, scratch.keys_t.data(), bias + row * Tk, Tk, dh, lo, hi, scores);
+    float m = scores[lo];
 #pragma omp simd reduction(max : m)
-        for (int64_t j = lo; j < hi; ++j) {
-          const float x = scores[j];
-          m = x > m ? x : m;
-        }
-        float total = 0.0f;
-#pragma omp simd reduction(+ : total)
-        for (int64_t j = lo; j < hi; ++j) {
-          scores[j] = ExpNonPositive(scores[j] - m);
-          total += scores[j];
-        }
-        float* o = out + (head * T + i) * dh;
-        WeightedRowSum<DH>(scores, scratch.values_t.data(), Tk, dh, lo, hi, o);
-        const float inv = 1.0f / total;
-        for (int64_t e = 0; e < dh; ++e) o[e] *= inv;
-        stats[2 * (head * T + i)] = m;
-        stats[2 * (head * T + i) + 1] = total;
-      }
+    for (int64_t j = lo; j < hi; ++j) {
+      const float x = scores[j];
+      m = x > m ? x : m;
     }
-  }
+    float total = 0.0f;
+#pragma omp simd reduction(+ : total)
+    for (int64_t j = lo; j < hi; ++j) {
+      scores[j] = ExpNonPositive(scores[j] - m);
+      total += scores[j];
+    }
+    float* o = out + (head * T + i) * dh;
+    WeightedRowSum<DH>(scores, scratch.values_t.data(), Tk, dh, lo, hi, o);
+    const float inv = 1.0f / total;
+    for (int64_t e = 0; e < dh; ++e) o[e] *= inv;
+    stats[2 * (head * T + i)] = m;
+    stats[2 * (head * T + i) + 1] = total;
+  };
+  ForEachQuery(s, spans, begin, end, start, query, [](int64_t) {});
 }
 
 template <int64_t DH>
 TROUPE_INLINE void BackwardUnits(const AttentionKernelShape& s, const float* q, const float* k, const float* v,
                                  const float* bias, const int32_t* spans, const float* out, const float* stats,
                                  const float* d_out, float* d_q, float* d_k, float* d_v, int64_t begin, int64_t end) {
-  const int64_t T = s.queries, Tk = s.keys, dh = DH > 0 ? DH : s.head_dim, group = s.q_heads / s.kv_heads;
+  const int64_t T = s.queries, Tk = s.keys, dh = DH > 0 ? DH : s.head_dim;
   UnitScratch scratch(s);
   float* probs = scratch.scores.data();
   float* grads = scratch.grads.data();
-  for (int64_t unit = begin; unit < end; ++unit) {
-    const int64_t b = unit / s.kv_heads, g = unit % s.kv_heads;
+  const auto start = [&](int64_t unit) __attribute__((always_inline)) {
     Transpose(k + unit * Tk * dh, Tk, dh, scratch.keys_t.data());
     Transpose(v + unit * Tk * dh, Tk, dh, scratch.values_t.data());
     std::fill(scratch.d_keys_t.begin(), scratch.d_keys_t.end(), 0.0f);
     std::fill(scratch.d_values_t.begin(), scratch.d_values_t.end(), 0.0f);
-    const int64_t bias_b = s.bias_batch == 1 ? 0 : b;
-    for (int64_t h = g * group; h < (g + 1) * group; ++h) {
-      const int64_t head = b * s.q_heads + h;
-      for (int64_t i = 0; i < T; ++i) {
-        const int64_t row = bias_b * T + i;
-        const int64_t lo = spans[2 * row], hi = spans[2 * row + 1];
-        const int64_t at = (head * T + i) * dh;
-        const float* qi = q + at;
-        const float* doi = d_out + at;
-        // The weights again, from the saved statistics, exactly as the forward pass had them.
-        RowTimesMatrix<DH>(qi, scratch.keys_t.data(), bias + row * Tk, Tk, dh, lo, hi, probs);
-        const float m = stats[2 * (head * T + i)], inv = 1.0f / stats[2 * (head * T + i) + 1];
-#pragma omp simd
-        for (int64_t j = lo; j < hi; ++j) probs[j] = ExpNonPositive(probs[j] - m) * inv;
-        // d weights = d_out . v_j; through the softmax: p_j (dp_j - d_out . out).
-        float delta = 0.0f;
-        for (int64_t e = 0; e < dh; ++e) delta += doi[e] * out[at + e];
-        RowTimesMatrix<DH>(doi, scratch.values_t.data(), nullptr, Tk, dh, lo, hi, grads);
-#pragma omp simd
-        for (int64_t j = lo; j < hi; ++j) grads[j] = probs[j] * (grads[j] - delta);
-        WeightedRowSum<DH>(grads, scratch.keys_t.data(), Tk, dh, lo, hi, d_q + at);
-        AddOuter<DH>(grads, qi, Tk, dh, lo, hi, scratch.d_keys_t.data());
-        AddOuter<DH>(probs, doi, Tk, dh, lo, hi, scratch.d_values_t.data());
-      }
-    }
+  };
+  const auto finish = [&](int64_t unit) __attribute__((always_inline)) {
     Transpose(scratch.d_keys_t.data(), dh, Tk, d_k + unit * Tk * dh);
     Transpose(scratch.d_values_t.data(), dh, Tk, d_v + unit * Tk * dh);
-  }
+  };
+  const auto query = [&](int64_t head, int64_t i, int64_t row, int64_t lo, int64_t hi) __attribute__((always_inline)) {
+    const int64_t at = (head * T + i) * dh;
+    const float* qi = q + at;
+    const float* doi = d_out + at;
+    // The weights again, from the saved statistics, exactly as the forward pass had them.
+    RowTimesMatrix<DH>(qi, scratch.keys_t.data(), bias + row * Tk, Tk, dh, lo, hi, probs);
+    const float m = stats[2 * (head * T + i)], inv = 1.0f / stats[2 * (head * T + i) + 1];
+#pragma omp simd
+    for (int64_t j = lo; j < hi; ++j) probs[j] = ExpNonPositive(probs[j] - m) * inv;
+    // d weights = d_out . v_j; through the softmax: p_j (dp_j - d_out . out).
+    float delta = 0.0f;
+    for (int64_t e = 0; e < dh; ++e) delta += doi[e] * out[at + e];
+    RowTimesMatrix<DH>(doi, scratch.values_t.data(), nullptr, Tk, dh, lo, hi, grads);
+#pragma omp simd
+    for (int64_t j = lo; j < hi; ++j) grads[j] = probs[j] * (grads[j] - delta);
+    WeightedRowSum<DH>(grads, scratch.keys_t.data(), Tk, dh, lo, hi, d_q + at);
+    AddOuter<DH>(grads, qi, Tk, dh, lo, hi, scratch.d_keys_t.data());
+    AddOuter<DH>(probs, doi, Tk, dh, lo, hi, scratch.d_values_t.data());
+  };
+  ForEachQuery(s, spans, begin, end, start, query, finish);
 }
 
 }  // namespace
