@@ -30,7 +30,7 @@ torch::Tensor Attention(const torch::Tensor& q, const torch::Tensor& k, const to
 
 // The CPU kernels of attention_kernel.h, whatever the head width (float32 on
 // the CPU, an additive bias): no [B, H, T, Tk] tensor is made or kept. Measured
-// against ComposedAttention (bench/attention_bench): faster with heads of
+// against ComposedAttention (bench/attention_bench.cc): faster with heads of
 // width 8 (the main job's), slower from 16 on, where LibTorch's matrix
 // products make better use of each pass; hence the limit.
 constexpr int64_t kKernelAttentionMaxHeadDim = 8;
