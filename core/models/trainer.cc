@@ -146,28 +146,27 @@ PackedBatch Pack(const std::vector<const CallRecord*>& recs, torch::Device devic
   std::vector<int64_t> firsts;
   std::vector<int64_t> prompt_of = plain ? DistinctPrompts(recs, &firsts) : std::vector<int64_t>{};
   const int64_t distinct = static_cast<int64_t>(firsts.size());
-  // Prefix trees where they encode fewer positions than the calls' own layout
-  // (prompts shared by identical calls run once; else each call, left-padded):
-  // calls that share little, or only whole prompts, fill tree rows worse.
+  int64_t longest = 0;  // the longest call, prompt and response
+  for (const auto* r : recs) {
+    longest = std::max<int64_t>(longest, static_cast<int64_t>(r->prompt.size() + r->response.size()));
+  }
+  // Positions the calls' own layout runs, padding included: with `share`, each
+  // distinct prompt once and every response after it; else every call whole,
+  // aligned at the prompts' end (calls with vectors) or left-padded.
+  const auto own_positions = [&](bool share) {
+    return share ? distinct * Tp + B * R : B * (K > 0 ? Tp + R : longest);
+  };
+  // Prefix trees where they encode fewer positions than that layout: calls
+  // that share little, or only whole prompts, fill tree rows worse.
   PrefixTreeRows trees;
   bool tree = false;
   if (plain && tree_budget > 0) {
     trees = CallTrees(recs, tree_budget);
-    int64_t longest = 0;
-    for (const auto* r : recs) {
-      longest = std::max<int64_t>(longest, static_cast<int64_t>(r->prompt.size() + r->response.size()));
-    }
-    const int64_t own = distinct < B ? distinct * Tp + B * R : B * longest;
-    tree = TreePositions(trees) < own;
+    tree = TreePositions(trees) < own_positions(distinct < B);
   }
   const bool shared = plain && !tree && distinct < B;
   const bool aligned = K > 0 || shared;  // prompts end at one column, responses right-padded after it
-  int64_t T = 0;
-  if (aligned) {
-    T = Tp + R;
-  } else {
-    for (const auto* r : recs) T = std::max<int64_t>(T, static_cast<int64_t>(r->prompt.size() + r->response.size()));
-  }
+  const int64_t T = aligned ? Tp + R : longest;
   std::vector<int64_t> tok(B * T, Vocab::kPad), pos(B * T, 0), role(B);
   std::vector<uint8_t> valid(B * T, 0);
   std::vector<float> mask(B * (T - 1), 0.f), old(B * (T - 1), 0.f), adv(B * (T - 1), 0.f), last(B * (T - 1), 0.f),
@@ -255,11 +254,10 @@ PackedBatch Pack(const std::vector<const CallRecord*>& recs, torch::Device devic
   }
   p.latent_steps = K;
   p.prompt_end = Tp;
-  p.encoded = B * T;
+  p.encoded = own_positions(shared);
   if (shared) {
     p.prompt_of = torch::from_blob(prompt_of.data(), {B}, lo).clone().to(device);
     p.prompt_first = torch::from_blob(firsts.data(), {static_cast<int64_t>(firsts.size())}, lo).clone().to(device);
-    p.encoded = static_cast<int64_t>(firsts.size()) * Tp + B * R;
   }
   if (tree) PackTrees(recs, trees, T, device, &p);  // plain calls: the left-padded layout
   return p;
