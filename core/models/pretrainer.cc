@@ -18,7 +18,8 @@
 
 namespace troupe {
 
-AttentionTargets GuidedAttentionTargets(const std::vector<int>& tokens, int length, int unmatched, int stride) {
+AttentionTargets GuidedAttentionTargets(const std::vector<int>& tokens, int length, int unmatched, int stride,
+                                        const std::vector<int>& cue, int answer_end) {
   if (stride == 0) stride = length;
   if (length <= 0 || stride < length || tokens.size() % static_cast<size_t>(stride) != 0) {
     throw ModelError("guided attention needs whole rows of " + std::to_string(stride) + " tokens");
@@ -38,6 +39,25 @@ AttentionTargets GuidedAttentionTargets(const std::vector<int>& tokens, int leng
       const auto it = last.find(token);
       if (it != last.end()) t.induction[at] = it->second + 1;
       last[token] = i;
+    }
+  }
+  if (cue.empty()) return t;
+  constexpr int64_t kAnswerTokens = 4;  // matched of each answer: enough to tell a name from a chance token
+  const auto c = static_cast<int64_t>(cue.size());
+  t.lookup.assign(rows * length, -1);
+  for (size_t row = 0; row < rows; ++row) {
+    const int* r = tokens.data() + row * stride;
+    for (int64_t i = c - 1; i < length; ++i) {
+      if (!std::equal(cue.begin(), cue.end(), r + i - c + 1)) continue;
+      int64_t n = 0;  // the answer's tokens after the cue, within the row
+      while (n < kAnswerTokens && i + 1 + n < stride && r[i + 1 + n] != answer_end && r[i + 1 + n] != unmatched) ++n;
+      if (n == 0) continue;
+      for (int64_t j = i - c + 1 - n; j >= 0; --j) {  // wholly before the cue, the latest first
+        if (std::equal(r + j, r + j + n, r + i + 1)) {
+          t.lookup[row * length + i] = j;
+          break;
+        }
+      }
     }
   }
   return t;
@@ -72,17 +92,20 @@ struct Replica {
   // Keeps the guided heads' attention weights while guiding, and none otherwise.
   void Guide(const GuidedAttention* guide) {
     auto same = [](const GuidedAttention& a, const GuidedAttention& b) {
-      return a.previous_layer == b.previous_layer && a.induction_layer == b.induction_layer && a.head == b.head;
+      return a.previous_layer == b.previous_layer && a.induction_layer == b.induction_layer && a.head == b.head &&
+             a.lookup_layer == b.lookup_layer;
     };
     if (guide != nullptr && guiding && same(*guide, *guiding)) return;
     if (guiding) {
       model->keep_attention(guiding->previous_layer, -1);
       model->keep_attention(guiding->induction_layer, -1);
+      if (guiding->lookup_layer >= 0) model->keep_attention(guiding->lookup_layer, -1);
       guiding.reset();
     }
     if (guide != nullptr) {
       model->keep_attention(guide->previous_layer, guide->head);
       model->keep_attention(guide->induction_layer, guide->head);
+      if (guide->lookup_layer >= 0) model->keep_attention(guide->lookup_layer, guide->head);
       guiding = *guide;
     }
   }
@@ -99,7 +122,7 @@ struct Replica {
 
 // What one replica's share of a batch gave.
 struct ShareResult {
-  double loss = 0.0, previous = 0.0, induction = 0.0;
+  double loss = 0.0, previous = 0.0, induction = 0.0, lookup = 0.0;
 };
 
 struct Pretrainer::Impl {
@@ -121,8 +144,9 @@ struct Pretrainer::Impl {
       throw ModelError("a batch of " + std::to_string(batch) + " x " + std::to_string(length + 1) + " tokens has " +
                        std::to_string(tokens.size()));
     }
-    const torch::Tensor all =
-        torch::tensor(std::vector<int64_t>(tokens.begin(), tokens.end()), torch::kLong).view({batch, length + 1}).to(device);
+    const torch::Tensor all = torch::tensor(std::vector<int64_t>(tokens.begin(), tokens.end()), torch::kLong)
+                                  .view({batch, length + 1})
+                                  .to(device);
     return {all.narrow(1, 0, length), all.narrow(1, 1, length)};
   }
 
@@ -177,8 +201,8 @@ struct Pretrainer::Impl {
 Pretrainer::Pretrainer(const ModelConfig& config, uint64_t seed, int threads, int replicas)
     : impl_(std::make_unique<Impl>()) {
   if (!ArchitectureSpecOf(config.spec).hugging_face()) {
-    throw ModelError("pretraining needs an architecture with a Hugging Face folder (" + ArchitectureSpecOf(config.spec).name() +
-                     " has none)");
+    throw ModelError("pretraining needs an architecture with a Hugging Face folder (" +
+                     ArchitectureSpecOf(config.spec).name() + " has none)");
   }
   if (replicas < 1)
     throw ModelError("pretraining needs at least one replica of the model; got " + std::to_string(replicas));
@@ -207,8 +231,8 @@ Pretrainer::Pretrainer(const ModelConfig& config, uint64_t seed, int threads, in
   std::vector<torch::optim::OptimizerParamGroup> groups;
   groups.emplace_back(impl_->decayed, std::make_unique<torch::optim::AdamWOptions>(
                                           torch::optim::AdamWOptions(config.lr).weight_decay(config.weight_decay)));
-  groups.emplace_back(impl_->plain,
-                      std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(config.lr).weight_decay(0)));
+  groups.emplace_back(impl_->plain, std::make_unique<torch::optim::AdamWOptions>(
+                                        torch::optim::AdamWOptions(config.lr).weight_decay(0)));
   impl_->optimizer = std::make_unique<torch::optim::AdamW>(std::move(groups));
 }
 
@@ -220,11 +244,14 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
   for (auto& group : impl_->optimizer->param_groups()) {
     static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
   }
-  const AttentionTargets targets = guide != nullptr
-                                       ? GuidedAttentionTargets(tokens, length, guide->unmatched_token, length + 1)
-                                       : AttentionTargets{};
+  const bool lookup = guide != nullptr && guide->lookup_layer >= 0;
+  const AttentionTargets targets =
+      guide != nullptr ? GuidedAttentionTargets(tokens, length, guide->unmatched_token, length + 1,
+                                                lookup ? guide->lookup_cue : std::vector<int>{}, guide->answer_end)
+                       : AttentionTargets{};
   const int64_t previous_over = guide != nullptr ? Guided(targets.previous) : 1;
   const int64_t induction_over = guide != nullptr ? Guided(targets.induction) : 1;
+  const int64_t lookup_over = lookup ? Guided(targets.lookup) : 1;
   const std::vector<std::pair<int, int>> shares = impl_->Shares(batch);
   std::vector<ShareResult> results(shares.size());
   // Each replica's next-token loss is the mean over its rows: weighted by its
@@ -249,6 +276,12 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
       const torch::Tensor induction =
           AttentionLoss(r.model->kept_attention(guide->induction_layer), rows(targets.induction), induction_over);
       total = loss * share + guide->weight * (previous + induction);
+      if (lookup) {
+        const torch::Tensor found =
+            AttentionLoss(r.model->kept_attention(guide->lookup_layer), rows(targets.lookup), lookup_over);
+        total = total + guide->weight * found;
+        results[k].lookup = found.item<double>();
+      }
       results[k].previous = previous.item<double>();
       results[k].induction = induction.item<double>();
     } else {
@@ -259,12 +292,14 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
   });
   PretrainStep step;
   if (guide != nullptr) step.previous_attention = step.induction_attention = 0.0;
+  if (lookup) step.lookup_attention = 0.0;
   for (size_t k = 0; k < shares.size(); ++k) {
     const double share = double(shares[k].second) / batch;
     step.loss += share * results[k].loss;
     if (guide != nullptr) {
       step.previous_attention += results[k].previous;
       step.induction_attention += results[k].induction;
+      if (lookup) step.lookup_attention += results[k].lookup;
     }
   }
   std::vector<torch::Tensor> all = impl_->decayed;
@@ -324,8 +359,8 @@ void Pretrainer::Load(const std::string& dir) {
   ArchitectureOf(impl_->config).ReadHfWeights(*impl_->model(), dir + "/model");
   impl_->SyncReplicas();
   torch::optim::AdamW& optimizer = *impl_->optimizer;
-  LoadSafetensorsOrOlder(optimizer, dir + "/optimizer", [&](const std::string& f) { LoadAdamW(optimizer, f); },
-                         impl_->device);
+  LoadSafetensorsOrOlder(
+      optimizer, dir + "/optimizer", [&](const std::string& f) { LoadAdamW(optimizer, f); }, impl_->device);
 }
 
 }  // namespace troupe

@@ -19,11 +19,18 @@ namespace troupe {
 // to the previous position, `head` of `induction_layer` to the position just
 // after the latest earlier occurrence of the current token (an induction
 // head's place). Tokens equal to `unmatched_token` (the document separator)
-// are never matched. Llama models only.
+// are never matched. With `lookup_layer` >= 0, `head` of that layer is led, at
+// each position that ends `lookup_cue` ("Answer:" in reading documents), to
+// where the tokens after the cue (the answer, up to `answer_end`) stand
+// earlier in the row: where a reader finds the fact it is asked for. Llama
+// models only.
 struct GuidedAttention {
   double weight = 1.0;
   int previous_layer = 0, induction_layer = 1, head = 0;
   int unmatched_token = -1;
+  int lookup_layer = -1;
+  std::vector<int> lookup_cue;
+  int answer_end = -1;
 };
 
 struct PretrainStep {
@@ -32,17 +39,22 @@ struct PretrainStep {
   // With guided attention: the two heads' mean -log weight on their guided positions.
   double previous_attention = std::numeric_limits<double>::quiet_NaN();
   double induction_attention = std::numeric_limits<double>::quiet_NaN();
+  double lookup_attention = std::numeric_limits<double>::quiet_NaN();  // with a lookup head
 };
 
 // Per position of the first `length` tokens of each row of `tokens` (rows of
 // `stride` tokens; 0: of `length`): the previous position, and the position
 // after the latest earlier occurrence of the same token; -1 where there is
 // none (the first position; a token's first occurrence, or `unmatched`).
-// Rows of `length` targets each, row after row.
+// With a `cue`, also the lookup targets: at a position that ends the cue, the
+// latest earlier position (before the cue) where the answer's first tokens
+// (those after the cue up to `answer_end`, 4 at most) stand in the same
+// order; -1 everywhere else. Rows of `length` targets each, row after row.
 struct AttentionTargets {
-  std::vector<int64_t> previous, induction;
+  std::vector<int64_t> previous, induction, lookup;
 };
-AttentionTargets GuidedAttentionTargets(const std::vector<int>& tokens, int length, int unmatched, int stride = 0);
+AttentionTargets GuidedAttentionTargets(const std::vector<int>& tokens, int length, int unmatched, int stride = 0,
+                                        const std::vector<int>& cue = {}, int answer_end = -1);
 
 class Pretrainer {
  public:

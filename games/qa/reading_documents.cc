@@ -146,6 +146,12 @@ ReadingDocuments::ReadingDocuments(const std::vector<Passage>& passages, Reading
   for (auto& [name, c] : by_name) {
     if (!c.capital.empty() && c.name.size() >= 4) countries_.push_back(std::move(c));
   }
+  if (options_.min_countries_per_document < 1 ||
+      options_.min_countries_per_document > options_.countries_per_document) {
+    throw Error("reading documents: min_countries_per_document (" +
+                std::to_string(options_.min_countries_per_document) + ") must be 1 to countries_per_document (" +
+                std::to_string(options_.countries_per_document) + ")");
+  }
   if (countries_.size() < static_cast<size_t>(options_.countries_per_document)) {
     throw Error("reading documents need Factbook passages of at least " +
                 std::to_string(options_.countries_per_document) + " countries with a capital; got " +
@@ -161,8 +167,10 @@ std::string ReadingDocuments::Document(uint64_t index) const {
 std::string ReadingDocuments::Passages(uint64_t draw) const {
   Rng rng(draw);
   // The countries, renamed: the country, its capital, and words made from the country's name ("Algerian").
+  const int countries = options_.min_countries_per_document +
+                        rng.Below(options_.countries_per_document - options_.min_countries_per_document + 1);
   std::vector<const Country*> chosen;
-  while (chosen.size() < static_cast<size_t>(options_.countries_per_document)) {
+  while (chosen.size() < static_cast<size_t>(countries)) {
     const Country* c = &countries_[rng.Below(static_cast<int>(countries_.size()))];
     if (std::find(chosen.begin(), chosen.end(), c) == chosen.end()) chosen.push_back(c);
   }

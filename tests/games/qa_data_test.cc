@@ -53,15 +53,18 @@ TEST_CASE("answers are scored as SQuAD scores them", "[qa]") {
 TEST_CASE("a question file's mistakes name the file and line", "[qa]") {
   const fs::path dir = TempDir("qa_files");
   const std::string path = (dir / "q.jsonl").string();
-  std::ofstream(path) << R"({"id": "1", "question": "What?", "answers": ["x"]})" << "\n\n"
-                      << R"({"id": "2", "question": "Why?"})" << "\n";
+  std::ofstream(path) << R"({"id": "1", "question": "What?", "answers": ["x"]})"
+                      << "\n\n"
+                      << R"({"id": "2", "question": "Why?"})"
+                      << "\n";
   try {
     ReadQuestions(path);
     FAIL("a record without answers was read");
   } catch (const Error& e) {
     CHECK(std::string(e.what()).find(path + ":3: \"answers\"") != std::string::npos);
   }
-  std::ofstream(path) << "{\"id\": \"1\", \"question\": \"What?\", \"answers\": \"x\", \"type\": \"bridge\"}\nnot json\n";
+  std::ofstream(path)
+      << "{\"id\": \"1\", \"question\": \"What?\", \"answers\": \"x\", \"type\": \"bridge\"}\nnot json\n";
   CHECK_THROWS_WITH(ReadQuestions(path), Catch::Contains(path + ":2: not JSON"));
   QaRecord r;
   r.id = "a";
@@ -90,14 +93,16 @@ TEST_CASE("the Factbook generator keeps questions its supporting passages answer
       bool answered = q.relation == "landlocked";  // yes/no: the passage agrees, checked by the generator
       for (const auto& id : q.supporting) {
         REQUIRE(by_id.count(id) == 1);
-        for (const auto& a : q.answers) answered = answered || ContainsAnswer(by_id[id]->title + " " + by_id[id]->text, a);
+        for (const auto& a : q.answers)
+          answered = answered || ContainsAnswer(by_id[id]->title + " " + by_id[id]->text, a);
       }
       CHECK(answered);
       // The countries a question names: the Factbook's titles of its supporting passages'
       // countries (the first title part) that occur in the question text.
       for (const auto& id : q.supporting) {
         const std::string country = by_id[id]->title.substr(0, by_id[id]->title.find(" - "));
-        if (q.question.find(country) != std::string::npos) (split == &data.train ? train_named : test_named).insert(country);
+        if (q.question.find(country) != std::string::npos)
+          (split == &data.train ? train_named : test_named).insert(country);
       }
     }
   }
@@ -134,7 +139,7 @@ TEST_CASE("the passage index finds supporting passages and is built once per cor
   const auto many = index->SearchMany({"capital of France", "", "currency of Italy"}, 3);
   REQUIRE(many.size() == 3);
   CHECK(many[1].empty());
-  CHECK(many[0] .size() == 3);
+  CHECK(many[0].size() == 3);
 
   // Recall@4: every supporting passage among the hits of the oracle sub-questions.
   int found = 0;
@@ -143,7 +148,8 @@ TEST_CASE("the passage index finds supporting passages and is built once per cor
     for (const auto& hits : index->SearchMany(q.decomposition, 4)) {
       for (const auto& h : hits) got.insert(index->passages()[h.passage].id);
     }
-    found += std::all_of(q.supporting.begin(), q.supporting.end(), [&](const std::string& id) { return got.count(id) > 0; });
+    found +=
+        std::all_of(q.supporting.begin(), q.supporting.end(), [&](const std::string& id) { return got.count(id) > 0; });
   }
   INFO(found << " of " << data.train.size());
   CHECK(found > 0.9 * data.train.size());
@@ -172,6 +178,7 @@ TEST_CASE("reading documents rename their countries and ask what their passages 
     }
   }
   int questions = 0;
+  std::map<size_t, int> documents_of;  // documents by their number of countries
   for (uint64_t i = 0; i < 50; ++i) {
     const std::string doc = reading.Document(i);
     INFO(doc);
@@ -180,10 +187,13 @@ TEST_CASE("reading documents rename their countries and ask what their passages 
     REQUIRE(first_question != std::string::npos);
     const std::string passages = doc.substr(0, first_question);
     // Every title names an invented country: no real one, and no real capital, is shown.
+    std::set<std::string> countries;
     for (size_t at = 0; (at = passages.find(" - ", at)) != std::string::npos; ++at) {
       const size_t line = passages.rfind('\n', at) + 1;
       CHECK(real_countries.count(passages.substr(line, at - line)) == 0);
+      if (line < at) countries.insert(passages.substr(line, at - line));
     }
+    ++documents_of[countries.size()];
     // Each answer is a span of the passages, so reading (not memory) answers it.
     for (size_t at = doc.find("\nAnswer: "); at != std::string::npos; at = doc.find("\nAnswer: ", at + 1)) {
       const std::string answer = doc.substr(at + 9, doc.find('\n', at + 9) - at - 9);
@@ -194,6 +204,10 @@ TEST_CASE("reading documents rename their countries and ask what their passages 
     }
   }
   CHECK(questions >= 100);
+  // From one country (finding the field asked for) to three (telling countries apart).
+  CHECK(documents_of[1] >= 5);
+  CHECK(documents_of[3] >= 5);
+  CHECK(documents_of.rbegin()->first == 3);
   // Left-out pages are never shown; a list document repeats its names.
   options.left_out_pages.clear();
   for (const auto& p : data.passages) options.left_out_pages.insert(p.id.substr(0, p.id.find(':')));
@@ -216,6 +230,7 @@ TEST_CASE("reading documents fit their character budget and ask about invented l
   REQUIRE(real_languages.count("German") == 1);
   ReadingDocumentOptions options;
   options.list_share = 0.0;
+  options.min_countries_per_document = options.countries_per_document;  // three countries each, before the budget
   options.max_chars = ReadingDocumentChars(512);
   const ReadingDocuments reading(data.passages, options);
   int language_questions = 0, two_countries = 0;

@@ -57,7 +57,9 @@ pretrain {
 }
 )";
 
-CompiledPretrain Tiny(const std::string& text = kTiny) { return CompilePretrain(ParseWorkflowText(text, "tiny.textproto")); }
+CompiledPretrain Tiny(const std::string& text = kTiny) {
+  return CompilePretrain(ParseWorkflowText(text, "tiny.textproto"));
+}
 
 // kTiny with `fields` (each ending "\n  ") at the start of its pretrain block's settings, from line 10 on.
 std::string WithPretrainFields(const std::string& fields) {
@@ -116,8 +118,8 @@ TEST_CASE("a tiny base model learns from real text and ends as a model folder tr
   CHECK(lines.back()["loss"].get<double>() < lines.front()["loss"].get<double>() - 0.5);
   CHECK(r.heldout_perplexity < r.unigram_perplexity);  // it learnt more than word frequencies
   CHECK(r.heldout_perplexity < 512);                   // and far more than a uniform guess
-  for (const char* f : {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
-                        "generation_config.json"}) {
+  for (const char* f :
+       {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "generation_config.json"}) {
     INFO(f);
     CHECK(fs::exists(fs::path(r.model_dir) / f));
   }
@@ -127,8 +129,8 @@ TEST_CASE("a tiny base model learns from real text and ends as a model folder tr
   // troupe lm: per-token log-probabilities of a text, and a greedy continuation.
   const std::string troupe = testing::TroupeBinary();
   std::ofstream(dir + "/text.txt") << "Call me Ishmael.";
-  const auto score = testing::RunCommand(troupe + " lm score --model " + r.model_dir + " --file " + dir +
-                                         "/text.txt --json");
+  const auto score =
+      testing::RunCommand(troupe + " lm score --model " + r.model_dir + " --file " + dir + "/text.txt --json");
   REQUIRE(score.status == 0);
   const nlohmann::json scored = nlohmann::json::parse(score.output);
   REQUIRE(scored["tokens"].size() >= 3);
@@ -192,7 +194,8 @@ TEST_CASE("a pretraining workflow is checked whole, with errors at their line", 
   long_seq.replace(long_seq.find("seq_len: 32"), 11, "seq_len: 128");
   CHECK_THROWS_WITH(Tiny(long_seq), Catch::Contains("exceeds the model's max_len 64"));
   std::string micro = kTiny;
-  const std::string llama = "llama { hidden_size: 32 intermediate_size: 64 layers: 1 heads: 2 kv_heads: 1 max_len: 64 }";
+  const std::string llama =
+      "llama { hidden_size: 32 intermediate_size: 64 layers: 1 heads: 2 kv_heads: 1 max_len: 64 }";
   micro.replace(micro.find(llama), llama.size(), "transformer { d_model: 16 heads: 2 }");
   CHECK_THROWS_WITH(Tiny(micro), Catch::Contains("tiny.textproto:3:1") && Catch::Contains("transformer has none"));
   CHECK_THROWS_WITH(Tiny(WithPretrainFields("unseen_questions: \"q.jsonl\"\n  ")),
@@ -218,19 +221,21 @@ TEST_CASE("a pretraining workflow is checked whole, with errors at their line", 
   gpu.replace(gpu.find(llama), llama.size(), llama + " device: \"cuda:99\"");
   CHECK_THROWS_WITH(Tiny(gpu), Catch::Contains("tiny.textproto:5:") && Catch::Contains("this build of LibTorch"));
   // A game workflow is not pretrained, and a pretraining one is not trained with `troupe train`.
-  CHECK_THROWS_WITH(CompileWorkflow(ParseWorkflowText(kTiny, "tiny.textproto")),
-                    Catch::Contains("troupe pretrain"));
+  CHECK_THROWS_WITH(CompileWorkflow(ParseWorkflowText(kTiny, "tiny.textproto")), Catch::Contains("troupe pretrain"));
 }
 
-TEST_CASE("unseen questions leave their supporting Factbook pages out of pretraining, and only those", "[pretrain][qa]") {
+TEST_CASE("unseen questions leave their supporting Factbook pages out of pretraining, and only those",
+          "[pretrain][qa]") {
   const std::string dir = Temp("unseen");
   fs::create_directories(dir);
   const std::string questions = dir + "/questions.jsonl";
   {
     std::ofstream q(questions);
     q << R"({"id":"a","question":"Which country is larger by area, Brunei or Egypt?","answers":["Egypt"],)"
-      << R"("supporting":["bx:Geography:Area","eg:Geography:Area"]})" << "\n";
-    q << R"({"id":"b","question":"Own data","answers":["x"],"supporting":["my-passage-7"]})" << "\n";
+      << R"("supporting":["bx:Geography:Area","eg:Geography:Area"]})"
+      << "\n";
+    q << R"({"id":"b","question":"Own data","answers":["x"],"supporting":["my-passage-7"]})"
+      << "\n";
   }
   std::string text = kTiny;
   text.replace(text.find("corpus: \"moby_dick\""), 19, "corpus: \"factbook\"");
@@ -387,6 +392,21 @@ TEST_CASE("guided attention's targets are the previous position and the place af
   CHECK_THROWS_AS(GuidedAttentionTargets({1, 2, 3}, 2, 9), ModelError);
 }
 
+TEST_CASE("the lookup head's target is where the answer after the cue stands earlier", "[pretrain][guided]") {
+  // Rows of 12 inputs and one more target token. Cue 20 21, line end 30, separator 9.
+  // Row 1: the answer 7 8 stands at 2 (7 alone stands at 5 too: the whole answer is matched);
+  // row 2: an answer 4 never seen before the cue, and a cue whose answer runs past the row's inputs (5 at 0).
+  const std::vector<int> tokens = {5, 6, 7, 8,  3,  7, 2,  8, 20, 21, 7,  8,  30,  //
+                                   5, 6, 3, 20, 21, 4, 30, 3, 3,  3,  20, 21, 5};
+  const AttentionTargets t = GuidedAttentionTargets(tokens, 12, 9, 13, {20, 21}, 30);
+  std::vector<int64_t> expected(24, -1);
+  expected[9] = 2;        // row 1, at the cue's end (21)
+  expected[12 + 11] = 0;  // row 2's second cue: 5 stands at its start
+  CHECK(t.lookup == expected);
+  CHECK(t.induction.size() == 24);                                  // the other targets as before
+  CHECK(GuidedAttentionTargets(tokens, 12, 9, 13).lookup.empty());  // no cue, no lookup
+}
+
 TEST_CASE("guided attention teaches two heads where to look, and only while it is on", "[pretrain][guided]") {
   std::string text = kTiny;
   text.replace(text.find("layers: 1"), 9, "layers: 2");
@@ -418,6 +438,35 @@ TEST_CASE("guided attention teaches two heads where to look, and only while it i
   CHECK(previous.front() > 1.5);
   CHECK(previous.back() < 0.5 * previous.front());
   CHECK(induction.back() < induction.front());
+}
+
+TEST_CASE("a lookup head is led to reading documents' answers", "[pretrain][guided][reading]") {
+  std::string text = kTiny;
+  text.replace(text.find("layers: 1"), 9, "layers: 3");
+  text.replace(text.find("max_len: 64"), 11, "max_len: 128");
+  text.replace(text.find("seq_len: 32"), 11, "seq_len: 64");
+  text.replace(text.find("epochs: 3"), 9, "epochs: 1");  // 46 steps of 8 x 64 tokens
+  text.replace(text.find("heldout_every"), 0,
+               "reading_share: 0.5\n  guided_attention { steps: 1000 lookup_layer: 2 }\n  ");
+  const CompiledPretrain w = Tiny(text);
+  CHECK(w.guided_attention.lookup_layer == 2);
+  PretrainOptions o = Quiet("lookup");
+  o.reading_document = [](uint64_t i) {
+    return "Capital: name: " + InventedName(i) + "; time difference: UTC+3\nAnswer: " + InventedName(i) + "\n";
+  };
+  std::ostringstream log;
+  const PretrainResult r = Pretrain(w, o, log);
+  INFO(log.str());
+  REQUIRE(r.finished);
+  std::vector<double> lookup;
+  for (const nlohmann::json& line : Metrics(o.out_dir)) {
+    if (line.contains("attention_lookup")) lookup.push_back(line["attention_lookup"]);
+  }
+  // Half of every batch is documents with an answer to find; the head's -log weight on where it
+  // stands falls from about that of attention spread over the document's positions.
+  REQUIRE(lookup.size() >= 3);
+  CHECK(lookup.front() > 1.5);
+  CHECK(lookup.back() < 0.5 * lookup.front());
 }
 
 TEST_CASE("replicas share each batch and train as one copy of the model does", "[pretrain][replicas]") {
@@ -483,4 +532,14 @@ TEST_CASE("guided attention is refused where it cannot work, at its line", "[pre
   gpt2.replace(gpt2.find(llama), llama.size(), "gpt2 { hidden_size: 32 layers: 2 heads: 2 max_len: 64 }");
   gpt2.replace(gpt2.find("heldout_every"), 0, "guided_attention { steps: 10 }\n  ");
   CHECK_THROWS_WITH(Tiny(gpt2), Catch::Contains("needs a llama model"));
+  std::string lookup = kTiny;
+  lookup.replace(lookup.find("layers: 1"), 9, "layers: 2");
+  lookup.replace(lookup.find("heldout_every"), 0,
+                 "reading_share: 0.2\n  guided_attention { steps: 10 lookup_layer: 1 }\n  ");
+  CHECK_THROWS_WITH(Tiny(lookup), Catch::Contains("lookup_layer (1) is -1 (off) or a layer after induction_layer"));
+  lookup.replace(lookup.find("layers: 2"), 9, "layers: 3");
+  lookup.replace(lookup.find("lookup_layer: 1"), 15, "lookup_layer: 2");
+  CHECK_NOTHROW(Tiny(lookup));
+  lookup.replace(lookup.find("reading_share: 0.2"), 18, "reading_share: 0");
+  CHECK_THROWS_WITH(Tiny(lookup), Catch::Contains("needs reading_share above 0"));
 }

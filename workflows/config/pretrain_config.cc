@@ -17,7 +17,8 @@ namespace troupe {
 
 CompiledPretrain CompilePretrain(const LoadedWorkflow& w) {
   if (!w.proto.has_pretrain()) w.Fail({}, "not a pretraining workflow: it has no pretrain { } section");
-  if (w.proto.has_game() || w.proto.has_pipeline()) w.Fail({{"pretrain"}}, "a pretraining workflow has no game or pipeline");
+  if (w.proto.has_game() || w.proto.has_pipeline())
+    w.Fail({{"pretrain"}}, "a pretraining workflow has no game or pipeline");
   if (w.proto.role_size() > 0) w.Fail({{"role", 0}}, "a pretraining workflow has no roles");
   if (w.proto.model_size() != 1) w.Fail({}, "a pretraining workflow has exactly one model");
   CompiledPretrain c;
@@ -67,7 +68,7 @@ CompiledPretrain CompilePretrain(const LoadedWorkflow& w) {
   }
   if (p.seq_len() > c.model.sizes().max_len) {
     w.Fail({{"pretrain"}, {"seq_len"}}, "seq_len " + std::to_string(p.seq_len()) + " exceeds the model's max_len " +
-                                           std::to_string(c.model.sizes().max_len));
+                                            std::to_string(c.model.sizes().max_len));
   }
   if (p.heldout_every() < 2) w.Fail({{"pretrain"}, {"heldout_every"}}, "heldout_every must be at least 2");
   if (p.tokenizer().empty() && p.vocab_size() < 512) {
@@ -119,6 +120,15 @@ CompiledPretrain CompilePretrain(const LoadedWorkflow& w) {
                  std::to_string(g.induction_layer()) + "), and both be layers of the model's " +
                  std::to_string(layers));
     }
+    if (g.lookup_layer() != -1 && (g.lookup_layer() <= g.induction_layer() || g.lookup_layer() >= layers)) {
+      w.Fail({{"pretrain"}, {"guided_attention"}, {"lookup_layer"}},
+             "lookup_layer (" + std::to_string(g.lookup_layer()) + ") is -1 (off) or a layer after induction_layer (" +
+                 std::to_string(g.induction_layer()) + ") among the model's " + std::to_string(layers));
+    }
+    if (g.lookup_layer() != -1 && p.reading_share() <= 0) {
+      w.Fail({{"pretrain"}, {"guided_attention"}, {"lookup_layer"}},
+             "the lookup head is led to reading documents' answers: it needs reading_share above 0");
+    }
     if (g.head() < 0 || g.head() >= heads) {
       w.Fail({{"pretrain"}, {"guided_attention"}, {"head"}},
              "head " + std::to_string(g.head()) + " is not one of the model's " + std::to_string(heads) + " heads");
@@ -129,6 +139,7 @@ CompiledPretrain CompilePretrain(const LoadedWorkflow& w) {
   c.guided_attention.previous_layer = g.previous_layer();
   c.guided_attention.induction_layer = g.induction_layer();
   c.guided_attention.head = g.head();
+  c.guided_attention.lookup_layer = g.lookup_layer();
   c.heldout_every = p.heldout_every();
   c.tokenizer = p.tokenizer();
   c.vocab_size = p.vocab_size();
@@ -150,7 +161,8 @@ CompiledPretrain CompilePretrain(const LoadedWorkflow& w) {
     c.unseen_questions.push_back(p.unseen_questions(i));
   }
   if (!c.unseen_questions.empty() && std::find(c.corpora.begin(), c.corpora.end(), "factbook") == c.corpora.end()) {
-    w.Fail({{"pretrain"}, {"unseen_questions", 0}}, "unseen_questions leaves Factbook pages out, but no corpus is 'factbook'");
+    w.Fail({{"pretrain"}, {"unseen_questions", 0}},
+           "unseen_questions leaves Factbook pages out, but no corpus is 'factbook'");
   }
   return c;
 }

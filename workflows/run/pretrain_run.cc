@@ -270,8 +270,8 @@ Splits TokenizeCorpora(const CompiledPretrain& w, PretrainDocuments docs, const 
     s.heldout.push_back(*eot);
     ++s.heldout_documents;
   }
-  out << "data: " << s.train.size() << " training tokens (" << s.train_documents << " documents), "
-      << s.heldout.size() << " held-out tokens (" << s.heldout_documents << " documents)\n";
+  out << "data: " << s.train.size() << " training tokens (" << s.train_documents << " documents), " << s.heldout.size()
+      << " held-out tokens (" << s.heldout_documents << " documents)\n";
   return s;
 }
 
@@ -374,9 +374,19 @@ std::pair<double, double> Baselines(const std::vector<int>& train, const std::ve
 class PretrainObjective : public RunObjective {
  public:
   PretrainObjective(const CompiledPretrain& w, Pretrainer& model, const Splits& data, int64_t chunks, int total,
-                    int separator)
+                    const Tokenizer& tokenizer)
       : w_(w), model_(model), data_(data), order_(chunks, w.seed), total_(total), guide_(w.guided_attention) {
-    guide_.unmatched_token = separator;
+    guide_.unmatched_token = *tokenizer.TokenId("<|endoftext|>");
+    if (guide_.lookup_layer >= 0) {
+      // The reading documents' cue as it stands after a line's end, and the line's end that closes an answer.
+      const std::vector<int> line_end = tokenizer.Encode("\n", false);
+      guide_.lookup_cue = tokenizer.Encode("\nAnswer:", false);
+      if (std::equal(line_end.begin(), line_end.end(), guide_.lookup_cue.begin()) &&
+          guide_.lookup_cue.size() > line_end.size()) {
+        guide_.lookup_cue.erase(guide_.lookup_cue.begin(), guide_.lookup_cue.begin() + line_end.size());
+      }
+      guide_.answer_end = line_end.size() == 1 ? line_end[0] : -1;
+    }
   }
 
   int iterations() const override { return total_; }
@@ -394,10 +404,12 @@ class PretrainObjective : public RunObjective {
     const double lr = LearningRate(w_, step, total_);
     const bool guided = step < w_.guided_attention_steps;
     const PretrainStep s = model_.Step(tokens, B, L, lr, guided ? &guide_ : nullptr);
-    if (!std::isfinite(s.loss)) throw ModelError("the training loss is " + std::to_string(s.loss) + " at step " +
-                                                 std::to_string(step + 1) + "; lower the learning rate");
+    if (!std::isfinite(s.loss))
+      throw ModelError("the training loss is " + std::to_string(s.loss) + " at step " + std::to_string(step + 1) +
+                       "; lower the learning rate");
     loss_sum_ += s.loss, norm_sum_ += s.grad_norm, ++since_;
     if (guided) previous_sum_ += s.previous_attention, induction_sum_ += s.induction_attention, ++guided_since_;
+    if (guided && s.lookup_attention > 0) lookup_sum_ += s.lookup_attention, ++lookup_since_;
     IterationReport report;
     const bool eval = (step + 1) % w_.eval_every == 0 || step + 1 == total_;
     if ((step + 1) % 10 != 0 && !eval) return report;
@@ -412,6 +424,7 @@ class PretrainObjective : public RunObjective {
       line.Add("attention_previous", previous_sum_ / guided_since_)
           .Add("attention_induction", induction_sum_ / guided_since_);
     }
+    if (lookup_since_ > 0) line.Add("attention_lookup", lookup_sum_ / lookup_since_);
     if (eval) {
       const double h = HeldOutLoss(model_, data_.heldout, L, B, w_.eval_tokens);
       line.Add("heldout_loss", h).Add("heldout_perplexity", std::exp(h));
@@ -423,11 +436,13 @@ class PretrainObjective : public RunObjective {
     if (guided_since_ > 0) {
       p << "  guided attention " << std::setprecision(2) << previous_sum_ / guided_since_ << "/"
         << induction_sum_ / guided_since_;
+      if (lookup_since_ > 0) p << "/" << lookup_sum_ / lookup_since_;
     }
     p << "  lr " << std::scientific << std::setprecision(1) << lr << std::fixed << "  "
       << static_cast<int64_t>(tokens_per_s) << " tok/s";
     report.progress = p.str();
-    loss_sum_ = norm_sum_ = previous_sum_ = induction_sum_ = 0.0, since_ = guided_since_ = 0;
+    loss_sum_ = norm_sum_ = previous_sum_ = induction_sum_ = lookup_sum_ = 0.0, since_ = guided_since_ = 0;
+    lookup_since_ = 0;
     return report;
   }
 
@@ -445,6 +460,8 @@ class PretrainObjective : public RunObjective {
   GuidedAttention guide_;
   double previous_sum_ = 0.0, induction_sum_ = 0.0;  // guided attention's losses since the last line
   int guided_since_ = 0;
+  double lookup_sum_ = 0.0;  // the lookup head's, over the steps whose batch held an answer
+  int lookup_since_ = 0;
 };
 
 class PretrainRun {
@@ -460,13 +477,15 @@ class PretrainRun {
     if (w_.reading_share > 0 && !o_.reading_document) {
       throw ConfigError("pretrain.reading_share: no reading documents were given (troupe pretrain makes them)");
     }
-    PretrainDocuments documents = ReadPretrainDocuments(w_, o_.unseen_factbook_pages.value_or(std::set<std::string>{}), out_);
+    PretrainDocuments documents =
+        ReadPretrainDocuments(w_, o_.unseen_factbook_pages.value_or(std::set<std::string>{}), out_);
     const Tokenizer tokenizer = TokenizerOfRun(documents.train);
     const Splits data = TokenizeCorpora(w_, std::move(documents), tokenizer, o_.reading_document, out_);
     const int L = w_.seq_len, B = w_.batch;
     const int64_t chunks = Chunks(data.train, L);
-    if (chunks < B) throw Error("too little training text for one batch of " + std::to_string(B) + " x " +
-                                std::to_string(L) + " tokens");
+    if (chunks < B)
+      throw Error("too little training text for one batch of " + std::to_string(B) + " x " + std::to_string(L) +
+                  " tokens");
     const int total = static_cast<int>(std::ceil(w_.epochs * chunks / B));
     ModelConfig config = w_.model;
     config.vocab_size = tokenizer.vocab_size();
@@ -481,7 +500,7 @@ class PretrainRun {
     out_ << "model: " << result_.parameters << " parameters (vocabulary " << config.vocab_size << ", width "
          << sizes.width << ", " << sizes.layers << " layers); " << total << " steps of " << B << " x " << L
          << " tokens (" << w_.epochs << " pass" << (w_.epochs == 1 ? "" : "es") << ")\n";
-    PretrainObjective objective(w_, model, data, chunks, total, *tokenizer.TokenId("<|endoftext|>"));
+    PretrainObjective objective(w_, model, data, chunks, total, tokenizer);
     RunLoopSpec spec;
     spec.dir = dir_.string();
     spec.resume = o_.resume;
