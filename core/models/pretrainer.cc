@@ -252,6 +252,13 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
   const int64_t previous_over = guide != nullptr ? Guided(targets.previous) : 1;
   const int64_t induction_over = guide != nullptr ? Guided(targets.induction) : 1;
   const int64_t lookup_over = lookup ? Guided(targets.lookup) : 1;
+  std::vector<int64_t> lookup_elsewhere;  // with lookup_induction: the induction targets where no answer is found
+  if (lookup && guide->lookup_induction) {
+    lookup_elsewhere = targets.induction;
+    for (size_t i = 0; i < lookup_elsewhere.size(); ++i)
+      if (targets.lookup[i] >= 0) lookup_elsewhere[i] = -1;
+  }
+  const int64_t elsewhere_over = lookup_elsewhere.empty() ? 1 : Guided(lookup_elsewhere);
   const std::vector<std::pair<int, int>> shares = impl_->Shares(batch);
   std::vector<ShareResult> results(shares.size());
   // Each replica's next-token loss is the mean over its rows: weighted by its
@@ -280,6 +287,10 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
         const torch::Tensor found =
             AttentionLoss(r.model->kept_attention(guide->lookup_layer), rows(targets.lookup), lookup_over);
         total = total + guide->weight * found;
+        if (!lookup_elsewhere.empty()) {
+          total = total + guide->weight * AttentionLoss(r.model->kept_attention(guide->lookup_layer),
+                                                        rows(lookup_elsewhere), elsewhere_over);
+        }
         results[k].lookup = found.item<double>();
       }
       results[k].previous = previous.item<double>();

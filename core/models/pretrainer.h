@@ -29,6 +29,7 @@ struct GuidedAttention {
   int previous_layer = 0, induction_layer = 1, head = 0;
   int unmatched_token = -1;
   int lookup_layer = -1;
+  bool lookup_induction = false;  // the lookup head led as the induction head is, where it has no answer to find
   std::vector<int> lookup_cue;
   int answer_end = -1;
 };

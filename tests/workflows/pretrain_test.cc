@@ -447,9 +447,10 @@ TEST_CASE("a lookup head is led to reading documents' answers", "[pretrain][guid
   text.replace(text.find("seq_len: 32"), 11, "seq_len: 64");
   text.replace(text.find("epochs: 3"), 9, "epochs: 1");  // 46 steps of 8 x 64 tokens
   text.replace(text.find("heldout_every"), 0,
-               "reading_share: 0.5\n  guided_attention { steps: 1000 lookup_layer: 2 }\n  ");
+               "reading_share: 0.5\n  guided_attention { steps: 1000 lookup_layer: 2 lookup_induction: true }\n  ");
   const CompiledPretrain w = Tiny(text);
   CHECK(w.guided_attention.lookup_layer == 2);
+  CHECK(w.guided_attention.lookup_induction);
   PretrainOptions o = Quiet("lookup");
   o.reading_document = [](uint64_t i) {
     return "Capital: name: " + InventedName(i) + "; time difference: UTC+3\nAnswer: " + InventedName(i) + "\n";
