@@ -167,8 +167,9 @@ std::string ReadingDocuments::Document(uint64_t index) const {
 std::string ReadingDocuments::Passages(uint64_t draw) const {
   Rng rng(draw);
   // The countries, renamed: the country, its capital, and words made from the country's name ("Algerian").
-  const int countries = options_.min_countries_per_document +
-                        rng.Below(options_.countries_per_document - options_.min_countries_per_document + 1);
+  // A fixed count takes no draw, so documents of three countries are those pretraining has always read.
+  const int spread = options_.countries_per_document - options_.min_countries_per_document;
+  const int countries = options_.min_countries_per_document + (spread > 0 ? rng.Below(spread + 1) : 0);
   std::vector<const Country*> chosen;
   while (chosen.size() < static_cast<size_t>(countries)) {
     const Country* c = &countries_[rng.Below(static_cast<int>(countries_.size()))];

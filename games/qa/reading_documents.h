@@ -24,12 +24,13 @@ struct ReadingDocumentOptions {
   uint64_t seed = 1;
   // Countries per passage document, drawn evenly from min to max: a document of one country teaches finding
   // the field a question asks for; more teach telling countries apart (one or more asked about, the others
-  // distractors).
-  int min_countries_per_document = 1;
+  // distractors). Pretraining's documents have three each (1-3, with 6 questions, was tried in runs r10 and r11,
+  // docs/language_models.md, and is not shown to help).
+  int min_countries_per_document = 3;
   int countries_per_document = 3;
   // Questions per passage document at most (every askable passage's, up to this): each answer's first token is a
   // lookup into the passages, the signal the needle probe measures.
-  int questions_per_document = 6;
+  int questions_per_document = 3;
   double list_share = 0.2;  // share of documents that are repeated name lists instead
   // A passage document's characters at most (0: no limit): other passages, then countries, leave until it fits,
   // so that a document fits a training sequence (2-3 characters a token for names and figures).

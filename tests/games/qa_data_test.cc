@@ -167,6 +167,8 @@ TEST_CASE("reading documents rename their countries and ask what their passages 
   const FactbookQa& data = EuropeSlice();
   ReadingDocumentOptions options;
   options.list_share = 0.0;
+  options.min_countries_per_document = 1;
+  options.questions_per_document = 6;
   const ReadingDocuments reading(data.passages, options);
   CHECK(reading.countries() >= 40);
   std::set<std::string> real_countries, real_capitals;
