@@ -193,7 +193,7 @@ TEST_CASE("reading documents rename their countries and ask what their passages 
     for (size_t at = 0; (at = passages.find(" - ", at)) != std::string::npos; ++at) {
       const size_t line = passages.rfind('\n', at) + 1;
       CHECK(real_countries.count(passages.substr(line, at - line)) == 0);
-      if (line < at) countries.insert(passages.substr(line, at - line));
+      if (line < at && passages.find(" - ", line) == at) countries.insert(passages.substr(line, at - line));  // a title
     }
     ++documents_of[countries.size()];
     // Each answer is a span of the passages, so reading (not memory) answers it.
