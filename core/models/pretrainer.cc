@@ -19,7 +19,7 @@
 namespace troupe {
 
 AttentionTargets GuidedAttentionTargets(const std::vector<int>& tokens, int length, int unmatched, int stride,
-                                        const std::vector<int>& cue, int answer_end) {
+                                        const std::vector<int>& cue, int answer_end, bool only_where_right) {
   if (stride == 0) stride = length;
   if (length <= 0 || stride < length || tokens.size() % static_cast<size_t>(stride) != 0) {
     throw ModelError("guided attention needs whole rows of " + std::to_string(stride) + " tokens");
@@ -37,7 +37,11 @@ AttentionTargets GuidedAttentionTargets(const std::vector<int>& tokens, int leng
       t.previous[at] = i - 1;
       if (token == unmatched) continue;
       const auto it = last.find(token);
-      if (it != last.end()) t.induction[at] = it->second + 1;
+      if (it != last.end()) {
+        const int64_t found = it->second + 1;
+        const bool right = i + 1 < stride && tokens[row * stride + found] == tokens[row * stride + i + 1];
+        if (!only_where_right || right) t.induction[at] = found;
+      }
       last[token] = i;
     }
   }
@@ -247,18 +251,12 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
   const bool lookup = guide != nullptr && guide->lookup_layer >= 0;
   const AttentionTargets targets =
       guide != nullptr ? GuidedAttentionTargets(tokens, length, guide->unmatched_token, length + 1,
-                                                lookup ? guide->lookup_cue : std::vector<int>{}, guide->answer_end)
+                                                lookup ? guide->lookup_cue : std::vector<int>{}, guide->answer_end,
+                                                guide->induction_only_where_right)
                        : AttentionTargets{};
   const int64_t previous_over = guide != nullptr ? Guided(targets.previous) : 1;
   const int64_t induction_over = guide != nullptr ? Guided(targets.induction) : 1;
   const int64_t lookup_over = lookup ? Guided(targets.lookup) : 1;
-  std::vector<int64_t> lookup_elsewhere;  // with lookup_induction: the induction targets where no answer is found
-  if (lookup && guide->lookup_induction) {
-    lookup_elsewhere = targets.induction;
-    for (size_t i = 0; i < lookup_elsewhere.size(); ++i)
-      if (targets.lookup[i] >= 0) lookup_elsewhere[i] = -1;
-  }
-  const int64_t elsewhere_over = lookup_elsewhere.empty() ? 1 : Guided(lookup_elsewhere);
   const std::vector<std::pair<int, int>> shares = impl_->Shares(batch);
   std::vector<ShareResult> results(shares.size());
   // Each replica's next-token loss is the mean over its rows: weighted by its
@@ -287,10 +285,6 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
         const torch::Tensor found =
             AttentionLoss(r.model->kept_attention(guide->lookup_layer), rows(targets.lookup), lookup_over);
         total = total + guide->weight * found;
-        if (!lookup_elsewhere.empty()) {
-          total = total + guide->weight * AttentionLoss(r.model->kept_attention(guide->lookup_layer),
-                                                        rows(lookup_elsewhere), elsewhere_over);
-        }
         results[k].lookup = found.item<double>();
       }
       results[k].previous = previous.item<double>();

@@ -29,7 +29,7 @@ struct GuidedAttention {
   int previous_layer = 0, induction_layer = 1, head = 0;
   int unmatched_token = -1;
   int lookup_layer = -1;
-  bool lookup_induction = false;  // the lookup head led as the induction head is, where it has no answer to find
+  bool induction_only_where_right = false;  // the induction head guided only where the next token is the one it finds
   std::vector<int> lookup_cue;
   int answer_end = -1;
 };
@@ -50,12 +50,17 @@ struct PretrainStep {
 // With a `cue`, also the lookup targets: at a position that ends the cue, the
 // latest earlier position (before the cue) where the answer's first tokens
 // (those after the cue up to `answer_end`, 4 at most) stand in the same
-// order; -1 everywhere else. Rows of `length` targets each, row after row.
+// order; -1 everywhere else. With `only_where_right`, an induction target is
+// kept only where the token at it is the row's next token (so copying what
+// the head finds is right; the next token of a row's last input is the row's
+// `length`-th token when `stride` leaves one). Rows of `length` targets each,
+// row after row.
 struct AttentionTargets {
   std::vector<int64_t> previous, induction, lookup;
 };
 AttentionTargets GuidedAttentionTargets(const std::vector<int>& tokens, int length, int unmatched, int stride = 0,
-                                        const std::vector<int>& cue = {}, int answer_end = -1);
+                                        const std::vector<int>& cue = {}, int answer_end = -1,
+                                        bool only_where_right = false);
 
 class Pretrainer {
  public:

@@ -392,6 +392,19 @@ TEST_CASE("guided attention's targets are the previous position and the place af
   CHECK_THROWS_AS(GuidedAttentionTargets({1, 2, 3}, 2, 9), ModelError);
 }
 
+TEST_CASE("the induction head can be guided only where copying what it finds is right", "[pretrain][guided]") {
+  // The rows above: only row 1's second a is followed by what followed its first (b); b's next is
+  // <eot>, not c, and row 2's last x has no next token in its row.
+  const AttentionTargets t = GuidedAttentionTargets({1, 2, 3, 1, 2, 9, 9, 4, 9, 4, 5, 4}, 6, 9, 0, {}, -1, true);
+  CHECK(t.induction == std::vector<int64_t>{-1, -1, -1, 1, -1, -1, -1, -1, -1, -1, -1, -1});
+  CHECK(t.previous == std::vector<int64_t>{-1, 0, 1, 2, 3, 4, -1, 0, 1, 2, 3, 4});  // unchanged
+  // A row of 6 inputs and its target token: the last input's next token is that target.
+  CHECK(GuidedAttentionTargets({1, 2, 3, 1, 2, 3, 1}, 6, 9, 7, {}, -1, true).induction ==
+        std::vector<int64_t>{-1, -1, -1, 1, 2, 3});
+  CHECK(GuidedAttentionTargets({1, 2, 3, 1, 2, 3, 7}, 6, 9, 7, {}, -1, true).induction ==
+        std::vector<int64_t>{-1, -1, -1, 1, 2, -1});
+}
+
 TEST_CASE("the lookup head's target is where the answer after the cue stands earlier", "[pretrain][guided]") {
   // Rows of 12 inputs and one more target token. Cue 20 21, line end 30, separator 9.
   // Row 1: the answer 7 8 stands at 2 (7 alone stands at 5 too: the whole answer is matched);
@@ -410,12 +423,16 @@ TEST_CASE("the lookup head's target is where the answer after the cue stands ear
 TEST_CASE("guided attention teaches two heads where to look, and only while it is on", "[pretrain][guided]") {
   std::string text = kTiny;
   text.replace(text.find("layers: 1"), 9, "layers: 2");
-  text.replace(text.find("heldout_every"), 0, "induction_share: 0.6\n  guided_attention { steps: 60 }\n  ");
+  const bool only_where_right = GENERATE(false, true);  // the induction head guided everywhere, or where copying is right
+  text.replace(text.find("heldout_every"), 0,
+               std::string("induction_share: 0.6\n  guided_attention { steps: 60 induction_only_where_right: ") +
+                   (only_where_right ? "true" : "false") + " }\n  ");
   text.replace(text.find("epochs: 3"), 9, "epochs: 1");  // 93 steps
   const CompiledPretrain w = Tiny(text);
   CHECK(w.guided_attention_steps == 60);
   CHECK(w.guided_attention.induction_layer == 1);
-  PretrainOptions o = Quiet("guided");
+  CHECK(w.guided_attention.induction_only_where_right == only_where_right);
+  PretrainOptions o = Quiet(only_where_right ? "guided-where-right" : "guided");
   std::ostringstream log;
   const PretrainResult r = Pretrain(w, o, log);
   INFO(log.str());
@@ -447,10 +464,9 @@ TEST_CASE("a lookup head is led to reading documents' answers", "[pretrain][guid
   text.replace(text.find("seq_len: 32"), 11, "seq_len: 64");
   text.replace(text.find("epochs: 3"), 9, "epochs: 1");  // 46 steps of 8 x 64 tokens
   text.replace(text.find("heldout_every"), 0,
-               "reading_share: 0.5\n  guided_attention { steps: 1000 lookup_layer: 2 lookup_induction: true }\n  ");
+               "reading_share: 0.5\n  guided_attention { steps: 1000 lookup_layer: 2 }\n  ");
   const CompiledPretrain w = Tiny(text);
   CHECK(w.guided_attention.lookup_layer == 2);
-  CHECK(w.guided_attention.lookup_induction);
   PretrainOptions o = Quiet("lookup");
   o.reading_document = [](uint64_t i) {
     return "Capital: name: " + InventedName(i) + "; time difference: UTC+3\nAnswer: " + InventedName(i) + "\n";

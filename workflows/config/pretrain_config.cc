@@ -140,7 +140,7 @@ CompiledPretrain CompilePretrain(const LoadedWorkflow& w) {
   c.guided_attention.induction_layer = g.induction_layer();
   c.guided_attention.head = g.head();
   c.guided_attention.lookup_layer = g.lookup_layer();
-  c.guided_attention.lookup_induction = g.lookup_induction();
+  c.guided_attention.induction_only_where_right = g.induction_only_where_right();
   c.heldout_every = p.heldout_every();
   c.tokenizer = p.tokenizer();
   c.vocab_size = p.vocab_size();
