@@ -3,7 +3,8 @@
 # in docs/language_models.md show them:
 #   bash bench/probe_checkpoints.sh RUN [STEP...]
 # RUN is a `troupe pretrain` run folder; with no steps, every checkpoint and
-# the final model. Probes two models at a time on one thread each (a probe is
+# the final model (whose probes the run's summary.json already holds: taken
+# from there, not probed again). Probes two models at a time on one thread each (a probe is
 # about a minute and a half of one core for the base model's shape), writes
 # each one's JSON beside the run (RUN/probes/STEP.json, kept: a second call
 # only probes what is new) and prints a markdown table: the scores, the
@@ -31,6 +32,10 @@ else
   done
   if [ -f "$run/summary.json" ] && [ -d "$run/model" ]; then
     model_of[final]=$run/model
+    # The run probed its final model as `troupe lm probe` does (the same defaults).
+    [ -s "$run/probes/final.json" ] ||
+      python3 -c 'import json, sys; p = json.load(open(sys.argv[1])).get("probes"); p and json.dump(p, open(sys.argv[2], "w"))' \
+        "$run/summary.json" "$run/probes/final.json"
   fi
 fi
 
