@@ -18,8 +18,9 @@
 
 namespace troupe {
 
-AttentionTargets GuidedAttentionTargets(const std::vector<int>& tokens, int length, int unmatched, int stride,
-                                        const std::vector<int>& cue, int answer_end, bool only_where_right) {
+AttentionTargets GuidedAttentionTargets(const std::vector<int>& tokens, int length, int stride,
+                                        const GuidedAttention& guide) {
+  const int unmatched = guide.unmatched_token, answer_end = guide.answer_end;
   if (stride == 0) stride = length;
   if (length <= 0 || stride < length || tokens.size() % static_cast<size_t>(stride) != 0) {
     throw ModelError("guided attention needs whole rows of " + std::to_string(stride) + " tokens");
@@ -40,12 +41,13 @@ AttentionTargets GuidedAttentionTargets(const std::vector<int>& tokens, int leng
       if (it != last.end()) {
         const int64_t found = it->second + 1;
         const bool right = i + 1 < stride && tokens[row * stride + found] == tokens[row * stride + i + 1];
-        if (!only_where_right || right) t.induction[at] = found;
+        if (!guide.induction_only_where_right || right) t.induction[at] = found;
       }
       last[token] = i;
     }
   }
-  if (cue.empty()) return t;
+  if (guide.lookup_layer < 0 || guide.lookup_cue.empty()) return t;
+  const std::vector<int>& cue = guide.lookup_cue;
   constexpr int64_t kAnswerTokens = 4;  // matched of each answer: enough to tell a name from a chance token
   const auto c = static_cast<int64_t>(cue.size());
   t.lookup.assign(rows * length, -1);
@@ -95,11 +97,7 @@ struct Replica {
 
   // Keeps the guided heads' attention weights while guiding, and none otherwise.
   void Guide(const GuidedAttention* guide) {
-    auto same = [](const GuidedAttention& a, const GuidedAttention& b) {
-      return a.previous_layer == b.previous_layer && a.induction_layer == b.induction_layer && a.head == b.head &&
-             a.lookup_layer == b.lookup_layer;
-    };
-    if (guide != nullptr && guiding && same(*guide, *guiding)) return;
+    if (guide != nullptr && guiding && guide->SameHeads(*guiding)) return;
     if (guiding) {
       model->keep_attention(guiding->previous_layer, -1);
       model->keep_attention(guiding->induction_layer, -1);
@@ -250,10 +248,7 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
   }
   const bool lookup = guide != nullptr && guide->lookup_layer >= 0;
   const AttentionTargets targets =
-      guide != nullptr ? GuidedAttentionTargets(tokens, length, guide->unmatched_token, length + 1,
-                                                lookup ? guide->lookup_cue : std::vector<int>{}, guide->answer_end,
-                                                guide->induction_only_where_right)
-                       : AttentionTargets{};
+      guide != nullptr ? GuidedAttentionTargets(tokens, length, length + 1, *guide) : AttentionTargets{};
   const int64_t previous_over = guide != nullptr ? Guided(targets.previous) : 1;
   const int64_t induction_over = guide != nullptr ? Guided(targets.induction) : 1;
   const int64_t lookup_over = lookup ? Guided(targets.lookup) : 1;

@@ -32,6 +32,11 @@ struct GuidedAttention {
   bool induction_only_where_right = false;  // the induction head guided only where the next token is the one it finds
   std::vector<int> lookup_cue;
   int answer_end = -1;
+  // Whether `other` guides the same heads (which attention weights a model must keep).
+  bool SameHeads(const GuidedAttention& other) const {
+    return previous_layer == other.previous_layer && induction_layer == other.induction_layer &&
+           head == other.head && lookup_layer == other.lookup_layer;
+  }
 };
 
 struct PretrainStep {
@@ -44,23 +49,23 @@ struct PretrainStep {
 };
 
 // Per position of the first `length` tokens of each row of `tokens` (rows of
-// `stride` tokens; 0: of `length`): the previous position, and the position
-// after the latest earlier occurrence of the same token; -1 where there is
-// none (the first position; a token's first occurrence, or `unmatched`).
-// With a `cue`, also the lookup targets: at a position that ends the cue, the
-// latest earlier position (before the cue) where the answer's first tokens
-// (those after the cue up to `answer_end`, 4 at most) stand in the same
-// order; -1 everywhere else. With `only_where_right`, an induction target is
-// kept only where the token at it is the row's next token (so copying what
-// the head finds is right; the next token of a row's last input is the row's
-// `length`-th token when `stride` leaves one). Rows of `length` targets each,
-// row after row.
+// `stride` tokens; 0: of `length`), the targets of `guide`'s heads: the
+// previous position, and the position after the latest earlier occurrence of
+// the same token; -1 where there is none (the first position; a token's first
+// occurrence, or `guide.unmatched_token`). With a lookup head (`lookup_layer`
+// >= 0 and a `lookup_cue`), also the lookup targets: at a position that ends
+// the cue, the latest earlier position (before the cue) where the answer's
+// first tokens (those after the cue up to `answer_end`, 4 at most) stand in
+// the same order; -1 everywhere else. With `induction_only_where_right`, an
+// induction target is kept only where the token at it is the row's next token
+// (so copying what the head finds is right; the next token of a row's last
+// input is the row's `length`-th token when `stride` leaves one). Rows of
+// `length` targets each, row after row.
 struct AttentionTargets {
   std::vector<int64_t> previous, induction, lookup;
 };
-AttentionTargets GuidedAttentionTargets(const std::vector<int>& tokens, int length, int unmatched, int stride = 0,
-                                        const std::vector<int>& cue = {}, int answer_end = -1,
-                                        bool only_where_right = false);
+AttentionTargets GuidedAttentionTargets(const std::vector<int>& tokens, int length, int stride,
+                                        const GuidedAttention& guide);
 
 class Pretrainer {
  public:

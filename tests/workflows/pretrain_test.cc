@@ -383,25 +383,38 @@ TEST_CASE("a pretraining run stopped at its time limit still ends with its model
   CHECK(std::isfinite(summary["heldout_perplexity"].get<double>()));
 }
 
+namespace {
+// Guided heads whose separator is 9, as the targets' tests below use.
+GuidedAttention Guide(bool only_where_right = false, std::vector<int> cue = {}, int answer_end = -1) {
+  GuidedAttention g;
+  g.unmatched_token = 9;
+  g.induction_only_where_right = only_where_right;
+  g.lookup_layer = cue.empty() ? -1 : 2;
+  g.lookup_cue = std::move(cue);
+  g.answer_end = answer_end;
+  return g;
+}
+}  // namespace
+
 TEST_CASE("guided attention's targets are the previous position and the place after the last match",
           "[pretrain][guided]") {
   // Two rows of 6: a b c a b <eot> and <eot> x <eot> x y x (9 is the separator, never matched).
-  const AttentionTargets t = GuidedAttentionTargets({1, 2, 3, 1, 2, 9, 9, 4, 9, 4, 5, 4}, 6, 9);
+  const AttentionTargets t = GuidedAttentionTargets({1, 2, 3, 1, 2, 9, 9, 4, 9, 4, 5, 4}, 6, 0, Guide());
   CHECK(t.previous == std::vector<int64_t>{-1, 0, 1, 2, 3, 4, -1, 0, 1, 2, 3, 4});
   CHECK(t.induction == std::vector<int64_t>{-1, -1, -1, 1, 2, -1, -1, -1, -1, 2, -1, 4});
-  CHECK_THROWS_AS(GuidedAttentionTargets({1, 2, 3}, 2, 9), ModelError);
+  CHECK_THROWS_AS(GuidedAttentionTargets({1, 2, 3}, 2, 0, Guide()), ModelError);
 }
 
 TEST_CASE("the induction head can be guided only where copying what it finds is right", "[pretrain][guided]") {
   // The rows above: only row 1's second a is followed by what followed its first (b); b's next is
   // <eot>, not c, and row 2's last x has no next token in its row.
-  const AttentionTargets t = GuidedAttentionTargets({1, 2, 3, 1, 2, 9, 9, 4, 9, 4, 5, 4}, 6, 9, 0, {}, -1, true);
+  const AttentionTargets t = GuidedAttentionTargets({1, 2, 3, 1, 2, 9, 9, 4, 9, 4, 5, 4}, 6, 0, Guide(true));
   CHECK(t.induction == std::vector<int64_t>{-1, -1, -1, 1, -1, -1, -1, -1, -1, -1, -1, -1});
   CHECK(t.previous == std::vector<int64_t>{-1, 0, 1, 2, 3, 4, -1, 0, 1, 2, 3, 4});  // unchanged
   // A row of 6 inputs and its target token: the last input's next token is that target.
-  CHECK(GuidedAttentionTargets({1, 2, 3, 1, 2, 3, 1}, 6, 9, 7, {}, -1, true).induction ==
+  CHECK(GuidedAttentionTargets({1, 2, 3, 1, 2, 3, 1}, 6, 7, Guide(true)).induction ==
         std::vector<int64_t>{-1, -1, -1, 1, 2, 3});
-  CHECK(GuidedAttentionTargets({1, 2, 3, 1, 2, 3, 7}, 6, 9, 7, {}, -1, true).induction ==
+  CHECK(GuidedAttentionTargets({1, 2, 3, 1, 2, 3, 7}, 6, 7, Guide(true)).induction ==
         std::vector<int64_t>{-1, -1, -1, 1, 2, -1});
 }
 
@@ -411,13 +424,16 @@ TEST_CASE("the lookup head's target is where the answer after the cue stands ear
   // row 2: an answer 4 never seen before the cue, and a cue whose answer runs past the row's inputs (5 at 0).
   const std::vector<int> tokens = {5, 6, 7, 8,  3,  7, 2,  8, 20, 21, 7,  8,  30,  //
                                    5, 6, 3, 20, 21, 4, 30, 3, 3,  3,  20, 21, 5};
-  const AttentionTargets t = GuidedAttentionTargets(tokens, 12, 9, 13, {20, 21}, 30);
+  const AttentionTargets t = GuidedAttentionTargets(tokens, 12, 13, Guide(false, {20, 21}, 30));
   std::vector<int64_t> expected(24, -1);
   expected[9] = 2;        // row 1, at the cue's end (21)
   expected[12 + 11] = 0;  // row 2's second cue: 5 stands at its start
   CHECK(t.lookup == expected);
   CHECK(t.induction.size() == 24);                                  // the other targets as before
-  CHECK(GuidedAttentionTargets(tokens, 12, 9, 13).lookup.empty());  // no cue, no lookup
+  CHECK(GuidedAttentionTargets(tokens, 12, 13, Guide()).lookup.empty());  // no cue, no lookup
+  GuidedAttention no_head = Guide(false, {20, 21}, 30);
+  no_head.lookup_layer = -1;
+  CHECK(GuidedAttentionTargets(tokens, 12, 13, no_head).lookup.empty());  // a cue but no lookup head
 }
 
 TEST_CASE("guided attention teaches two heads where to look, and only while it is on", "[pretrain][guided]") {
