@@ -18,13 +18,38 @@
 
 namespace troupe {
 
-AttentionTargets GuidedAttentionTargets(const std::vector<int>& tokens, int length, int stride,
-                                        const GuidedAttention& guide) {
-  const int unmatched = guide.unmatched_token, answer_end = guide.answer_end;
+namespace {
+
+// Checks that `tokens` holds whole rows of `stride` tokens (0: `length`), of which `length` are inputs; the stride.
+int RowStride(const std::vector<int>& tokens, int length, int stride) {
   if (stride == 0) stride = length;
   if (length <= 0 || stride < length || tokens.size() % static_cast<size_t>(stride) != 0) {
     throw ModelError("guided attention needs whole rows of " + std::to_string(stride) + " tokens");
   }
+  return stride;
+}
+
+// Calls f(i, n) at each input position i of `row` (`length` inputs of a row of `stride` tokens) that ends
+// `cue`, with n > 0 the answer's tokens after it: those before `end` or `separator`, within the row, `most` at most.
+template <typename F>
+void ForEachAnswer(const int* row, int64_t length, int64_t stride, const std::vector<int>& cue, int end,
+                   int separator, int64_t most, F f) {
+  const auto c = static_cast<int64_t>(cue.size());
+  if (c == 0) return;
+  for (int64_t i = c - 1; i < length; ++i) {
+    if (!std::equal(cue.begin(), cue.end(), row + i - c + 1)) continue;
+    int64_t n = 0;
+    while (n < most && i + 1 + n < stride && row[i + 1 + n] != end && row[i + 1 + n] != separator) ++n;
+    if (n > 0) f(i, n);
+  }
+}
+
+}  // namespace
+
+AttentionTargets GuidedAttentionTargets(const std::vector<int>& tokens, int length, int stride,
+                                        const GuidedAttention& guide) {
+  stride = RowStride(tokens, length, stride);
+  const int unmatched = guide.unmatched_token;
   AttentionTargets t;
   const size_t rows = tokens.size() / stride;
   t.previous.resize(rows * length);
@@ -47,26 +72,35 @@ AttentionTargets GuidedAttentionTargets(const std::vector<int>& tokens, int leng
     }
   }
   if (guide.lookup_layer < 0 || guide.lookup_cue.empty()) return t;
-  const std::vector<int>& cue = guide.lookup_cue;
   constexpr int64_t kAnswerTokens = 4;  // matched of each answer: enough to tell a name from a chance token
-  const auto c = static_cast<int64_t>(cue.size());
+  const auto c = static_cast<int64_t>(guide.lookup_cue.size());
   t.lookup.assign(rows * length, -1);
   for (size_t row = 0; row < rows; ++row) {
     const int* r = tokens.data() + row * stride;
-    for (int64_t i = c - 1; i < length; ++i) {
-      if (!std::equal(cue.begin(), cue.end(), r + i - c + 1)) continue;
-      int64_t n = 0;  // the answer's tokens after the cue, within the row
-      while (n < kAnswerTokens && i + 1 + n < stride && r[i + 1 + n] != answer_end && r[i + 1 + n] != unmatched) ++n;
-      if (n == 0) continue;
-      for (int64_t j = i - c + 1 - n; j >= 0; --j) {  // wholly before the cue, the latest first
-        if (std::equal(r + j, r + j + n, r + i + 1)) {
-          t.lookup[row * length + i] = j;
-          break;
-        }
-      }
-    }
+    ForEachAnswer(r, length, stride, guide.lookup_cue, guide.answer_end, unmatched, kAnswerTokens,
+                  [&](int64_t i, int64_t n) {
+                    for (int64_t j = i - c + 1 - n; j >= 0; --j) {  // wholly before the cue, the latest first
+                      if (std::equal(r + j, r + j + n, r + i + 1)) {
+                        t.lookup[row * length + i] = j;
+                        break;
+                      }
+                    }
+                  });
   }
   return t;
+}
+
+std::vector<int64_t> AnswerPositions(const std::vector<int>& tokens, int length, int stride,
+                                     const AnswerLoss& answers) {
+  stride = RowStride(tokens, length, stride);
+  std::vector<int64_t> positions;
+  for (size_t row = 0; row < tokens.size() / stride; ++row) {
+    ForEachAnswer(tokens.data() + row * stride, length, stride, answers.cue, answers.end, answers.separator,
+                  std::numeric_limits<int64_t>::max(), [&](int64_t i, int64_t n) {
+                    for (int64_t k = i; k < i + n && k < length; ++k) positions.push_back(int64_t(row) * length + k);
+                  });
+  }
+  return positions;
 }
 
 namespace {
@@ -112,19 +146,21 @@ struct Replica {
     }
   }
 
-  // Mean cross-entropy of `target` after `input` [B,T].
-  torch::Tensor LossOf(const torch::Tensor& input, const torch::Tensor& target) {
+  // Cross-entropy of each of `target`'s tokens after `input` [B,T], row after row [B*T].
+  torch::Tensor LossesOf(const torch::Tensor& input, const torch::Tensor& target) {
     const int64_t B = input.size(0), T = input.size(1);
     const auto on = torch::TensorOptions().device(input.device());
     const torch::Tensor positions = torch::arange(T, on.dtype(torch::kLong)).repeat({B, 1});
     const LMOutput o = model->forward(input, positions, torch::ones({B, T}, on.dtype(torch::kBool)), {});
-    return torch::nn::functional::cross_entropy(o.logits.reshape({B * T, -1}), target.reshape({B * T}));
+    return torch::nn::functional::cross_entropy(o.logits.reshape({B * T, -1}), target.reshape({B * T}),
+                                                torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
   }
 };
 
 // What one replica's share of a batch gave.
 struct ShareResult {
   double loss = 0.0, previous = 0.0, induction = 0.0, lookup = 0.0;
+  double answer_sum = 0.0;  // the next-token losses on its answer tokens, summed
 };
 
 struct Pretrainer::Impl {
@@ -241,7 +277,7 @@ Pretrainer::Pretrainer(const ModelConfig& config, uint64_t seed, int threads, in
 Pretrainer::~Pretrainer() = default;
 
 PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int length, double lr,
-                              const GuidedAttention* guide) {
+                              const GuidedAttention* guide, const AnswerLoss* answers) {
   const auto [input, target] = impl_->Batch(tokens, batch, length);
   for (auto& group : impl_->optimizer->param_groups()) {
     static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
@@ -252,6 +288,8 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
   const int64_t previous_over = guide != nullptr ? Guided(targets.previous) : 1;
   const int64_t induction_over = guide != nullptr ? Guided(targets.induction) : 1;
   const int64_t lookup_over = lookup ? Guided(targets.lookup) : 1;
+  const std::vector<int64_t> answer_at =
+      answers != nullptr ? AnswerPositions(tokens, length, length + 1, *answers) : std::vector<int64_t>{};
   const std::vector<std::pair<int, int>> shares = impl_->Shares(batch);
   std::vector<ShareResult> results(shares.size());
   // Each replica's next-token loss is the mean over its rows: weighted by its
@@ -264,7 +302,16 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
     r.model->train();
     r.model->zero_grad();
     r.Guide(guide);
-    const torch::Tensor loss = r.LossOf(input.narrow(0, first, count), target.narrow(0, first, count));
+    const torch::Tensor losses = r.LossesOf(input.narrow(0, first, count), target.narrow(0, first, count));
+    const torch::Tensor loss = losses.mean();
+    torch::Tensor answer_sum;  // over this share's answer tokens, as positions within its rows
+    if (!answer_at.empty()) {
+      std::vector<int64_t> mine;
+      for (int64_t p : answer_at) {
+        if (p >= int64_t(first) * length && p < int64_t(first + count) * length) mine.push_back(p - int64_t(first) * length);
+      }
+      if (!mine.empty()) answer_sum = losses.index_select(0, torch::tensor(mine, torch::kLong).to(losses.device())).sum();
+    }
     torch::Tensor total;
     if (guide != nullptr) {
       auto rows = [&](const std::vector<int64_t>& all) {
@@ -287,15 +334,21 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
     } else {
       total = loss * share;
     }
+    if (answer_sum.defined()) {
+      if (answers->weight > 0) total = total + answers->weight * answer_sum / static_cast<double>(answer_at.size());
+      results[k].answer_sum = answer_sum.item<double>();
+    }
     total.backward();
     results[k].loss = loss.item<double>();
   });
   PretrainStep step;
   if (guide != nullptr) step.previous_attention = step.induction_attention = 0.0;
   if (lookup) step.lookup_attention = 0.0;
+  if (!answer_at.empty()) step.answer_loss = 0.0;
   for (size_t k = 0; k < shares.size(); ++k) {
     const double share = double(shares[k].second) / batch;
     step.loss += share * results[k].loss;
+    if (!answer_at.empty()) step.answer_loss += results[k].answer_sum / static_cast<double>(answer_at.size());
     if (guide != nullptr) {
       step.previous_attention += results[k].previous;
       step.induction_attention += results[k].induction;
@@ -333,7 +386,8 @@ double Pretrainer::Loss(const std::vector<int>& tokens, int batch, int length) {
     r.model->eval();
     r.Guide(nullptr);
     const auto [first, count] = shares[k];
-    losses[k] = r.LossOf(input.narrow(0, first, count), target.narrow(0, first, count)).item<double>() * count / batch;
+    losses[k] =
+        r.LossesOf(input.narrow(0, first, count), target.narrow(0, first, count)).mean().item<double>() * count / batch;
   });
   double loss = 0.0;
   for (double l : losses) loss += l;

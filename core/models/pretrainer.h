@@ -39,6 +39,16 @@ struct GuidedAttention {
   }
 };
 
+// An extra loss on answers (workflow.proto's pretrain.answer_weight): the mean
+// next-token loss on the tokens after each `cue` up to `end` or `separator`
+// (the reading documents' answers after "Answer:"), times `weight`; with
+// weight 0 it is measured, not trained on.
+struct AnswerLoss {
+  std::vector<int> cue;
+  int end = -1, separator = -1;
+  double weight = 0.0;
+};
+
 struct PretrainStep {
   double loss = 0.0;       // mean cross-entropy per target token (nats)
   double grad_norm = 0.0;  // before clipping
@@ -46,6 +56,8 @@ struct PretrainStep {
   double previous_attention = std::numeric_limits<double>::quiet_NaN();
   double induction_attention = std::numeric_limits<double>::quiet_NaN();
   double lookup_attention = std::numeric_limits<double>::quiet_NaN();  // with a lookup head
+  // With an AnswerLoss: the mean next-token loss on the batch's answer tokens (NaN: the batch held none).
+  double answer_loss = std::numeric_limits<double>::quiet_NaN();
 };
 
 // Per position of the first `length` tokens of each row of `tokens` (rows of
@@ -67,6 +79,12 @@ struct AttentionTargets {
 AttentionTargets GuidedAttentionTargets(const std::vector<int>& tokens, int length, int stride,
                                         const GuidedAttention& guide);
 
+// The positions (row * `length` + i, rows of `stride` tokens as above) of the
+// inputs whose next token is one of an answer's: after a position that ends
+// `answers.cue`, each token up to `answers.end` or `answers.separator`.
+std::vector<int64_t> AnswerPositions(const std::vector<int>& tokens, int length, int stride,
+                                     const AnswerLoss& answers);
+
 class Pretrainer {
  public:
   // A fresh model of `config` (an architecture with a Hugging Face folder;
@@ -80,9 +98,10 @@ class Pretrainer {
 
   // One update on `batch` sequences of `length` + 1 tokens each (row-major):
   // inputs are the first `length`, targets the last `length`.
-  // With `guide`, guided attention's loss is added (and reported) for this step.
+  // With `guide`, guided attention's loss is added (and reported) for this step;
+  // with `answers`, the answer loss is reported (and added, times its weight).
   PretrainStep Step(const std::vector<int>& tokens, int batch, int length, double lr,
-                    const GuidedAttention* guide = nullptr);
+                    const GuidedAttention* guide = nullptr, const AnswerLoss* answers = nullptr);
   // Mean cross-entropy of the targets of such sequences, without updating.
   double Loss(const std::vector<int>& tokens, int batch, int length);
 

@@ -436,6 +436,25 @@ TEST_CASE("the lookup head's target is where the answer after the cue stands ear
   CHECK(GuidedAttentionTargets(tokens, 12, 13, no_head).lookup.empty());  // a cue but no lookup head
 }
 
+TEST_CASE("the answer loss is on the tokens after the cue, to the line's end", "[pretrain][reading]") {
+  // The rows of the lookup test above: inputs whose next token is an answer's.
+  const std::vector<int> tokens = {5, 6, 7, 8,  3,  7, 2,  8, 20, 21, 7,  8,  30,  //
+                                   5, 6, 3, 20, 21, 4, 30, 3, 3,  3,  20, 21, 5};
+  AnswerLoss answers;
+  answers.cue = {20, 21};
+  answers.end = 30;
+  answers.separator = 9;
+  // Row 1: after the cue's end (input 9) come 7 and 8 (targets of inputs 9 and 10), then the line's end
+  // (input 11's target) is not an answer. Row 2: 4 after the first cue (input 4); after the second (input 11),
+  // 5 is the row's last target.
+  CHECK(AnswerPositions(tokens, 12, 13, answers) == std::vector<int64_t>{9, 10, 12 + 4, 12 + 11});
+  answers.end = 4;  // an answer ends at its line's end or, as here, before the first token that closes it
+  CHECK(AnswerPositions(tokens, 12, 13, answers) == std::vector<int64_t>{9, 10, 11, 12 + 11});
+  answers.cue.clear();
+  CHECK(AnswerPositions(tokens, 12, 13, answers).empty());
+  CHECK_THROWS_AS(AnswerPositions({1, 2, 3}, 2, 0, answers), ModelError);
+}
+
 TEST_CASE("guided attention teaches two heads where to look, and only while it is on", "[pretrain][guided]") {
   std::string text = kTiny;
   text.replace(text.find("layers: 1"), 9, "layers: 2");
@@ -502,6 +521,42 @@ TEST_CASE("a lookup head is led to reading documents' answers", "[pretrain][guid
   CHECK(lookup.back() < 0.5 * lookup.front());
 }
 
+TEST_CASE("a run reports its reading documents' answer loss, and trains on it with a weight", "[pretrain][reading]") {
+  std::string text = kTiny;
+  text.replace(text.find("epochs: 3"), 9, "epochs: 1");
+  text.replace(text.find("heldout_every"), 0, "reading_share: 0.5\n  ");
+  // Answers the next-token loss hardly weighs: a name to copy from far back, after a long line.
+  auto document = [](uint64_t i) {
+    return "name: " + InventedName(i) + "; a b c d\nAnswer: " + InventedName(i) + "\n";
+  };
+  auto last_answer_loss = [&](const std::string& extra, const std::string& name) {
+    std::string t = text;
+    t.replace(t.find("heldout_every"), 0, extra);
+    PretrainOptions o = Quiet(name);
+    o.reading_document = document;
+    std::ostringstream log;
+    const PretrainResult r = Pretrain(Tiny(t), o, log);
+    INFO(log.str());
+    REQUIRE(r.finished);
+    std::vector<double> answer;
+    for (const nlohmann::json& line : Metrics(o.out_dir)) {
+      if (line.contains("answer_loss")) answer.push_back(line["answer_loss"]);
+    }
+    REQUIRE(answer.size() >= 3);
+    return answer.back();
+  };
+  const double reported = last_answer_loss("", "answers-reported");
+  const double trained = last_answer_loss("answer_weight: 5\n  ", "answers-trained");
+  CHECK(trained < reported);  // the same run and seed: only the weight differs
+  std::string no_reading = kTiny;
+  no_reading.replace(no_reading.find("heldout_every"), 0, "answer_weight: 1\n  ");
+  CHECK_THROWS_WITH(Tiny(no_reading), Catch::Contains("tiny.textproto:10:") &&
+                                          Catch::Contains("answer_weight needs reading_share above 0"));
+  std::string negative = text;
+  negative.replace(negative.find("heldout_every"), 0, "answer_weight: -1\n  ");
+  CHECK_THROWS_WITH(Tiny(negative), Catch::Contains("answer_weight is 0 (reported only) or more"));
+}
+
 TEST_CASE("replicas share each batch and train as one copy of the model does", "[pretrain][replicas]") {
   std::string text = kTiny;
   text.replace(text.find("layers: 1"), 9, "layers: 2");
@@ -515,7 +570,12 @@ TEST_CASE("replicas share each batch and train as one copy of the model does", "
     for (int i = 0; i < batch * (length + 1); ++i) b.push_back(rng.Below(64));  // repeats, for the induction targets
   }
   GuidedAttention guide;
-  // One copy on one thread, then 2 and 3 (uneven shares: 3, 3, 2 rows) replicas of one thread each.
+  AnswerLoss answers;  // after token 5, up to token 7: answers in every row of random tokens below 64
+  answers.cue = {5};
+  answers.end = 7;
+  answers.weight = 2.0;
+  // One copy on one thread, then 2 and 3 (uneven shares: 3, 3, 2 rows) replicas of one thread each;
+  // guided attention on the even steps, the answer loss on the odd ones.
   std::vector<std::vector<PretrainStep>> steps;
   std::vector<double> held_out;
   const int blas_threads = BlasThreads();
@@ -523,7 +583,8 @@ TEST_CASE("replicas share each batch and train as one copy of the model does", "
     Pretrainer model(config, 9, replicas, replicas);
     steps.emplace_back();
     for (size_t k = 0; k + 1 < batches.size(); ++k) {
-      steps.back().push_back(model.Step(batches[k], batch, length, 1e-2, k % 2 == 0 ? &guide : nullptr));
+      steps.back().push_back(model.Step(batches[k], batch, length, 1e-2, k % 2 == 0 ? &guide : nullptr,
+                                        k % 2 == 1 ? &answers : nullptr));
     }
     held_out.push_back(model.Loss(batches.back(), batch, length));
   }
@@ -535,8 +596,10 @@ TEST_CASE("replicas share each batch and train as one copy of the model does", "
       if (k % 2 == 0) {
         CHECK(steps[r][k].previous_attention == Approx(steps[0][k].previous_attention).epsilon(1e-5));
         CHECK(steps[r][k].induction_attention == Approx(steps[0][k].induction_attention).epsilon(1e-5));
+        CHECK(std::isnan(steps[r][k].answer_loss));
       } else {
         CHECK(std::isnan(steps[r][k].previous_attention));
+        CHECK(steps[r][k].answer_loss == Approx(steps[0][k].answer_loss).epsilon(1e-5));
       }
     }
     // After three updates the copies hold the same weights: the same held-out loss.

@@ -105,6 +105,12 @@ CompiledPretrain CompilePretrain(const LoadedWorkflow& w) {
            "repeated_text_share is 0 or more, and with the other shares at most 0.9 (the rest is the corpora)");
   }
   c.repeated_text_share = p.repeated_text_share();
+  if (p.answer_weight() < 0) w.Fail({{"pretrain"}, {"answer_weight"}}, "answer_weight is 0 (reported only) or more");
+  if (p.answer_weight() > 0 && p.reading_share() <= 0) {
+    w.Fail({{"pretrain"}, {"answer_weight"}},
+           "the answer loss is on reading documents' answers: answer_weight needs reading_share above 0");
+  }
+  c.answer_weight = p.answer_weight();
   const config::GuidedAttentionSpec& g = p.guided_attention();
   if (g.steps() < 0) w.Fail({{"pretrain"}, {"guided_attention"}, {"steps"}}, "steps is 0 (off) or more");
   if (g.steps() > 0) {

@@ -377,16 +377,19 @@ class PretrainObjective : public RunObjective {
                     const Tokenizer& tokenizer)
       : w_(w), model_(model), data_(data), order_(chunks, w.seed), total_(total), guide_(w.guided_attention) {
     guide_.unmatched_token = *tokenizer.TokenId("<|endoftext|>");
-    if (guide_.lookup_layer >= 0) {
+    if (w.reading_share > 0) {
       // The reading documents' cue as it stands after a line's end, and the line's end that closes an answer.
       const std::vector<int> line_end = tokenizer.Encode("\n", false);
-      guide_.lookup_cue = tokenizer.Encode("\nAnswer:", false);
-      if (std::equal(line_end.begin(), line_end.end(), guide_.lookup_cue.begin()) &&
-          guide_.lookup_cue.size() > line_end.size()) {
-        guide_.lookup_cue.erase(guide_.lookup_cue.begin(), guide_.lookup_cue.begin() + line_end.size());
+      answers_.cue = tokenizer.Encode("\nAnswer:", false);
+      if (std::equal(line_end.begin(), line_end.end(), answers_.cue.begin()) &&
+          answers_.cue.size() > line_end.size()) {
+        answers_.cue.erase(answers_.cue.begin(), answers_.cue.begin() + line_end.size());
       }
-      guide_.answer_end = line_end.size() == 1 ? line_end[0] : -1;
+      answers_.end = line_end.size() == 1 ? line_end[0] : -1;
+      answers_.separator = guide_.unmatched_token;
+      answers_.weight = w.answer_weight;
     }
+    if (guide_.lookup_layer >= 0) guide_.lookup_cue = answers_.cue, guide_.answer_end = answers_.end;
   }
 
   int iterations() const override { return total_; }
@@ -403,13 +406,15 @@ class PretrainObjective : public RunObjective {
     for (int i = 0; i < B; ++i) AppendChunk(data_.train, order_.At(static_cast<int64_t>(step) * B + i), L, &tokens);
     const double lr = LearningRate(w_, step, total_);
     const bool guided = step < w_.guided_attention_steps;
-    const PretrainStep s = model_.Step(tokens, B, L, lr, guided ? &guide_ : nullptr);
+    const PretrainStep s =
+        model_.Step(tokens, B, L, lr, guided ? &guide_ : nullptr, answers_.cue.empty() ? nullptr : &answers_);
     if (!std::isfinite(s.loss))
       throw ModelError("the training loss is " + std::to_string(s.loss) + " at step " + std::to_string(step + 1) +
                        "; lower the learning rate");
     loss_sum_ += s.loss, norm_sum_ += s.grad_norm, ++since_;
     if (guided) previous_sum_ += s.previous_attention, induction_sum_ += s.induction_attention, ++guided_since_;
     if (guided && s.lookup_attention > 0) lookup_sum_ += s.lookup_attention, ++lookup_since_;
+    if (!std::isnan(s.answer_loss)) answer_sum_ += s.answer_loss, ++answer_since_;
     IterationReport report;
     const bool eval = (step + 1) % w_.eval_every == 0 || step + 1 == total_;
     if ((step + 1) % 10 != 0 && !eval) return report;
@@ -425,6 +430,7 @@ class PretrainObjective : public RunObjective {
           .Add("attention_induction", induction_sum_ / guided_since_);
     }
     if (lookup_since_ > 0) line.Add("attention_lookup", lookup_sum_ / lookup_since_);
+    if (answer_since_ > 0) line.Add("answer_loss", answer_sum_ / answer_since_);
     if (eval) {
       const double h = HeldOutLoss(model_, data_.heldout, L, B, w_.eval_tokens);
       line.Add("heldout_loss", h).Add("heldout_perplexity", std::exp(h));
@@ -432,6 +438,7 @@ class PretrainObjective : public RunObjective {
     }
     std::ostringstream p;
     p << "loss " << std::fixed << std::setprecision(3) << loss_sum_ / since_;
+    if (answer_since_ > 0) p << "  answers " << answer_sum_ / answer_since_;
     if (!std::isnan(heldout_)) p << "  held-out ppl " << std::setprecision(1) << std::exp(heldout_);
     if (guided_since_ > 0) {
       p << "  guided attention " << std::setprecision(2) << previous_sum_ / guided_since_ << "/"
@@ -442,7 +449,8 @@ class PretrainObjective : public RunObjective {
       << static_cast<int64_t>(tokens_per_s) << " tok/s";
     report.progress = p.str();
     loss_sum_ = norm_sum_ = previous_sum_ = induction_sum_ = lookup_sum_ = 0.0, since_ = guided_since_ = 0;
-    lookup_since_ = 0;
+    lookup_since_ = answer_since_ = 0;
+    answer_sum_ = 0.0;
     return report;
   }
 
@@ -462,6 +470,9 @@ class PretrainObjective : public RunObjective {
   int guided_since_ = 0;
   double lookup_sum_ = 0.0;  // the lookup head's, over the steps whose batch held an answer
   int lookup_since_ = 0;
+  AnswerLoss answers_;  // with reading documents: their answers' loss, reported (and trained on, with a weight)
+  double answer_sum_ = 0.0;  // since the last line, over the steps whose batch held an answer
+  int answer_since_ = 0;
 };
 
 class PretrainRun {
