@@ -2,10 +2,12 @@
 #include "games/qa/reading_documents.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 
 #include <boost/algorithm/string/trim.hpp>
 
@@ -152,6 +154,10 @@ ReadingDocuments::ReadingDocuments(const std::vector<Passage>& passages, Reading
                 std::to_string(options_.min_countries_per_document) + ") must be 1 to countries_per_document (" +
                 std::to_string(options_.countries_per_document) + ")");
   }
+  if (options_.list_share < 0 || options_.fact_share < 0 || options_.list_share + options_.fact_share > 1) {
+    throw Error("reading documents: list_share (" + std::to_string(options_.list_share) + ") and fact_share (" +
+                std::to_string(options_.fact_share) + ") are shares of the documents, 0 or more, 1 at most together");
+  }
   if (countries_.size() < static_cast<size_t>(options_.countries_per_document)) {
     throw Error("reading documents need Factbook passages of at least " +
                 std::to_string(options_.countries_per_document) + " countries with a capital; got " +
@@ -161,7 +167,9 @@ ReadingDocuments::ReadingDocuments(const std::vector<Passage>& passages, Reading
 
 std::string ReadingDocuments::Document(uint64_t index) const {
   Rng rng(Rng::Mix(options_.seed, 0x52454144, index));
-  return rng.Uniform() < options_.list_share ? Lists(rng.Next()) : Passages(rng.Next());
+  const double kind = rng.Uniform();
+  if (kind < options_.list_share) return Lists(rng.Next());
+  return kind < options_.list_share + options_.fact_share ? Facts(rng.Next()) : Passages(rng.Next());
 }
 
 std::string ReadingDocuments::Passages(uint64_t draw) const {
@@ -281,11 +289,70 @@ std::string ReadingDocuments::Lists(uint64_t draw) const {
   return std::string(head[0]) + list + "\n" + head[1] + list + "\n";
 }
 
+std::string ReadingDocuments::Facts(uint64_t draw) const {
+  // Every name first, a fixed number of draws, so a document cut to fit its budget keeps its first countries' names.
+  constexpr int kMostCountries = 6;
+  static const std::vector<std::string> endings = {"ish", "ian", "ese", "i", "an", "ic"};
+  static const std::vector<std::string> capital_sayings = {
+      "The capital of {c} is {v}.", "{c}'s capital is {v}.", "{v} is the capital of {c}.", "{c} - capital: {v}",
+      "{c} has its capital at {v}."};
+  static const std::vector<std::string> language_sayings = {
+      "People in {c} speak {v}.", "The language of {c} is {v}.", "{v} is spoken in {c}.", "{c} - language: {v}",
+      "In {c} the main language is {v}."};
+  Rng names_rng(Rng::Mix(draw, 1));
+  std::vector<std::array<std::string, 3>> countries;  // name, capital, language
+  std::set<std::string> used;
+  auto fresh = [&] {
+    std::string name;
+    do name = InventedName(names_rng.Next());
+    while (!used.insert(name).second);
+    return name;
+  };
+  for (int k = 0; k < kMostCountries; ++k) {
+    const std::string name = fresh(), capital = fresh();
+    countries.push_back({name, capital, fresh() + endings[names_rng.Below(static_cast<int>(endings.size()))]});
+  }
+  const int wanted = 3 + Rng(Rng::Mix(draw, 2)).Below(kMostCountries - 2);
+  auto build = [&](int n) {
+    Rng rng(Rng::Mix(draw, 3));
+    struct Fact {
+      std::string line, country, value;
+      size_t relation;  // Relations()[0] is the capital's, [1] the language's
+    };
+    std::vector<Fact> facts;
+    for (int k = 0; k < n; ++k) {
+      for (size_t relation : {size_t{0}, size_t{1}}) {
+        const std::vector<std::string>& sayings = relation == 0 ? capital_sayings : language_sayings;
+        std::string line = sayings[rng.Below(static_cast<int>(sayings.size()))];
+        ReplaceAll(&line, "{c}", countries[k][0]);
+        ReplaceAll(&line, "{v}", countries[k][1 + relation]);
+        facts.push_back({line, countries[k][0], countries[k][1 + relation], relation});
+      }
+    }
+    Shuffle(&facts, rng);
+    std::string doc = rng.Below(2) == 0 ? "Facts:\n" : "";
+    for (const Fact& f : facts) doc += f.line + "\n";
+    doc += "\n";
+    Shuffle(&facts, rng);  // the questions in another order than the facts
+    for (size_t q = 0; q < std::max<size_t>(3, facts.size() / 2); ++q) {
+      const std::vector<std::string>& wordings = Relations()[facts[q].relation].questions;
+      std::string question = wordings[rng.Below(static_cast<int>(wordings.size()))];
+      ReplaceAll(&question, "{c}", facts[q].country);
+      doc += "Question: " + question + "\nAnswer: " + facts[q].value + "\n";
+    }
+    return doc;
+  };
+  std::string doc = build(wanted);
+  for (int n = wanted - 1; options_.max_chars > 0 && doc.size() > options_.max_chars && n >= 2; --n) doc = build(n);
+  return doc;
+}
+
 std::function<std::string(uint64_t)> FactbookReadingDocuments(uint64_t seed, std::set<std::string> left_out_pages,
-                                                              size_t max_chars) {
+                                                              size_t max_chars, double fact_share) {
   ReadingDocumentOptions options;
   options.seed = seed;
   options.max_chars = max_chars;
+  options.fact_share = fact_share;
   options.left_out_pages = std::move(left_out_pages);
   auto reading =
       std::make_shared<const ReadingDocuments>(ReadPassages(EnsureDefaultQaData() + "/passages.jsonl"), options);

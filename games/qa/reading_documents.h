@@ -6,7 +6,8 @@
 // names (so no memory holds the answers), shows the passages as the
 // retriever does ("Title: text"), then asks questions whose answers are
 // spans of them, in varied wording. Some documents instead repeat a list of invented names, the plain
-// copying an induction head learns from.
+// copying an induction head learns from; others (fact_share) list short facts about invented countries,
+// then ask about them: the same lookup, the fact a few tokens from its country, many questions a document.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +33,11 @@ struct ReadingDocumentOptions {
   // lookup into the passages, the signal the needle probe measures.
   int questions_per_document = 3;
   double list_share = 0.2;  // share of documents that are repeated name lists instead
+  // Share of documents that are fact lists instead: three to six invented countries, each with a capital and a
+  // language said in one of several ways ("The capital of Zorvia is Quellin.", "Sarnish is spoken in Zorvia."),
+  // shuffled, then questions about half of the facts (three at least). 0 to 1 - list_share; default 0, and with
+  // 0 the other documents are those of earlier runs, draw for draw.
+  double fact_share = 0.0;
   // A passage document's characters at most (0: no limit): other passages, then countries, leave until it fits,
   // so that a document fits a training sequence (2-3 characters a token for names and figures).
   size_t max_chars = 0;
@@ -55,6 +61,7 @@ class ReadingDocuments {
   };
   std::string Passages(uint64_t index) const;
   std::string Lists(uint64_t index) const;
+  std::string Facts(uint64_t index) const;
   std::vector<Country> countries_;
   ReadingDocumentOptions options_;
 };
@@ -64,8 +71,9 @@ class ReadingDocuments {
 inline size_t ReadingDocumentChars(int seq_len) { return 2 * static_cast<size_t>(seq_len); }
 
 // Reading documents from the default Factbook QA passages (built first when
-// missing), never from `left_out_pages`, of `max_chars` at most (0: no limit); `seed` fixes them.
+// missing), never from `left_out_pages`, of `max_chars` at most (0: no limit), `fact_share` of them fact lists;
+// `seed` fixes them.
 std::function<std::string(uint64_t)> FactbookReadingDocuments(uint64_t seed, std::set<std::string> left_out_pages,
-                                                              size_t max_chars = 0);
+                                                              size_t max_chars = 0, double fact_share = 0.0);
 
 }  // namespace troupe::qa

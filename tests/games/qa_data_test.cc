@@ -2,6 +2,8 @@
 // slice of the real sources, and the Xapian passage index built from it.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -264,6 +266,75 @@ TEST_CASE("reading documents fit their character budget and ask about invented l
   }
   CHECK(two_countries >= 250);
   CHECK(language_questions >= 10);
+}
+
+TEST_CASE("fact lists ask about their facts, each answer the asked country's, within the budget", "[qa][reading]") {
+  const FactbookQa& data = EuropeSlice();
+  ReadingDocumentOptions options;
+  options.list_share = 0.2;
+  options.fact_share = 0.5;
+  options.max_chars = ReadingDocumentChars(256);
+  const ReadingDocuments reading(data.passages, options);
+  // The capitalised words of a line or question but `except` and the sayings' own ("The", "People", "In").
+  auto names = [](const std::string& text, const std::string& except) {
+    std::set<std::string> found;
+    std::string word;
+    for (char c : text + " ") {
+      if (std::isalnum(static_cast<unsigned char>(c)) || c == '\'') {
+        word += c;
+        continue;
+      }
+      if (!word.empty() && std::isupper(static_cast<unsigned char>(word[0])) && word != except && word != "The" &&
+          word != "People" && word != "In" && word != "What" && word != "Which" && word != "Name" && word != "Where")
+        found.insert(word.substr(0, word.find('\'')));
+      word.clear();
+    }
+    return found;
+  };
+  int facts_documents = 0, passage_documents = 0, questions = 0;
+  for (uint64_t i = 0; i < 200; ++i) {
+    const std::string doc = reading.Document(i);
+    INFO(doc);
+    if (doc.find(" - Government - Capital") != std::string::npos) ++passage_documents;
+    if (doc.find(" - Government - Capital") != std::string::npos || doc.find("Question: ") == std::string::npos)
+      continue;
+    ++facts_documents;
+    CHECK(doc.size() <= options.max_chars);
+    CHECK(doc == reading.Document(i));
+    const std::string facts = doc.substr(0, doc.find("\nQuestion: "));
+    std::vector<std::string> lines;
+    for (size_t at = 0; at < facts.size();) {
+      const size_t end = std::min(facts.find('\n', at), facts.size());
+      if (end > at && facts.compare(at, end - at, "Facts:") != 0) lines.push_back(facts.substr(at, end - at));
+      at = end + 1;
+    }
+    CHECK(lines.size() >= 4);  // two countries at least, a capital and a language each
+    int asked = 0;
+    for (size_t at = doc.find("Question: "); at != std::string::npos; at = doc.find("Question: ", at + 1)) {
+      const std::string question = doc.substr(at + 10, doc.find('\n', at) - at - 10);
+      const size_t answer_at = doc.find("\nAnswer: ", at) + 9;
+      const std::string answer = doc.substr(answer_at, doc.find('\n', answer_at) - answer_at);
+      // The one fact that says the answer names the country the question asks about, and no other does.
+      std::vector<const std::string*> saying;
+      for (const std::string& line : lines) {
+        if (names(line, "").count(answer)) saying.push_back(&line);
+      }
+      REQUIRE(saying.size() == 1);
+      const std::set<std::string> country = names(*saying[0], answer), in_question = names(question, "");
+      CHECK(country.size() == 1);
+      CHECK(in_question == country);
+      ++asked;
+    }
+    CHECK(asked == std::max<int>(3, static_cast<int>(lines.size()) / 2));
+    questions += asked;
+  }
+  // Half fact lists, three tenths passages, a fifth name lists.
+  CHECK(facts_documents >= 70);
+  CHECK(facts_documents <= 130);
+  CHECK(passage_documents >= 35);
+  CHECK(questions >= 3 * facts_documents);
+  options.fact_share = 0.9;
+  CHECK_THROWS_AS(ReadingDocuments(data.passages, options), Error);
 }
 
 TEST_CASE("hand-worded test questions keep their records and differ from the generator's wording", "[qa]") {

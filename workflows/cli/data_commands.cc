@@ -50,6 +50,8 @@ void AddDataCommands(CLI::App& app, DataArgs& args) {
   reading->add_option("--seed", args.seed, "their seed (pretraining derives its own from the workflow's)");
   reading->add_option("--seq-len", args.seq_len, "the training sequence they must fit, in tokens (default 256)")
       ->check(CLI::Range(32, 1 << 16));
+  reading->add_option("--facts", args.facts, "the share that are fact lists, as pretrain.reading_fact_share (default 0)")
+      ->check(CLI::Range(0.0, 0.8));
   CLI::App* renamed = data->add_subcommand(
       "renamed", "print windows of a corpus's prose with recurring words renamed, as pretrain.renamed_share mixes in");
   renamed->add_option("--corpus", args.corpus, "the corpus (default moby_dick)")->check(CLI::IsMember(CorpusNames()));
@@ -65,7 +67,7 @@ int RunDataCommand(CLI::App& app, const DataArgs& args) {
   CLI::App* data = app.get_subcommands().front();
   if (data->get_name() != "data") return -1;
   if (data->get_subcommands().front()->get_name() == "reading") {
-    const auto reading = qa::FactbookReadingDocuments(args.seed, {}, qa::ReadingDocumentChars(args.seq_len));
+    const auto reading = qa::FactbookReadingDocuments(args.seed, {}, qa::ReadingDocumentChars(args.seq_len), args.facts);
     for (int i = 0; i < args.count; ++i) std::cout << reading(static_cast<uint64_t>(i)) << "\n";
     return 0;
   }

@@ -22,6 +22,7 @@ struct DataArgs {
   bool index = false;  // also build the search index
   int count = 3;       // reading documents (or renamed prose windows) to print
   int seq_len = 256;   // reading documents: the training sequence they must fit
+  double facts = 0.0;  // reading documents: the share that are fact lists (pretrain.reading_fact_share)
   double echo = 0.0;   // renamed prose: share of windows with one of their sentences said again
   std::string corpus = "moby_dick";  // renamed prose: the corpus its windows come from
 };

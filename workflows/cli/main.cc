@@ -292,7 +292,8 @@ int Pretrain(const Args& a) {
   if (w.reading_share > 0) {
     o.reading_document = troupe::qa::FactbookReadingDocuments(troupe::Rng::Mix(w.seed, 0x5245),
                                                               o.unseen_factbook_pages.value_or(std::set<std::string>{}),
-                                                              troupe::qa::ReadingDocumentChars(w.seq_len));
+                                                              troupe::qa::ReadingDocumentChars(w.seq_len),
+                                                              w.reading_fact_share);
   }
   StopOnSignals();
   std::cout << "run folder: " << o.out_dir << "\n";

@@ -111,6 +111,15 @@ CompiledPretrain CompilePretrain(const LoadedWorkflow& w) {
            "the answer loss is on reading documents' answers: answer_weight needs reading_share above 0");
   }
   c.answer_weight = p.answer_weight();
+  if (p.reading_fact_share() < 0 || p.reading_fact_share() > 0.8) {
+    w.Fail({{"pretrain"}, {"reading_fact_share"}},
+           "reading_fact_share is a share of the reading documents between 0 and 0.8 (a fifth are name lists)");
+  }
+  if (p.reading_fact_share() > 0 && p.reading_share() <= 0) {
+    w.Fail({{"pretrain"}, {"reading_fact_share"}},
+           "reading_fact_share is a share of the reading documents: it needs reading_share above 0");
+  }
+  c.reading_fact_share = p.reading_fact_share();
   const config::GuidedAttentionSpec& g = p.guided_attention();
   if (g.steps() < 0) w.Fail({{"pretrain"}, {"guided_attention"}, {"steps"}}, "steps is 0 (off) or more");
   if (g.steps() > 0) {
