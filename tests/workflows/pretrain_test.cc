@@ -555,6 +555,14 @@ TEST_CASE("a run reports its reading documents' answer loss, and trains on it wi
   std::string negative = text;
   negative.replace(negative.find("heldout_every"), 0, "answer_weight: -1\n  ");
   CHECK_THROWS_WITH(Tiny(negative), Catch::Contains("answer_weight is 0 (reported only) or more"));
+  std::string facts = kTiny;
+  facts.replace(facts.find("heldout_every"), 0, "reading_fact_share: 0.5\n  ");
+  CHECK_THROWS_WITH(Tiny(facts), Catch::Contains("tiny.textproto:10:") &&
+                                     Catch::Contains("reading_fact_share is a share of the reading documents"));
+  facts.replace(facts.find("reading_fact_share"), 0, "reading_share: 0.3\n  ");
+  CHECK(Tiny(facts).reading_fact_share == 0.5);
+  facts.replace(facts.find("reading_fact_share: 0.5"), 23, "reading_fact_share: 0.9");
+  CHECK_THROWS_WITH(Tiny(facts), Catch::Contains("between 0 and 0.8"));
 }
 
 TEST_CASE("replicas share each batch and train as one copy of the model does", "[pretrain][replicas]") {
