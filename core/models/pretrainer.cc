@@ -24,7 +24,7 @@ namespace {
 int RowStride(const std::vector<int>& tokens, int length, int stride) {
   if (stride == 0) stride = length;
   if (length <= 0 || stride < length || tokens.size() % static_cast<size_t>(stride) != 0) {
-    throw ModelError("guided attention needs whole rows of " + std::to_string(stride) + " tokens");
+    throw ModelError("guided attention and the answer loss need whole rows of " + std::to_string(stride) + " tokens");
   }
   return stride;
 }

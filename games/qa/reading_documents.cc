@@ -112,15 +112,22 @@ std::string Field(const Passage& p) { return p.title.substr(p.title.find(" - ") 
 
 // A languages passage whose first language (one word: "Arabic (official), French") is renamed by an invented
 // language ("Quellinese"), so that language questions, too, are answered by reading, not by memory.
-std::string RenameFirstLanguage(const std::string& text, Rng& rng) {
+const std::vector<std::string>& LanguageEndings() {
   static const std::vector<std::string> endings = {"ish", "ian", "ese", "i", "an", "ic"};
+  return endings;
+}
+
+std::string RenameFirstLanguage(const std::string& text, Rng& rng) {
+  const std::vector<std::string>& endings = LanguageEndings();
   const std::string first = Span(text, "", ",;0123456789", 1);
   if (first.empty() || !std::isupper(static_cast<unsigned char>(first[0])) ||
       !std::all_of(first.begin(), first.end(), [](char c) { return std::isalpha(static_cast<unsigned char>(c)); })) {
     return text;
   }
-  return InventedName(rng.Next()) + endings[rng.Below(static_cast<int>(endings.size()))] +
-         text.substr(text.find(first) + first.size());
+  // The ending is drawn before the stem: the order every run so far drew them in (C++ leaves the order of an
+  // expression's operands open; g++ took the right one first).
+  const std::string& ending = endings[rng.Below(static_cast<int>(endings.size()))];
+  return InventedName(rng.Next()) + ending + text.substr(text.find(first) + first.size());
 }
 
 template <typename T>
@@ -292,7 +299,6 @@ std::string ReadingDocuments::Lists(uint64_t draw) const {
 std::string ReadingDocuments::Facts(uint64_t draw) const {
   // Every name first, a fixed number of draws, so a document cut to fit its budget keeps its first countries' names.
   constexpr int kMostCountries = 6;
-  static const std::vector<std::string> endings = {"ish", "ian", "ese", "i", "an", "ic"};
   static const std::vector<std::string> capital_sayings = {
       "The capital of {c} is {v}.", "{c}'s capital is {v}.", "{v} is the capital of {c}.", "{c} - capital: {v}",
       "{c} has its capital at {v}."};
@@ -309,8 +315,10 @@ std::string ReadingDocuments::Facts(uint64_t draw) const {
     return name;
   };
   for (int k = 0; k < kMostCountries; ++k) {
+    // In this order, each a draw (the language's ending before its stem, as in RenameFirstLanguage).
     const std::string name = fresh(), capital = fresh();
-    countries.push_back({name, capital, fresh() + endings[names_rng.Below(static_cast<int>(endings.size()))]});
+    const std::string& ending = LanguageEndings()[names_rng.Below(static_cast<int>(LanguageEndings().size()))];
+    countries.push_back({name, capital, fresh() + ending});
   }
   const int wanted = 3 + Rng(Rng::Mix(draw, 2)).Below(kMostCountries - 2);
   auto build = [&](int n) {
