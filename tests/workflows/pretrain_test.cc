@@ -105,6 +105,15 @@ std::vector<nlohmann::json> Metrics(const std::string& dir) {
   return lines;
 }
 
+// `key`'s values in a run's metrics.jsonl, in order, from the lines that have it.
+std::vector<double> MetricValues(const std::string& dir, const std::string& key) {
+  std::vector<double> values;
+  for (const nlohmann::json& line : Metrics(dir)) {
+    if (line.contains(key)) values.push_back(line[key]);
+  }
+  return values;
+}
+
 }  // namespace
 
 TEST_CASE("a tiny base model learns from real text and ends as a model folder troupe lm reads", "[pretrain]") {
@@ -510,10 +519,7 @@ TEST_CASE("a lookup head is led to reading documents' answers", "[pretrain][guid
   const PretrainResult r = Pretrain(w, o, log);
   INFO(log.str());
   REQUIRE(r.finished);
-  std::vector<double> lookup;
-  for (const nlohmann::json& line : Metrics(o.out_dir)) {
-    if (line.contains("attention_lookup")) lookup.push_back(line["attention_lookup"]);
-  }
+  const std::vector<double> lookup = MetricValues(o.out_dir, "attention_lookup");
   // Half of every batch is documents with an answer to find; the head's -log weight on where it
   // stands falls from about that of attention spread over the document's positions.
   REQUIRE(lookup.size() >= 3);
@@ -538,10 +544,7 @@ TEST_CASE("a run reports its reading documents' answer loss, and trains on it wi
     const PretrainResult r = Pretrain(Tiny(t), o, log);
     INFO(log.str());
     REQUIRE(r.finished);
-    std::vector<double> answer;
-    for (const nlohmann::json& line : Metrics(o.out_dir)) {
-      if (line.contains("answer_loss")) answer.push_back(line["answer_loss"]);
-    }
+    const std::vector<double> answer = MetricValues(o.out_dir, "answer_loss");
     REQUIRE(answer.size() >= 3);
     return answer.back();
   };
