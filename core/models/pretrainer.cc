@@ -47,7 +47,7 @@ void ForEachAnswer(const int* row, int64_t length, int64_t stride, const std::ve
 }  // namespace
 
 AttentionTargets GuidedAttentionTargets(const std::vector<int>& tokens, int length, int stride,
-                                        const GuidedAttention& guide) {
+                                        const GuidedAttention& guide, const AnswerLoss* answers) {
   stride = RowStride(tokens, length, stride);
   const int unmatched = guide.unmatched_token;
   AttentionTargets t;
@@ -71,13 +71,13 @@ AttentionTargets GuidedAttentionTargets(const std::vector<int>& tokens, int leng
       last[token] = i;
     }
   }
-  if (guide.lookup_layer < 0 || guide.lookup_cue.empty()) return t;
+  if (guide.lookup_layer < 0 || answers == nullptr || answers->cue.empty()) return t;
   constexpr int64_t kAnswerTokens = 4;  // matched of each answer: enough to tell a name from a chance token
-  const auto c = static_cast<int64_t>(guide.lookup_cue.size());
+  const auto c = static_cast<int64_t>(answers->cue.size());
   t.lookup.assign(rows * length, -1);
   for (size_t row = 0; row < rows; ++row) {
     const int* r = tokens.data() + row * stride;
-    ForEachAnswer(r, length, stride, guide.lookup_cue, guide.answer_end, unmatched, kAnswerTokens,
+    ForEachAnswer(r, length, stride, answers->cue, answers->end, answers->separator, kAnswerTokens,
                   [&](int64_t i, int64_t n) {
                     for (int64_t j = i - c + 1 - n; j >= 0; --j) {  // wholly before the cue, the latest first
                       if (std::equal(r + j, r + j + n, r + i + 1)) {
@@ -282,9 +282,9 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
   for (auto& group : impl_->optimizer->param_groups()) {
     static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
   }
-  const bool lookup = guide != nullptr && guide->lookup_layer >= 0;
+  const bool lookup = guide != nullptr && guide->lookup_layer >= 0 && answers != nullptr;
   const AttentionTargets targets =
-      guide != nullptr ? GuidedAttentionTargets(tokens, length, length + 1, *guide) : AttentionTargets{};
+      guide != nullptr ? GuidedAttentionTargets(tokens, length, length + 1, *guide, answers) : AttentionTargets{};
   const int64_t previous_over = guide != nullptr ? Guided(targets.previous) : 1;
   const int64_t induction_over = guide != nullptr ? Guided(targets.induction) : 1;
   const int64_t lookup_over = lookup ? Guided(targets.lookup) : 1;
@@ -326,7 +326,7 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
       if (lookup) {
         const torch::Tensor found =
             AttentionLoss(r.model->kept_attention(guide->lookup_layer), rows(targets.lookup), lookup_over);
-        total = total + guide->weight * found;
+        total = total + guide->lookup_weight * found;
         results[k].lookup = found.item<double>();
       }
       results[k].previous = previous.item<double>();

@@ -19,19 +19,18 @@ namespace troupe {
 // to the previous position, `head` of `induction_layer` to the position just
 // after the latest earlier occurrence of the current token (an induction
 // head's place). Tokens equal to `unmatched_token` (the document separator)
-// are never matched. With `lookup_layer` >= 0, `head` of that layer is led, at
-// each position that ends `lookup_cue` ("Answer:" in reading documents), to
-// where the tokens after the cue (the answer, up to `answer_end`) stand
-// earlier in the row: where a reader finds the fact it is asked for. Llama
-// models only.
+// are never matched. With `lookup_layer` >= 0 and an AnswerLoss beside it,
+// `head` of that layer is led, at each position that ends the answers' cue
+// ("Answer:" in reading documents), to where the answer's first tokens stand
+// earlier in the row: where a reader finds the fact it is asked for; its loss
+// counts `lookup_weight` times. Llama models only.
 struct GuidedAttention {
   double weight = 1.0;
   int previous_layer = 0, induction_layer = 1, head = 0;
   int unmatched_token = -1;
   int lookup_layer = -1;
+  double lookup_weight = 1.0;
   bool induction_only_where_right = false;  // the induction head guided only where the next token is the one it finds
-  std::vector<int> lookup_cue;
-  int answer_end = -1;
   // Whether `other` guides the same heads (which attention weights a model must keep).
   bool SameHeads(const GuidedAttention& other) const {
     return previous_layer == other.previous_layer && induction_layer == other.induction_layer &&
@@ -65,19 +64,20 @@ struct PretrainStep {
 // previous position, and the position after the latest earlier occurrence of
 // the same token; -1 where there is none (the first position; a token's first
 // occurrence, or `guide.unmatched_token`). With a lookup head (`lookup_layer`
-// >= 0 and a `lookup_cue`), also the lookup targets: at a position that ends
-// the cue, the latest earlier position (before the cue) where the answer's
-// first tokens (those after the cue up to `answer_end`, 4 at most) stand in
-// the same order; -1 everywhere else. With `induction_only_where_right`, an
-// induction target is kept only where the token at it is the row's next token
-// (so copying what the head finds is right; the next token of a row's last
-// input is the row's `length`-th token when `stride` leaves one). Rows of
-// `length` targets each, row after row.
+// >= 0) and `answers`, also the lookup targets: at a position that ends
+// `answers->cue`, the latest earlier position (before the cue) where the
+// answer's first tokens (those after the cue up to `answers->end` or
+// `answers->separator`, 4 at most) stand in the same order; -1 everywhere
+// else. With `induction_only_where_right`, an induction target is kept only
+// where the token at it is the row's next token (so copying what the head
+// finds is right; the next token of a row's last input is the row's
+// `length`-th token when `stride` leaves one). Rows of `length` targets each,
+// row after row.
 struct AttentionTargets {
   std::vector<int64_t> previous, induction, lookup;
 };
 AttentionTargets GuidedAttentionTargets(const std::vector<int>& tokens, int length, int stride,
-                                        const GuidedAttention& guide);
+                                        const GuidedAttention& guide, const AnswerLoss* answers = nullptr);
 
 // The positions (row * `length` + i, rows of `stride` tokens as above) of the
 // inputs whose next token is one of an answer's: after a position that ends
@@ -98,8 +98,9 @@ class Pretrainer {
 
   // One update on `batch` sequences of `length` + 1 tokens each (row-major):
   // inputs are the first `length`, targets the last `length`.
-  // With `guide`, guided attention's loss is added (and reported) for this step;
-  // with `answers`, the answer loss is reported (and added, times its weight).
+  // With `guide`, guided attention's loss is added (and reported) for this step
+  // (its lookup head's only with `answers`); with `answers`, the answer loss is
+  // reported (and added, times its weight).
   PretrainStep Step(const std::vector<int>& tokens, int batch, int length, double lr,
                     const GuidedAttention* guide = nullptr, const AnswerLoss* answers = nullptr);
   // Mean cross-entropy of the targets of such sequences, without updating.

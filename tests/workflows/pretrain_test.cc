@@ -394,15 +394,26 @@ TEST_CASE("a pretraining run stopped at its time limit still ends with its model
 
 namespace {
 // Guided heads whose separator is 9, as the targets' tests below use.
-GuidedAttention Guide(bool only_where_right = false, std::vector<int> cue = {}, int answer_end = -1) {
+GuidedAttention Guide(bool only_where_right = false, bool lookup = false) {
   GuidedAttention g;
   g.unmatched_token = 9;
   g.induction_only_where_right = only_where_right;
-  g.lookup_layer = cue.empty() ? -1 : 2;
-  g.lookup_cue = std::move(cue);
-  g.answer_end = answer_end;
+  g.lookup_layer = lookup ? 2 : -1;
   return g;
 }
+
+// Answers after the cue 20 21, up to the line's end 30 or the separator 9.
+AnswerLoss Answers() {
+  AnswerLoss answers;
+  answers.cue = {20, 21};
+  answers.end = 30;
+  answers.separator = 9;
+  return answers;
+}
+
+// Rows of 12 inputs and one more target token, with answers after the cue.
+const std::vector<int> kAnswered = {5, 6, 7, 8,  3,  7, 2,  8, 20, 21, 7,  8,  30,  //
+                                    5, 6, 3, 20, 21, 4, 30, 3, 3,  3,  20, 21, 5};
 }  // namespace
 
 TEST_CASE("guided attention's targets are the previous position and the place after the last match",
@@ -428,31 +439,23 @@ TEST_CASE("the induction head can be guided only where copying what it finds is 
 }
 
 TEST_CASE("the lookup head's target is where the answer after the cue stands earlier", "[pretrain][guided]") {
-  // Rows of 12 inputs and one more target token. Cue 20 21, line end 30, separator 9.
   // Row 1: the answer 7 8 stands at 2 (7 alone stands at 5 too: the whole answer is matched);
   // row 2: an answer 4 never seen before the cue, and a cue whose answer runs past the row's inputs (5 at 0).
-  const std::vector<int> tokens = {5, 6, 7, 8,  3,  7, 2,  8, 20, 21, 7,  8,  30,  //
-                                   5, 6, 3, 20, 21, 4, 30, 3, 3,  3,  20, 21, 5};
-  const AttentionTargets t = GuidedAttentionTargets(tokens, 12, 13, Guide(false, {20, 21}, 30));
+  const AnswerLoss answers = Answers();
+  const AttentionTargets t = GuidedAttentionTargets(kAnswered, 12, 13, Guide(false, true), &answers);
   std::vector<int64_t> expected(24, -1);
   expected[9] = 2;        // row 1, at the cue's end (21)
   expected[12 + 11] = 0;  // row 2's second cue: 5 stands at its start
   CHECK(t.lookup == expected);
-  CHECK(t.induction.size() == 24);                                  // the other targets as before
-  CHECK(GuidedAttentionTargets(tokens, 12, 13, Guide()).lookup.empty());  // no cue, no lookup
-  GuidedAttention no_head = Guide(false, {20, 21}, 30);
-  no_head.lookup_layer = -1;
-  CHECK(GuidedAttentionTargets(tokens, 12, 13, no_head).lookup.empty());  // a cue but no lookup head
+  CHECK(t.induction.size() == 24);                                                // the other targets as before
+  CHECK(GuidedAttentionTargets(kAnswered, 12, 13, Guide(false, true)).lookup.empty());  // no answers, no lookup
+  CHECK(GuidedAttentionTargets(kAnswered, 12, 13, Guide(), &answers).lookup.empty());   // answers but no lookup head
 }
 
 TEST_CASE("the answer loss is on the tokens after the cue, to the line's end", "[pretrain][reading]") {
   // The rows of the lookup test above: inputs whose next token is an answer's.
-  const std::vector<int> tokens = {5, 6, 7, 8,  3,  7, 2,  8, 20, 21, 7,  8,  30,  //
-                                   5, 6, 3, 20, 21, 4, 30, 3, 3,  3,  20, 21, 5};
-  AnswerLoss answers;
-  answers.cue = {20, 21};
-  answers.end = 30;
-  answers.separator = 9;
+  const std::vector<int>& tokens = kAnswered;
+  AnswerLoss answers = Answers();
   // Row 1: after the cue's end (input 9) come 7 and 8 (targets of inputs 9 and 10), then the line's end
   // (input 11's target) is not an answer. Row 2: 4 after the first cue (input 4); after the second (input 11),
   // 5 is the row's last target.
@@ -507,24 +510,34 @@ TEST_CASE("a lookup head is led to reading documents' answers", "[pretrain][guid
   text.replace(text.find("max_len: 64"), 11, "max_len: 128");
   text.replace(text.find("seq_len: 32"), 11, "seq_len: 64");
   text.replace(text.find("epochs: 3"), 9, "epochs: 1");  // 46 steps of 8 x 64 tokens
-  text.replace(text.find("heldout_every"), 0,
-               "reading_share: 0.5\n  guided_attention { steps: 1000 lookup_layer: 2 }\n  ");
-  const CompiledPretrain w = Tiny(text);
-  CHECK(w.guided_attention.lookup_layer == 2);
-  PretrainOptions o = Quiet("lookup");
-  o.reading_document = [](uint64_t i) {
-    return "Capital: name: " + InventedName(i) + "; time difference: UTC+3\nAnswer: " + InventedName(i) + "\n";
+  auto lookup_losses = [&](const std::string& weight) {
+    std::string t = text;
+    t.replace(t.find("heldout_every"), 0,
+              "reading_share: 0.5\n  guided_attention { steps: 1000 lookup_layer: 2 lookup_weight: " + weight +
+                  " }\n  ");
+    const CompiledPretrain w = Tiny(t);
+    CHECK(w.guided_attention.lookup_layer == 2);
+    CHECK(w.guided_attention.lookup_weight == std::stod(weight));
+    PretrainOptions o = Quiet("lookup-" + weight);
+    o.reading_document = [](uint64_t i) {
+      return "Capital: name: " + InventedName(i) + "; time difference: UTC+3\nAnswer: " + InventedName(i) + "\n";
+    };
+    std::ostringstream log;
+    const PretrainResult r = Pretrain(w, o, log);
+    INFO(log.str());
+    REQUIRE(r.finished);
+    return MetricValues(o.out_dir, "attention_lookup");
   };
-  std::ostringstream log;
-  const PretrainResult r = Pretrain(w, o, log);
-  INFO(log.str());
-  REQUIRE(r.finished);
-  const std::vector<double> lookup = MetricValues(o.out_dir, "attention_lookup");
+  const std::vector<double> lookup = lookup_losses("1");
   // Half of every batch is documents with an answer to find; the head's -log weight on where it
   // stands falls from about that of attention spread over the document's positions.
   REQUIRE(lookup.size() >= 3);
   CHECK(lookup.front() > 1.5);
   CHECK(lookup.back() < 0.5 * lookup.front());
+  // Its own weight: at a thousandth the same run's head hardly learns where to look.
+  const std::vector<double> faint = lookup_losses("0.001");
+  REQUIRE(faint.size() == lookup.size());
+  CHECK(faint.back() > 2 * lookup.back());
 }
 
 TEST_CASE("a run reports its reading documents' answer loss, and trains on it with a weight", "[pretrain][reading]") {
@@ -647,6 +660,9 @@ TEST_CASE("guided attention is refused where it cannot work, at its line", "[pre
   lookup.replace(lookup.find("layers: 2"), 9, "layers: 3");
   lookup.replace(lookup.find("lookup_layer: 1"), 15, "lookup_layer: 2");
   CHECK_NOTHROW(Tiny(lookup));
+  lookup.replace(lookup.find("lookup_layer: 2"), 15, "lookup_layer: 2 lookup_weight: 0");
+  CHECK_THROWS_WITH(Tiny(lookup), Catch::Contains("lookup_weight must be positive"));
+  lookup.replace(lookup.find(" lookup_weight: 0"), 17, "");
   lookup.replace(lookup.find("reading_share: 0.2"), 18, "reading_share: 0");
   CHECK_THROWS_WITH(Tiny(lookup), Catch::Contains("needs reading_share above 0"));
 }

@@ -129,6 +129,9 @@ CompiledPretrain CompilePretrain(const LoadedWorkflow& w) {
              "guided attention needs a llama model (this one is " + arch.name() + ")");
     }
     if (g.weight() <= 0) w.Fail({{"pretrain"}, {"guided_attention"}, {"weight"}}, "weight must be positive");
+    if (g.lookup_weight() <= 0) {
+      w.Fail({{"pretrain"}, {"guided_attention"}, {"lookup_weight"}}, "lookup_weight must be positive");
+    }
     if (g.previous_layer() < 0 || g.previous_layer() >= g.induction_layer() || g.induction_layer() >= layers) {
       w.Fail({{"pretrain"}, {"guided_attention"}, {"induction_layer"}},
              "previous_layer (" + std::to_string(g.previous_layer()) + ") must come before induction_layer (" +
@@ -155,6 +158,7 @@ CompiledPretrain CompilePretrain(const LoadedWorkflow& w) {
   c.guided_attention.induction_layer = g.induction_layer();
   c.guided_attention.head = g.head();
   c.guided_attention.lookup_layer = g.lookup_layer();
+  c.guided_attention.lookup_weight = g.lookup_weight();
   c.guided_attention.induction_only_where_right = g.induction_only_where_right();
   c.heldout_every = p.heldout_every();
   c.tokenizer = p.tokenizer();

@@ -368,6 +368,15 @@ std::pair<double, double> Baselines(const std::vector<int>& train, const std::ve
   return {std::exp(uni / targets.size()), std::exp(best / targets.size())};
 }
 
+// A mean of the values added since the last reset (NaN before any).
+struct RunningMean {
+  double sum = 0.0;
+  int count = 0;
+  void Add(double value) { sum += value, ++count; }
+  bool any() const { return count > 0; }
+  double mean() const { return count > 0 ? sum / count : std::nan(""); }
+};
+
 // Next-token steps as the run loop's objective: a batch of chunks in the
 // seed's order, the learning rate's schedule, and a line (with the held-out
 // loss at evaluation steps) every 10 steps.
@@ -389,7 +398,6 @@ class PretrainObjective : public RunObjective {
       answers_.separator = guide_.unmatched_token;
       answers_.weight = w.answer_weight;
     }
-    if (guide_.lookup_layer >= 0) guide_.lookup_cue = answers_.cue, guide_.answer_end = answers_.end;
   }
 
   int iterations() const override { return total_; }
@@ -411,46 +419,40 @@ class PretrainObjective : public RunObjective {
     if (!std::isfinite(s.loss))
       throw ModelError("the training loss is " + std::to_string(s.loss) + " at step " + std::to_string(step + 1) +
                        "; lower the learning rate");
-    loss_sum_ += s.loss, norm_sum_ += s.grad_norm, ++since_;
-    if (guided) previous_sum_ += s.previous_attention, induction_sum_ += s.induction_attention, ++guided_since_;
-    if (guided && s.lookup_attention > 0) lookup_sum_ += s.lookup_attention, ++lookup_since_;
-    if (!std::isnan(s.answer_loss)) answer_sum_ += s.answer_loss, ++answer_since_;
+    loss_.Add(s.loss), norm_.Add(s.grad_norm);
+    if (guided) previous_.Add(s.previous_attention), induction_.Add(s.induction_attention);
+    if (guided && s.lookup_attention > 0) lookup_.Add(s.lookup_attention);
+    if (!std::isnan(s.answer_loss)) answer_.Add(s.answer_loss);
     IterationReport report;
     const bool eval = (step + 1) % w_.eval_every == 0 || step + 1 == total_;
     if ((step + 1) % 10 != 0 && !eval) return report;
     report.has_line = true;
     JsonLine& line = report.line;
-    line.Add("step", step + 1).Add("tokens", double(step + 1) * B * L).Add("loss", loss_sum_ / since_);
-    line.Add("lr", lr).Add("grad_norm", norm_sum_ / since_);
+    line.Add("step", step + 1).Add("tokens", double(step + 1) * B * L).Add("loss", loss_.mean());
+    line.Add("lr", lr).Add("grad_norm", norm_.mean());
     const double run_s = MonotonicSeconds() - t0_;
     const double tokens_per_s = run_s > 0 ? double(step + 1 - first_step_) * B * L / run_s : 0.0;
     line.Add("tokens_per_s", tokens_per_s);
-    if (guided_since_ > 0) {
-      line.Add("attention_previous", previous_sum_ / guided_since_)
-          .Add("attention_induction", induction_sum_ / guided_since_);
-    }
-    if (lookup_since_ > 0) line.Add("attention_lookup", lookup_sum_ / lookup_since_);
-    if (answer_since_ > 0) line.Add("answer_loss", answer_sum_ / answer_since_);
+    if (previous_.any()) line.Add("attention_previous", previous_.mean()).Add("attention_induction", induction_.mean());
+    if (lookup_.any()) line.Add("attention_lookup", lookup_.mean());
+    if (answer_.any()) line.Add("answer_loss", answer_.mean());
     if (eval) {
       const double h = HeldOutLoss(model_, data_.heldout, L, B, w_.eval_tokens);
       line.Add("heldout_loss", h).Add("heldout_perplexity", std::exp(h));
       heldout_ = h;
     }
     std::ostringstream p;
-    p << "loss " << std::fixed << std::setprecision(3) << loss_sum_ / since_;
-    if (answer_since_ > 0) p << "  answers " << answer_sum_ / answer_since_;
+    p << "loss " << std::fixed << std::setprecision(3) << loss_.mean();
+    if (answer_.any()) p << "  answers " << answer_.mean();
     if (!std::isnan(heldout_)) p << "  held-out ppl " << std::setprecision(1) << std::exp(heldout_);
-    if (guided_since_ > 0) {
-      p << "  guided attention " << std::setprecision(2) << previous_sum_ / guided_since_ << "/"
-        << induction_sum_ / guided_since_;
-      if (lookup_since_ > 0) p << "/" << lookup_sum_ / lookup_since_;
+    if (previous_.any()) {
+      p << "  guided attention " << std::setprecision(2) << previous_.mean() << "/" << induction_.mean();
+      if (lookup_.any()) p << "/" << lookup_.mean();
     }
     p << "  lr " << std::scientific << std::setprecision(1) << lr << std::fixed << "  "
       << static_cast<int64_t>(tokens_per_s) << " tok/s";
     report.progress = p.str();
-    loss_sum_ = norm_sum_ = previous_sum_ = induction_sum_ = lookup_sum_ = 0.0, since_ = guided_since_ = 0;
-    lookup_since_ = answer_since_ = 0;
-    answer_sum_ = 0.0;
+    loss_ = norm_ = previous_ = induction_ = lookup_ = answer_ = RunningMean{};
     return report;
   }
 
@@ -462,17 +464,13 @@ class PretrainObjective : public RunObjective {
   const int total_;
   int first_step_ = -1;
   double t0_ = 0.0;
-  double loss_sum_ = 0.0, norm_sum_ = 0.0;
-  int since_ = 0;
   double heldout_ = std::nan("");
   GuidedAttention guide_;
-  double previous_sum_ = 0.0, induction_sum_ = 0.0;  // guided attention's losses since the last line
-  int guided_since_ = 0;
-  double lookup_sum_ = 0.0;  // the lookup head's, over the steps whose batch held an answer
-  int lookup_since_ = 0;
   AnswerLoss answers_;  // with reading documents: their answers' loss, reported (and trained on, with a weight)
-  double answer_sum_ = 0.0;  // since the last line, over the steps whose batch held an answer
-  int answer_since_ = 0;
+  // Since the last line: the step's losses and gradient norm; guided attention's
+  // losses over the guided steps; the lookup head's and the answers' over the
+  // steps whose batch held an answer.
+  RunningMean loss_, norm_, previous_, induction_, lookup_, answer_;
 };
 
 class PretrainRun {
