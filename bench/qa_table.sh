@@ -13,7 +13,7 @@
 #
 #   bash bench/qa_table.sh [OUT_DIR] [--set FIELD=VALUE ...]
 #
-# Needs troupe's base model (runs/base_model/model; about 30 minutes):
+# Needs troupe's base model (runs/base_model/model; an hour):
 #   ./build/workflows/troupe pretrain workflows/shipped/base_model.textproto --out runs/base_model
 # Against a base model that has not read the test countries' pages (docs/pipelines/qa.md, QA
 # pipelines), pretrain it with

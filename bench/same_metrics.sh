@@ -17,7 +17,8 @@ run_all() {  # TROUPE DIR
     --set pretrain.max_tokens=12000 --set pretrain.vocab_size=512 --set pretrain.seq_len=64 --set pretrain.batch=4 \
     --set pretrain.eval_every=10 --set pretrain.eval_tokens=2048 --set pretrain.checkpoint_every=20 \
     --set pretrain.warmup_steps=5 --set model[0].llama.hidden_size=32 --set model[0].llama.intermediate_size=64 \
-    --set model[0].llama.layers=1 --set model[0].llama.heads=2 --set model[0].llama.kv_heads=1 > "$d/pretrain.log" 2>&1
+    --set model[0].llama.layers=2 --set model[0].llama.heads=2 --set model[0].llama.kv_heads=1 \
+    --set pretrain.reading_share=0 > "$d/pretrain.log" 2>&1  # 2 layers: guided heads; no passages: none fits 64 tokens
   for wf in red_black red_black_separate red_black_partial sugarscape_negotiate; do
     "$t" train "workflows/shipped/$wf.textproto" --out "$d/$wf" --quiet --no-eval --set trainer.iterations=3 \
       > "$d/$wf.log" 2>&1

@@ -86,7 +86,7 @@ inline std::string ReadFile(const std::string& path) {
 // A folder (under the temp folder, named `name` so that parallel test
 // processes keep apart) whose runs/base_model/model stands in for troupe's
 // base model (made by `troupe pretrain` of the shipped base_model workflow,
-// half an hour): the same kind of folder (config.json, weights,
+// an hour): the same kind of folder (config.json, weights,
 // tokenizer.json) from a pretraining of seconds, so that workflows which load
 // the base model validate when run from it. Throws with troupe's output when
 // the pretraining fails.
