@@ -452,6 +452,34 @@ std::vector<Generation> GenerateBatch(PolicyModel& model, torch::Device device,
   return out;
 }
 
+// The queries in groups to decode one after another. A batch's prompts are
+// encoded padded to the longest part not cached: one prompt the cache misses
+// (a conversation's first, hundreds of positions) would make every row of a
+// rollout's batch encode that many, at a cost of rows x new x (cached + new).
+// So queries whose new parts differ by more than about twice go in separate
+// groups (shortest first); a batch of like lengths stays one group.
+std::vector<std::vector<size_t>> GroupsByNewLength(const std::vector<GenerateQuery>& queries,
+                                                   const PrefixCache& prefixes) {
+  std::vector<std::pair<int64_t, size_t>> by_length;  // (positions to encode, query)
+  for (size_t i = 0; i < queries.size(); ++i) {
+    const GenerateQuery& q = queries[i];
+    const int64_t cached = Reusable(q) ? prefixes.Find(q.cache_key, q.role_slot, *q.prompt).length : 0;
+    by_length.emplace_back(static_cast<int64_t>(q.prompt->size()) - cached, i);
+  }
+  std::sort(by_length.begin(), by_length.end());
+  std::vector<std::vector<size_t>> groups;
+  int64_t shortest = 0;  // of the group being filled
+  for (const auto& [length, i] : by_length) {
+    if (groups.empty() || length > 2 * shortest + 64) {
+      groups.emplace_back();
+      shortest = length;
+    }
+    groups.back().push_back(i);
+  }
+  for (auto& g : groups) std::sort(g.begin(), g.end());  // each group in the callers' order
+  return groups;
+}
+
 }  // namespace
 
 std::vector<Generation> ModelPool::Generate(int model_index, const std::vector<GenerateQuery>& queries, Rng& rng,
@@ -485,9 +513,22 @@ std::vector<Generation> ModelPool::Generate(int model_index, const std::vector<G
   }
   PrefixCache& prefixes = impl_->prefixes.at(model_index);
   prefixes.Validate(ParametersVersion(*model));
-  return GenerateBatch(model, impl_->devices.at(model_index), queries, rng, temperature, greedy,
-                       &impl_->forward_calls[model_index], &impl_->encoded_positions[model_index],
-                       impl_->configs[model_index], &prefixes);
+  prefixes.BeginCall();
+  auto generate = [&](const std::vector<GenerateQuery>& batch) {
+    return GenerateBatch(model, impl_->devices.at(model_index), batch, rng, temperature, greedy,
+                         &impl_->forward_calls[model_index], &impl_->encoded_positions[model_index],
+                         impl_->configs[model_index], &prefixes);
+  };
+  const std::vector<std::vector<size_t>> groups = GroupsByNewLength(queries, prefixes);
+  if (groups.size() == 1) return generate(queries);
+  std::vector<Generation> out(queries.size());
+  for (const std::vector<size_t>& group : groups) {
+    std::vector<GenerateQuery> batch;
+    for (size_t i : group) batch.push_back(queries[i]);
+    std::vector<Generation> answers = generate(batch);
+    for (size_t k = 0; k < group.size(); ++k) out[group[k]] = std::move(answers[k]);
+  }
+  return out;
 }
 
 void ModelPool::Save(const std::string& dir) const {

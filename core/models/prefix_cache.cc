@@ -71,6 +71,7 @@ bool PrefixCache::Covers(int64_t key, int role, const std::vector<int>& tokens) 
 void PrefixCache::Touch(Conversation& c, int64_t key) {
   lru_.erase(c.lru);
   c.lru = lru_.insert(lru_.end(), key);
+  c.call = call_;
 }
 
 void PrefixCache::Store(int64_t key, Entry entry) {
@@ -78,6 +79,7 @@ void PrefixCache::Store(int64_t key, Entry entry) {
   Conversation& c = it->second;
   if (fresh) {
     c.lru = lru_.insert(lru_.end(), key);
+    c.call = call_;
   } else {
     Touch(c, key);
   }
@@ -101,10 +103,12 @@ void PrefixCache::Store(int64_t key, Entry entry) {
 
 void PrefixCache::Evict() {
   while (bytes_ > max_bytes_ && lru_.size() > 1) {
-    auto it = by_key_.find(lru_.front());
+    // One the last two calls left alone, least recent first; else the latest stored (see the header).
+    const bool stale = by_key_.at(lru_.front()).call + 1 < call_;
+    auto it = by_key_.find(stale ? lru_.front() : lru_.back());
     for (const Entry& e : it->second.entries) bytes_ -= e.bytes;
+    lru_.erase(it->second.lru);
     by_key_.erase(it);
-    lru_.pop_front();
   }
 }
 

@@ -7,7 +7,12 @@
 // Entries are matched by content (role slot and tokens), never trusted by
 // key alone, and all of them are dropped whenever the model's parameters
 // change (PolicyModel parameter versions: an optimiser step, a load). Memory
-// is bounded: conversations used longest ago go first. Only the pool's
+// is bounded: conversations that neither this generation call nor the one
+// before it stored to go first, least recently used first. When the recent
+// calls' own conversations do not all fit (a rollout of many episodes), those
+// stored last go, so that the ones kept are reused at the next call:
+// least-recently-used eviction would drop each just before the batch came
+// back to it, and reuse none. Only the pool's
 // generation uses it; LibTorch is in this header.
 #pragma once
 
@@ -34,12 +39,16 @@ class PrefixCache {
     int64_t length = 0;  // positions of the prompt whose keys and values `entry` holds
   };
 
-  explicit PrefixCache(int64_t max_bytes = int64_t{256} << 20) : max_bytes_(max_bytes) {}
+  // The default holds a 64-episode Red-Black rollout on the base model (five prompts of about 550 positions an
+  // episode, 4 KiB a position: some 700 MiB).
+  explicit PrefixCache(int64_t max_bytes = int64_t{1} << 30) : max_bytes_(max_bytes) {}
 
   // Drops every entry when `parameters_version` differs from the one the
   // entries were computed with.
   void Validate(uint64_t parameters_version);
   void Clear();
+  // Starts a generation call (see above for what eviction makes of calls).
+  void BeginCall() { ++call_; }
 
   // The cached prompt of conversation `key` and slot `role` that shares the
   // longest prefix with `prompt`, capped at prompt.size() - 1 (a call must
@@ -62,6 +71,7 @@ class PrefixCache {
   struct Conversation {
     std::vector<Entry> entries;  // most recently stored last
     std::list<int64_t>::iterator lru;
+    uint64_t call = 0;  // the call that last stored to it
   };
   void Touch(Conversation& c, int64_t key);
   void Evict();
@@ -70,6 +80,7 @@ class PrefixCache {
   int64_t bytes_ = 0;
   uint64_t version_ = 0;
   bool versioned_ = false;
+  uint64_t call_ = 0;
   std::unordered_map<int64_t, Conversation> by_key_;
   std::list<int64_t> lru_;  // least recently used first
 };

@@ -239,6 +239,75 @@ TEST_CASE("prefix reuse encodes only what an earlier prompt of the conversation 
   CHECK(cached.encoded_positions(0) - before == static_cast<int64_t>(changed.size()));
 }
 
+TEST_CASE("a batch whose prompts the cache covers unevenly is decoded in groups of like length, answering the same",
+          "[models][generate][prefix]") {
+  const Architecture a = GENERATE(kTransformer, kLlama, kGpt2);
+  INFO(a.name);
+  auto w = Compile(OneModel(a), "role { name: \"a\" seats: \"a*\" model: \"m\" }\n");
+  ModelPool cached(w.models, 3), plain(w.models, 3);
+  std::vector<int> long_prompt, other_long, short_prompt = {1, 4, 9, 10, 11};
+  for (int t = 0; t < 100; ++t) long_prompt.push_back(4 + t % 20);
+  for (int t = 0; t < 100; ++t) other_long.push_back(5 + t % 17);
+  std::vector<int> continued = long_prompt;
+  continued.push_back(7);
+  auto query = [](const std::vector<int>& prompt, int64_t key) {
+    GenerateQuery g{0, &prompt, 1};  // one token: one forward pass per batch decoded
+    g.cache_key = key;
+    return g;
+  };
+  auto agree = [](const std::vector<Generation>& x, const std::vector<Generation>& y) {
+    REQUIRE(x.size() == y.size());
+    for (size_t i = 0; i < x.size(); ++i) CHECK(x[i].tokens == y[i].tokens);
+  };
+  // Nothing cached yet: 100 and 5 new positions, two groups.
+  agree(Greedy(cached, {query(long_prompt, 0), query(short_prompt, 1)}),
+        Greedy(plain, {query(long_prompt, -1), query(short_prompt, -1)}));
+  const int64_t calls = cached.forward_calls(0), plain_calls = plain.forward_calls(0);
+  // Conversation 0 goes on (1 new position), conversation 2 is new (100): two groups, each its own passes.
+  agree(Greedy(cached, {query(continued, 0), query(other_long, 2)}),
+        Greedy(plain, {query(continued, -1), query(other_long, -1)}));
+  CHECK(plain.forward_calls(0) - plain_calls == 1);
+  CHECK(cached.forward_calls(0) - calls == 2);
+  CHECK(cached.encoded_positions(0) == 100 + 5 + 1 + 100);
+  // Like lengths stay one batch.
+  const int64_t before = cached.forward_calls(0);
+  Greedy(cached, {query(continued, 3), query(other_long, 4)});
+  CHECK(cached.forward_calls(0) - before == 1);
+}
+
+TEST_CASE("a prefix cache too small for a batch's conversations keeps reusing some of them",
+          "[models][generate][prefix]") {
+  // Entries of 100 bytes under a budget of 250: two of three conversations fit.
+  PrefixCache cache(250);
+  auto entry = [](int round) {
+    PrefixCache::Entry e;
+    e.tokens.assign(static_cast<size_t>(round) + 1, 7);  // each round's prompt extends the last
+    e.bytes = 100;
+    return e;
+  };
+  // A rollout's calls: every call continues conversations 0, 1 and 2, in that order.
+  std::vector<int> reused;
+  for (int round = 1; round <= 4; ++round) {
+    cache.BeginCall();
+    int hits = 0;
+    for (int64_t key = 0; key < 3; ++key) hits += cache.Find(key, 0, entry(round + 1).tokens).entry != nullptr;
+    reused.push_back(hits);
+    for (int64_t key = 0; key < 3; ++key) cache.Store(key, entry(round));
+    CHECK(cache.bytes() <= 250);
+  }
+  // Least-recently-used eviction would drop each conversation just before its turn came back: none reused.
+  CHECK(reused == std::vector<int>{0, 2, 2, 2});
+  // A conversation the last two calls did not store to goes before the batch's own ones.
+  cache.BeginCall();
+  cache.Store(0, entry(5));
+  cache.BeginCall();
+  cache.Store(0, entry(6));
+  cache.Store(2, entry(6));  // over the budget: conversation 1 is stale, and goes
+  CHECK(cache.Find(0, 0, entry(7).tokens).entry != nullptr);
+  CHECK(cache.Find(1, 0, entry(7).tokens).entry == nullptr);
+  CHECK(cache.Find(2, 0, entry(7).tokens).entry != nullptr);
+}
+
 TEST_CASE("calls that share a prompt are scored as one pass over each call would score them", "[models][score]") {
   const Architecture a = GENERATE(kTransformer, kLlama, kGpt2);
   INFO(a.name);
