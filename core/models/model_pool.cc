@@ -335,6 +335,126 @@ void KeepPrompts(const PromptBatch& pb, const KvCache& cache, const std::vector<
   }
 }
 
+// The queries in groups to encode one after another. A batch's prompts are
+// encoded padded to the longest part not cached: one prompt the cache misses
+// (a conversation's first, hundreds of positions) would make every row of a
+// rollout's batch encode that many, at a cost of rows x new x (cached + new).
+// So queries whose new parts differ by more than about twice go in separate
+// groups (shortest first); a batch of like lengths stays one group.
+std::vector<std::vector<size_t>> GroupsByNewLength(const std::vector<GenerateQuery>& queries,
+                                                   const PrefixCache* prefixes) {
+  std::vector<std::pair<int64_t, size_t>> by_length;  // (positions to encode, query)
+  for (size_t i = 0; i < queries.size(); ++i) {
+    const GenerateQuery& q = queries[i];
+    const int64_t cached =
+        prefixes != nullptr && Reusable(q) ? prefixes->Find(q.cache_key, q.role_slot, *q.prompt).length : 0;
+    by_length.emplace_back(static_cast<int64_t>(q.prompt->size()) - cached, i);
+  }
+  std::sort(by_length.begin(), by_length.end());
+  std::vector<std::vector<size_t>> groups;
+  int64_t shortest = 0;  // of the group being filled
+  for (const auto& [length, i] : by_length) {
+    if (groups.empty() || length > 2 * shortest + 64) {
+      groups.emplace_back();
+      shortest = length;
+    }
+    groups.back().push_back(i);
+  }
+  for (auto& g : groups) std::sort(g.begin(), g.end());  // each group in the callers' order
+  return groups;
+}
+
+// The prompts read: each query's output at its last position, the keys and
+// values, which key positions are real, and the role slots; one row per query.
+struct EncodedPrompts {
+  torch::Tensor hidden, logits, key_valid, role;  // [B,1,d], [B,1,V], [B,L], [B]
+  KvCache cache;                                  // per layer [B,heads,L,head_dim]
+};
+
+// One group's prompts in one padded batch (see EncodePrompts), kept in the prefix cache.
+EncodedPrompts EncodeGroup(PolicyModel& model, torch::Device device, const std::vector<GenerateQuery>& queries,
+                           const std::string& name, PrefixCache* prefixes, int64_t* forward_calls, int64_t* encoded) {
+  PromptBatch pb = EncodePrompts(model, device, queries, name, prefixes);
+  *encoded += pb.encoded;
+  EncodedPrompts e;
+  e.cache = pb.past;
+  e.key_valid = pb.key_valid;
+  e.role = pb.role;
+  // The prompts' logits are read at their last position only (rows are left-padded).
+  LMOutput o = model->forward_hidden(pb.embeds, pb.positions, e.key_valid, e.role, &e.cache);
+  e.hidden = o.hidden.narrow(1, pb.length - 1, 1);
+  e.logits = model->lm_logits(e.hidden, e.role);
+  ++*forward_calls;
+  if (prefixes != nullptr) KeepPrompts(pb, e.cache, queries, prefixes);
+  if (pb.rows < static_cast<int64_t>(queries.size())) {  // one row per query from here on
+    const int64_t B = static_cast<int64_t>(queries.size());
+    torch::Tensor expand =
+        torch::from_blob(pb.row_of.data(), {B}, torch::TensorOptions().dtype(torch::kLong)).clone().to(device);
+    e.hidden = e.hidden.index_select(0, expand);
+    e.logits = e.logits.index_select(0, expand);
+    for (auto& k : e.cache.keys) k = k.index_select(0, expand);
+    for (auto& v : e.cache.values) v = v.index_select(0, expand);
+    e.key_valid = e.key_valid.index_select(0, expand);
+    e.role = e.role.index_select(0, expand);
+  }
+  return e;
+}
+
+// All queries' prompts, group by group (GroupsByNewLength), then as one batch
+// again: each group's keys and values left-padded to the longest, masked out.
+EncodedPrompts EncodeQueries(PolicyModel& model, torch::Device device, const std::vector<GenerateQuery>& queries,
+                             const std::string& name, PrefixCache* prefixes, int64_t* forward_calls,
+                             int64_t* encoded) {
+  const std::vector<std::vector<size_t>> groups = GroupsByNewLength(queries, prefixes);
+  if (groups.size() == 1) return EncodeGroup(model, device, queries, name, prefixes, forward_calls, encoded);
+  std::vector<EncodedPrompts> parts;
+  std::vector<int64_t> at(queries.size());  // each query's row in the groups' concatenation
+  int64_t row = 0, length = 0;
+  for (const std::vector<size_t>& group : groups) {
+    std::vector<GenerateQuery> sub;
+    for (size_t i : group) {
+      sub.push_back(queries[i]);
+      at[i] = row++;
+    }
+    parts.push_back(EncodeGroup(model, device, sub, name, prefixes, forward_calls, encoded));
+    length = std::max(length, parts.back().key_valid.size(1));
+  }
+  EncodedPrompts all;
+  std::vector<torch::Tensor> hidden, logits, valid, role;
+  std::vector<std::vector<torch::Tensor>> keys(parts[0].cache.keys.size()), values(keys.size());
+  for (EncodedPrompts& e : parts) {
+    const int64_t pad = length - e.key_valid.size(1), n = e.key_valid.size(0);
+    auto padded = [&](const torch::Tensor& t) {  // [n,heads,L,head_dim] -> [n,heads,length,head_dim]
+      if (pad == 0) return t;
+      return torch::cat({torch::zeros({n, t.size(1), pad, t.size(3)}, t.options()), t}, 2);
+    };
+    for (size_t l = 0; l < keys.size(); ++l) {
+      keys[l].push_back(padded(e.cache.keys[l]));
+      values[l].push_back(padded(e.cache.values[l]));
+    }
+    valid.push_back(pad == 0 ? e.key_valid
+                             : torch::cat({torch::zeros({n, pad}, e.key_valid.options()), e.key_valid}, 1));
+    hidden.push_back(e.hidden);
+    logits.push_back(e.logits);
+    role.push_back(e.role);
+  }
+  const torch::Tensor order =
+      torch::from_blob(at.data(), {static_cast<int64_t>(at.size())}, torch::TensorOptions().dtype(torch::kLong))
+          .clone()
+          .to(device);
+  auto in_order = [&](const std::vector<torch::Tensor>& pieces) { return torch::cat(pieces, 0).index_select(0, order); };
+  all.hidden = in_order(hidden);
+  all.logits = in_order(logits);
+  all.key_valid = in_order(valid);
+  all.role = in_order(role);
+  all.cache.reserve_layers(keys.size());
+  for (size_t l = 0; l < keys.size(); ++l) {
+    all.cache.keys[l] = in_order(keys[l]);
+    all.cache.values[l] = in_order(values[l]);
+  }
+  return all;
+}
+
 // Where one query's decoding stands. A row that sends vectors (hybrid
 // messages) feeds K of them back, then reads its closing token, and samples
 // only after that; the others sample from the first step.
@@ -356,8 +476,7 @@ std::vector<Generation> GenerateBatch(PolicyModel& model, torch::Device device,
   const int eos = config.eos_token;
   CheckFits(model, queries, name);
   const int64_t B = static_cast<int64_t>(queries.size()), d = model->width();
-  PromptBatch pb = EncodePrompts(model, device, queries, name, prefixes);
-  *encoded += pb.encoded;
+  EncodedPrompts e = EncodeQueries(model, device, queries, name, prefixes, forward_calls, encoded);
   auto long_opts = torch::TensorOptions().dtype(torch::kLong);
   std::vector<Generation> out(B);
   std::vector<RowProgress> rows(B);
@@ -368,23 +487,11 @@ std::vector<Generation> GenerateBatch(PolicyModel& model, torch::Device device,
     next_pos[b] = static_cast<int64_t>(queries[b].prompt->size());
   }
   const torch::Tensor first_mask = FirstTokenMask(queries, model->vocab_size()).to(device);
-  KvCache cache = pb.past;
-  torch::Tensor key_valid = pb.key_valid, role = pb.role;
-  // The prompts' logits are read at their last position only (rows are left-padded).
-  LMOutput o = model->forward_hidden(pb.embeds, pb.positions, key_valid, role, &cache);
-  o.hidden = o.hidden.narrow(1, pb.length - 1, 1);
-  o.logits = model->lm_logits(o.hidden, role);
-  ++*forward_calls;
-  if (prefixes != nullptr) KeepPrompts(pb, cache, queries, prefixes);
-  if (pb.rows < B) {  // one row per query from here on
-    torch::Tensor expand = torch::from_blob(pb.row_of.data(), {B}, long_opts).clone().to(device);
-    o.hidden = o.hidden.index_select(0, expand);
-    o.logits = o.logits.index_select(0, expand);
-    for (auto& k : cache.keys) k = k.index_select(0, expand);
-    for (auto& v : cache.values) v = v.index_select(0, expand);
-    key_valid = key_valid.index_select(0, expand);
-    role = role.index_select(0, expand);
-  }
+  KvCache cache = std::move(e.cache);
+  torch::Tensor key_valid = e.key_valid, role = e.role;
+  LMOutput o;
+  o.hidden = e.hidden;
+  o.logits = e.logits;
   std::vector<int> picked(B);
   std::vector<float> picked_logp(B);
   while (true) {
@@ -452,34 +559,6 @@ std::vector<Generation> GenerateBatch(PolicyModel& model, torch::Device device,
   return out;
 }
 
-// The queries in groups to decode one after another. A batch's prompts are
-// encoded padded to the longest part not cached: one prompt the cache misses
-// (a conversation's first, hundreds of positions) would make every row of a
-// rollout's batch encode that many, at a cost of rows x new x (cached + new).
-// So queries whose new parts differ by more than about twice go in separate
-// groups (shortest first); a batch of like lengths stays one group.
-std::vector<std::vector<size_t>> GroupsByNewLength(const std::vector<GenerateQuery>& queries,
-                                                   const PrefixCache& prefixes) {
-  std::vector<std::pair<int64_t, size_t>> by_length;  // (positions to encode, query)
-  for (size_t i = 0; i < queries.size(); ++i) {
-    const GenerateQuery& q = queries[i];
-    const int64_t cached = Reusable(q) ? prefixes.Find(q.cache_key, q.role_slot, *q.prompt).length : 0;
-    by_length.emplace_back(static_cast<int64_t>(q.prompt->size()) - cached, i);
-  }
-  std::sort(by_length.begin(), by_length.end());
-  std::vector<std::vector<size_t>> groups;
-  int64_t shortest = 0;  // of the group being filled
-  for (const auto& [length, i] : by_length) {
-    if (groups.empty() || length > 2 * shortest + 64) {
-      groups.emplace_back();
-      shortest = length;
-    }
-    groups.back().push_back(i);
-  }
-  for (auto& g : groups) std::sort(g.begin(), g.end());  // each group in the callers' order
-  return groups;
-}
-
 }  // namespace
 
 std::vector<Generation> ModelPool::Generate(int model_index, const std::vector<GenerateQuery>& queries, Rng& rng,
@@ -514,21 +593,9 @@ std::vector<Generation> ModelPool::Generate(int model_index, const std::vector<G
   PrefixCache& prefixes = impl_->prefixes.at(model_index);
   prefixes.Validate(ParametersVersion(*model));
   prefixes.BeginCall();
-  auto generate = [&](const std::vector<GenerateQuery>& batch) {
-    return GenerateBatch(model, impl_->devices.at(model_index), batch, rng, temperature, greedy,
-                         &impl_->forward_calls[model_index], &impl_->encoded_positions[model_index],
-                         impl_->configs[model_index], &prefixes);
-  };
-  const std::vector<std::vector<size_t>> groups = GroupsByNewLength(queries, prefixes);
-  if (groups.size() == 1) return generate(queries);
-  std::vector<Generation> out(queries.size());
-  for (const std::vector<size_t>& group : groups) {
-    std::vector<GenerateQuery> batch;
-    for (size_t i : group) batch.push_back(queries[i]);
-    std::vector<Generation> answers = generate(batch);
-    for (size_t k = 0; k < group.size(); ++k) out[group[k]] = std::move(answers[k]);
-  }
-  return out;
+  return GenerateBatch(model, impl_->devices.at(model_index), queries, rng, temperature, greedy,
+                       &impl_->forward_calls[model_index], &impl_->encoded_positions[model_index],
+                       impl_->configs[model_index], &prefixes);
 }
 
 void ModelPool::Save(const std::string& dir) const {

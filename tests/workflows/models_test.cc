@@ -239,7 +239,7 @@ TEST_CASE("prefix reuse encodes only what an earlier prompt of the conversation 
   CHECK(cached.encoded_positions(0) - before == static_cast<int64_t>(changed.size()));
 }
 
-TEST_CASE("a batch whose prompts the cache covers unevenly is decoded in groups of like length, answering the same",
+TEST_CASE("a batch whose prompts the cache covers unevenly is encoded in groups of like length, answering the same",
           "[models][generate][prefix]") {
   const Architecture a = GENERATE(kTransformer, kLlama, kGpt2);
   INFO(a.name);
@@ -248,31 +248,39 @@ TEST_CASE("a batch whose prompts the cache covers unevenly is decoded in groups 
   std::vector<int> long_prompt, other_long, short_prompt = {1, 4, 9, 10, 11};
   for (int t = 0; t < 100; ++t) long_prompt.push_back(4 + t % 20);
   for (int t = 0; t < 100; ++t) other_long.push_back(5 + t % 17);
-  std::vector<int> continued = long_prompt;
+  std::vector<int> continued = long_prompt, continued_again = long_prompt, short_continued = short_prompt;
   continued.push_back(7);
-  auto query = [](const std::vector<int>& prompt, int64_t key) {
-    GenerateQuery g{0, &prompt, 1};  // one token: one forward pass per batch decoded
+  continued_again.insert(continued_again.end(), {7, 8});
+  short_continued.push_back(3);
+  auto query = [](const std::vector<int>& prompt, int64_t key, int max_new = 1) {
+    GenerateQuery g{0, &prompt, max_new};
     g.cache_key = key;
     return g;
   };
-  auto agree = [](const std::vector<Generation>& x, const std::vector<Generation>& y) {
-    REQUIRE(x.size() == y.size());
-    for (size_t i = 0; i < x.size(); ++i) CHECK(x[i].tokens == y[i].tokens);
-  };
-  // Nothing cached yet: 100 and 5 new positions, two groups.
-  agree(Greedy(cached, {query(long_prompt, 0), query(short_prompt, 1)}),
-        Greedy(plain, {query(long_prompt, -1), query(short_prompt, -1)}));
-  const int64_t calls = cached.forward_calls(0), plain_calls = plain.forward_calls(0);
-  // Conversation 0 goes on (1 new position), conversation 2 is new (100): two groups, each its own passes.
-  agree(Greedy(cached, {query(continued, 0), query(other_long, 2)}),
-        Greedy(plain, {query(continued, -1), query(other_long, -1)}));
-  CHECK(plain.forward_calls(0) - plain_calls == 1);
-  CHECK(cached.forward_calls(0) - calls == 2);
+  // Nothing cached yet: 100 and 5 new positions, two groups (one token each: one forward pass per group).
+  Greedy(cached, {query(long_prompt, 0), query(short_prompt, 1)});
+  CHECK(cached.forward_calls(0) == 2);
+  // Conversation 0 goes on (1 new position), conversation 2 is new (100): two groups.
+  Greedy(cached, {query(continued, 0), query(other_long, 2)});
+  CHECK(cached.forward_calls(0) == 4);
   CHECK(cached.encoded_positions(0) == 100 + 5 + 1 + 100);
-  // Like lengths stay one batch.
-  const int64_t before = cached.forward_calls(0);
+  // Like lengths stay one group.
   Greedy(cached, {query(continued, 3), query(other_long, 4)});
-  CHECK(cached.forward_calls(0) - before == 1);
+  CHECK(cached.forward_calls(0) == 5);
+  // Decoding on from the groups' keys and values, left-padded into one batch, answers as each prompt alone does.
+  const std::vector<GenerateQuery> mixed = {query(continued_again, 0, 4), query(other_long, 5, 4),
+                                            query(short_continued, 1, 4)};
+  const std::vector<Generation> together = Greedy(cached, mixed);
+  REQUIRE(together.size() == 3);
+  for (size_t i = 0; i < mixed.size(); ++i) {
+    GenerateQuery alone = mixed[i];
+    alone.cache_key = -1;
+    const std::vector<Generation> one = Greedy(plain, {alone});
+    CHECK(together[i].tokens == one[0].tokens);
+    for (size_t k = 0; k < one[0].logprobs.size() && k < together[i].logprobs.size(); ++k) {
+      CHECK(together[i].logprobs[k] == Approx(one[0].logprobs[k]).margin(1e-4));
+    }
+  }
 }
 
 TEST_CASE("a prefix cache too small for a batch's conversations keeps reusing some of them",
