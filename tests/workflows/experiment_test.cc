@@ -138,6 +138,12 @@ TEST_CASE("an experiment trains and evaluates every cell and seed once, and its 
   CHECK(fs::exists(out / "plots" / "team_a_score.png"));
   CHECK(fs::exists(out / "plots" / "team_a_score.gp"));
   CHECK(fs::exists(out / "cells" / defect / "seed-1" / "run" / "workflow.resolved.textproto"));
+  // Each seed's log.txt shows its training as it goes, a line an iteration, then its evaluation.
+  std::ifstream seed_log(out / "cells" / defect / "seed-1" / "log.txt");
+  std::stringstream logged;
+  logged << seed_log.rdbuf();
+  CHECK_THAT(logged.str(), Catch::Contains("[it 1/") && Catch::Contains("evaluating on 6 games") &&
+                               Catch::EndsWith("evaluated\n"));
 
   // Run again: nothing to do. Remove one seed's evaluation: that one alone runs, and the table is the same.
   r = RunExperiment(x, o, log);

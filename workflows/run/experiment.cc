@@ -88,13 +88,13 @@ bool RunOne(const CompiledExperiment& x, const ExperimentOptions& o, int cell, i
   const CompiledWorkflow w = CellWorkflow(x, x.cells[cell], seed);
   SetTorchThreads(w.run.threads);
   std::ofstream log(dir / "log.txt", std::ios::app);
-  log << DescribeWorkflow(w) << "\n";
+  log << DescribeWorkflow(w) << std::endl;
   const fs::path run = dir / "run";
   if (x.spec.train()) {
     TrainOptions t;
     t.out_dir = run.string();
     t.resume = HasCheckpoint(run.string());
-    t.progress = false;
+    t.progress = true;  // a line an iteration in log.txt, to follow with tail -f
     t.final_eval = false;
     t.stop = o.stop;
     Train(w, t, log);
@@ -106,8 +106,10 @@ bool RunOne(const CompiledExperiment& x, const ExperimentOptions& o, int cell, i
     if (!checkpoint) throw CheckpointError("the training in " + run.string() + " left no checkpoint");
     LoadCheckpoint(*checkpoint, [&](const std::string& d) { hub.Load(d, false); });
   }
+  log << "evaluating on " << x.spec.eval_episodes() << " games" << std::endl;
   const EvalResult r = Evaluate(w, hub, x.spec.eval_episodes(), ExperimentEvalSeed(seed), x.spec.greedy(),
                                 w.trainer.temperature, 0, nullptr, x.spec.persuasion());
+  log << "evaluated" << std::endl;
   WriteFileAtomically((dir / "eval.episodes.jsonl").string(), EvalEpisodesJsonl(r));
   WriteFileAtomically((dir / "eval.json").string(), EvalJson(r) + "\n");  // last: the cell and seed are done
   return true;
@@ -362,7 +364,7 @@ ExperimentResult RunExperiment(const CompiledExperiment& x, const ExperimentOpti
         const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         out << "[" << result.kept + static_cast<int>(i) + 1 << "/" << total << "] " << x.cells[j.cell].name
             << " seed " << j.seed << " (" << todo.size() - i - 1 << " after it; " << FormatDuration(s)
-            << " so far)\n" << std::flush;
+            << " so far; progress in " << (dir / "log.txt").string() << ")\n" << std::flush;
       }
       try {
         if (!RunOne(x, o, j.cell, j.seed)) break;
