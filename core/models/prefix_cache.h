@@ -39,8 +39,8 @@ class PrefixCache {
     int64_t length = 0;  // positions of the prompt whose keys and values `entry` holds
   };
 
-  // The default holds a 64-episode Red-Black rollout on the base model (five prompts of about 550 positions an
-  // episode, 4 KiB a position: some 700 MiB).
+  // A Red-Black prompt on the base model is up to ~550 positions of 4 KiB (float32); 256 MiB held too few of a
+  // 32-episode rollout's conversations (docs/results/benchmarks.md), hence 1 GiB.
   explicit PrefixCache(int64_t max_bytes = int64_t{1} << 30) : max_bytes_(max_bytes) {}
 
   // Drops every entry when `parameters_version` differs from the one the
