@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <numeric>
 #include <sstream>
 #include <tuple>
 
@@ -340,25 +341,39 @@ void KeepPrompts(const PromptBatch& pb, const KvCache& cache, const std::vector<
 // (a conversation's first, hundreds of positions) would make every row of a
 // rollout's batch encode that many, at a cost of rows x new x (cached + new).
 // So queries whose new parts differ by more than about twice go in separate
-// groups (shortest first); a batch of like lengths stays one group.
-std::vector<std::vector<size_t>> GroupsByNewLength(const std::vector<GenerateQuery>& queries,
-                                                   const PrefixCache* prefixes) {
-  std::vector<std::pair<int64_t, size_t>> by_length;  // (positions to encode, query)
+// groups (shortest first); a batch of like lengths stays one group unless its
+// attention scores would pass kEncodeScoreCellsPerPass, when it is cut into
+// groups that fit (scores grow as rows x new x keys: a thousand prompts of 600
+// positions in one pass would have made tens of gigabytes of them).
+std::vector<std::vector<size_t>> EncodeGroups(const std::vector<GenerateQuery>& queries,
+                                              const PrefixCache* prefixes) {
+  struct Part {
+    int64_t fresh, cached;
+    size_t query;
+  };
+  std::vector<Part> parts;  // (positions to encode, positions cached, query)
   for (size_t i = 0; i < queries.size(); ++i) {
     const GenerateQuery& q = queries[i];
     const int64_t cached =
         prefixes != nullptr && Reusable(q) ? prefixes->Find(q.cache_key, q.role_slot, *q.prompt).length : 0;
-    by_length.emplace_back(static_cast<int64_t>(q.prompt->size()) - cached, i);
+    parts.push_back({static_cast<int64_t>(q.prompt->size()) - cached, cached, i});
   }
-  std::sort(by_length.begin(), by_length.end());
+  std::sort(parts.begin(), parts.end(),
+            [](const Part& a, const Part& b) { return std::tie(a.fresh, a.query) < std::tie(b.fresh, b.query); });
   std::vector<std::vector<size_t>> groups;
-  int64_t shortest = 0;  // of the group being filled
-  for (const auto& [length, i] : by_length) {
-    if (groups.empty() || length > 2 * shortest + 64) {
+  int64_t shortest = 0, longest = 0, most_cached = 0;  // of the group being filled
+  for (const Part& p : parts) {
+    const int64_t rows = groups.empty() ? 0 : static_cast<int64_t>(groups.back().size());
+    const int64_t fresh = std::max(longest, p.fresh), keys = std::max(most_cached, p.cached) + fresh;
+    if (groups.empty() || p.fresh > 2 * shortest + 64 || (rows + 1) * fresh * keys > kEncodeScoreCellsPerPass) {
       groups.emplace_back();
-      shortest = length;
+      shortest = longest = p.fresh;
+      most_cached = p.cached;
+    } else {
+      longest = fresh;
+      most_cached = std::max(most_cached, p.cached);
     }
-    groups.back().push_back(i);
+    groups.back().push_back(p.query);
   }
   for (auto& g : groups) std::sort(g.begin(), g.end());  // each group in the callers' order
   return groups;
@@ -400,12 +415,12 @@ EncodedPrompts EncodeGroup(PolicyModel& model, torch::Device device, const std::
   return e;
 }
 
-// All queries' prompts, group by group (GroupsByNewLength), then as one batch
+// All queries' prompts, group by group (EncodeGroups), then as one batch
 // again: each group's keys and values left-padded to the longest, masked out.
 EncodedPrompts EncodeQueries(PolicyModel& model, torch::Device device, const std::vector<GenerateQuery>& queries,
                              const std::string& name, PrefixCache* prefixes, int64_t* forward_calls,
                              int64_t* encoded) {
-  const std::vector<std::vector<size_t>> groups = GroupsByNewLength(queries, prefixes);
+  const std::vector<std::vector<size_t>> groups = EncodeGroups(queries, prefixes);
   if (groups.size() == 1) return EncodeGroup(model, device, queries, name, prefixes, forward_calls, encoded);
   std::vector<EncodedPrompts> parts;
   std::vector<int64_t> at(queries.size());  // each query's row in the groups' concatenation
@@ -467,7 +482,7 @@ struct RowProgress {
 };
 
 // One KV-cached decoding of a batch: the prompts, then one step per position
-// for every row at once.
+// for every row still answering at once.
 std::vector<Generation> GenerateBatch(PolicyModel& model, torch::Device device,
                                       const std::vector<GenerateQuery>& queries, Rng& rng, double temperature,
                                       bool greedy, int64_t* forward_calls, int64_t* encoded,
@@ -486,73 +501,107 @@ std::vector<Generation> GenerateBatch(PolicyModel& model, torch::Device device,
     rows[b].end_due = rows[b].latents_left > 0;
     next_pos[b] = static_cast<int64_t>(queries[b].prompt->size());
   }
-  const torch::Tensor first_mask = FirstTokenMask(queries, model->vocab_size()).to(device);
+  torch::Tensor first_mask = FirstTokenMask(queries, model->vocab_size()).to(device);
   KvCache cache = std::move(e.cache);
   torch::Tensor key_valid = e.key_valid, role = e.role;
   LMOutput o;
   o.hidden = e.hidden;
   o.logits = e.logits;
-  std::vector<int> picked(B);
-  std::vector<float> picked_logp(B);
+  // The query each batch row serves. Rows whose answers are finished leave the
+  // batch once they are a quarter of it: a rollout's answers differ in length
+  // (a chat message against "accept"), and every step of a finished row costs
+  // as much as a live one's (its keys and values are copied on, attention
+  // reads them, its logits are normalised).
+  std::vector<int64_t> live(static_cast<size_t>(B));
+  std::iota(live.begin(), live.end(), int64_t{0});
+  std::vector<int> picked;
+  std::vector<float> picked_logp;
   while (true) {
-    torch::Tensor hidden = o.hidden.select(1, o.hidden.size(1) - 1);  // [B,d]
-    torch::Tensor logits = o.logits.select(1, o.logits.size(1) - 1);  // [B,V]
-    std::vector<float> first_now(B, 0.f);
-    std::vector<bool> skip(B);
+    const int64_t R = static_cast<int64_t>(live.size());
+    torch::Tensor hidden = o.hidden.select(1, o.hidden.size(1) - 1);  // [R,d]
+    torch::Tensor logits = o.logits.select(1, o.logits.size(1) - 1);  // [R,V]
+    std::vector<float> first_now(R, 0.f);
+    std::vector<bool> skip(R);
     bool any_vector = false, any_first = false;
-    for (int64_t b = 0; b < B; ++b) {
-      skip[b] = !rows[b].sampling();
-      first_now[b] = !skip[b] && rows[b].sampled == 0 ? 1.f : 0.f;
-      any_first = any_first || first_now[b] > 0;
-      any_vector = any_vector || rows[b].latents_left > 0;
+    for (int64_t i = 0; i < R; ++i) {
+      const RowProgress& r = rows[live[i]];
+      skip[i] = !r.sampling();
+      first_now[i] = !skip[i] && r.sampled == 0 ? 1.f : 0.f;
+      any_first = any_first || first_now[i] > 0;
+      any_vector = any_vector || r.latents_left > 0;
     }
     // Guided first tokens: only for rows that sample their first token now.
     torch::Tensor scaled = logits / temperature;
     if (any_first) {
-      scaled = scaled + first_mask * torch::from_blob(first_now.data(), {B, 1}, torch::kFloat).clone().to(device);
+      scaled = scaled + first_mask * torch::from_blob(first_now.data(), {R, 1}, torch::kFloat).clone().to(device);
     }
     torch::Tensor logp = torch::log_softmax(scaled, -1).to(torch::kCPU, torch::kFloat).contiguous();
+    picked.assign(R, 0);
+    picked_logp.assign(R, 0.f);
     SampleRows(logp, rng, greedy, skip, &picked, &picked_logp);
-    torch::Tensor z = any_vector ? model->project_latent(hidden) : torch::Tensor();  // [B,d]
+    torch::Tensor z = any_vector ? model->project_latent(hidden) : torch::Tensor();  // [R,d]
     torch::Tensor z_cpu = any_vector ? z.to(torch::kCPU, torch::kFloat).contiguous() : torch::Tensor();
     // Each row's next input: a vector it sends, its closing token, or what it sampled.
-    std::vector<int64_t> next(B, Vocab::kPad);
-    std::vector<float> use_vector(B, 0.f);
+    std::vector<int64_t> next(R, Vocab::kPad);
+    std::vector<float> use_vector(R, 0.f);
     bool all_done = true;
-    int64_t feeding = 0;  // rows whose input next step is real (the others are done and idle)
-    for (int64_t b = 0; b < B; ++b) {
+    for (int64_t i = 0; i < R; ++i) {
+      const int64_t b = live[i];
       RowProgress& r = rows[b];
       if (r.done) continue;
-      ++feeding;
       if (r.latents_left > 0) {
-        const float* row = z_cpu.data_ptr<float>() + b * d;
+        const float* row = z_cpu.data_ptr<float>() + i * d;
         out[b].latents.insert(out[b].latents.end(), row, row + d);
-        use_vector[b] = 1.f;
+        use_vector[i] = 1.f;
         --r.latents_left;
       } else if (r.end_due) {
-        next[b] = queries[b].latent_end;
+        next[i] = queries[b].latent_end;
         r.end_due = false;
       } else {
-        out[b].tokens.push_back(picked[b]);
-        out[b].logprobs.push_back(picked_logp[b]);
+        out[b].tokens.push_back(picked[i]);
+        out[b].logprobs.push_back(picked_logp[i]);
         ++r.sampled;
-        next[b] = picked[b];
-        r.done = picked[b] == eos || r.sampled >= queries[b].max_new_tokens;
+        next[i] = picked[i];
+        r.done = picked[i] == eos || r.sampled >= queries[b].max_new_tokens;
       }
       all_done = all_done && r.done;
     }
     if (all_done) break;
-    *encoded += feeding;
-    std::vector<int64_t> npos(B);
-    for (int64_t b = 0; b < B; ++b) npos[b] = std::min<int64_t>(next_pos[b]++, model->max_len() - 1);
-    torch::Tensor step = model->embed(torch::from_blob(next.data(), {B, 1}, long_opts).clone().to(device));  // [B,1,d]
+    std::vector<int64_t> npos(R);
+    for (int64_t i = 0; i < R; ++i) npos[i] = std::min<int64_t>(next_pos[live[i]]++, model->max_len() - 1);
+    std::vector<int64_t> keep;  // the rows still answering: their input next step is real
+    for (int64_t i = 0; i < R; ++i) {
+      if (!rows[live[i]].done) keep.push_back(i);
+    }
+    *encoded += static_cast<int64_t>(keep.size());
+    if (4 * (R - static_cast<int64_t>(keep.size())) >= R) {
+      const torch::Tensor index =
+          torch::from_blob(keep.data(), {static_cast<int64_t>(keep.size())}, long_opts).clone().to(device);
+      for (auto& k : cache.keys) k = k.index_select(0, index);
+      for (auto& v : cache.values) v = v.index_select(0, index);
+      key_valid = key_valid.index_select(0, index);
+      role = role.index_select(0, index);
+      first_mask = first_mask.index_select(0, index);
+      if (any_vector) z = z.index_select(0, index);
+      auto kept = [&](auto& per_row) {
+        std::remove_reference_t<decltype(per_row)> fewer;
+        for (int64_t i : keep) fewer.push_back(per_row[i]);
+        per_row = std::move(fewer);
+      };
+      kept(live);
+      kept(next);
+      kept(npos);
+      kept(use_vector);
+    }
+    const int64_t N = static_cast<int64_t>(live.size());
+    torch::Tensor step = model->embed(torch::from_blob(next.data(), {N, 1}, long_opts).clone().to(device));  // [N,1,d]
     if (any_vector) {
-      torch::Tensor pick = torch::from_blob(use_vector.data(), {B, 1, 1}, torch::kFloat).clone().to(device);
+      torch::Tensor pick = torch::from_blob(use_vector.data(), {N, 1, 1}, torch::kFloat).clone().to(device);
       step = torch::where(pick > 0.5f, z.unsqueeze(1), step);
     }
     key_valid =
-        torch::cat({key_valid, torch::ones({B, 1}, torch::TensorOptions().dtype(torch::kBool).device(device))}, 1);
-    o = model->forward_embeds(step, torch::from_blob(npos.data(), {B, 1}, long_opts).clone().to(device), key_valid,
+        torch::cat({key_valid, torch::ones({N, 1}, torch::TensorOptions().dtype(torch::kBool).device(device))}, 1);
+    o = model->forward_embeds(step, torch::from_blob(npos.data(), {N, 1}, long_opts).clone().to(device), key_valid,
                               role, &cache);
     ++*forward_calls;
   }

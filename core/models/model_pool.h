@@ -89,6 +89,12 @@ struct Generation {
   bool lost = false;            // the worker serving it was lost (runtime); tokens are empty
 };
 
+// The most query-by-key cells (rows x new positions x keys) one forward pass
+// of Generate encodes prompts over; a batch past it is encoded in several
+// passes. Each cell is a score per head: 2^22 cells are 128 MiB of float32
+// scores at 8 heads.
+constexpr int64_t kEncodeScoreCellsPerPass = int64_t{1} << 22;
+
 class ModelPool {
  public:
   // Builds every model; parameters are initialised from `seed`.
@@ -111,7 +117,8 @@ class ModelPool {
   int64_t forward_calls(int model) const;
   int64_t total_forward_calls() const;
   // Token positions the forward passes of Generate encoded (prompt positions
-  // not reused from the prefix cache, plus one per row per decoding step):
+  // not reused from the prefix cache, plus one per row still answering per
+  // decoding step):
   // forward FLOPs ~ 2 x parameters x positions.
   int64_t encoded_positions(int model) const;
   int64_t ParameterCount(int model) const;
