@@ -65,7 +65,9 @@ class PrefixCache {
   int64_t bytes() const { return bytes_; }
   size_t conversations() const { return by_key_.size(); }
 
-  static constexpr size_t kPerConversation = 8;  // distinct prompts kept per key
+  // Distinct prompts kept per key: a Sugarscape episode (the key) holds 30
+  // learners' own conversations; 8 kept most of them missing at every call.
+  static constexpr size_t kPerConversation = 64;
 
  private:
   struct Conversation {
