@@ -283,6 +283,75 @@ TEST_CASE("a batch whose prompts the cache covers unevenly is encoded in groups 
   }
 }
 
+TEST_CASE("a batch too large for one pass of attention scores is encoded in passes that fit, answering the same",
+          "[models][generate][prefix]") {
+  const Architecture a = GENERATE(kTransformer, kLlama);
+  INFO(a.name);
+  auto w = Compile(OneModel(a), "role { name: \"a\" seats: \"a*\" model: \"m\" }\n");
+  ModelPool pool(w.models, 3), plain(w.models, 3);
+  const int64_t length = 120;
+  const int64_t per_pass = kEncodeScoreCellsPerPass / (length * length);  // rows one pass may hold
+  const int64_t rows = per_pass + per_pass / 2;
+  std::vector<std::vector<int>> prompts(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t t = 0; t < length; ++t) prompts[r].push_back(static_cast<int>(4 + (r * 7 + t * (1 + r % 5)) % 40));
+  }
+  std::vector<GenerateQuery> queries;
+  for (int64_t r = 0; r < rows; ++r) {
+    GenerateQuery g{0, &prompts[r], 3};
+    g.cache_key = r;
+    queries.push_back(g);
+  }
+  // One token each: the forward calls are the encoding passes, two for prompts of like length.
+  std::vector<GenerateQuery> first_tokens = queries;
+  for (GenerateQuery& q : first_tokens) q.max_new_tokens = 1;
+  ModelPool counted(w.models, 3);
+  Greedy(counted, first_tokens);
+  CHECK(counted.forward_calls(0) == 2);
+  // Decoding on from the passes' keys and values as one batch answers as each prompt alone does.
+  const std::vector<Generation> together = Greedy(pool, queries);
+  REQUIRE(together.size() == static_cast<size_t>(rows));
+  for (int64_t r : {int64_t{0}, per_pass - 1, per_pass, rows - 1}) {
+    GenerateQuery alone = queries[r];
+    alone.cache_key = -1;
+    const std::vector<Generation> one = Greedy(plain, {alone});
+    CHECK(together[r].tokens == one[0].tokens);
+    for (size_t k = 0; k < one[0].logprobs.size() && k < together[r].logprobs.size(); ++k) {
+      CHECK(together[r].logprobs[k] == Approx(one[0].logprobs[k]).margin(1e-4));
+    }
+  }
+}
+
+TEST_CASE("rows that finish early leave the batch, and the rest answer as each prompt alone", "[models][generate]") {
+  const Architecture a = GENERATE(kTransformer, kLlama, kGpt2);
+  INFO(a.name);
+  auto w = Compile(OneModel(a), "role { name: \"a\" seats: \"a*\" model: \"m\" }\n");
+  ModelPool pool(w.models, 3), plain(w.models, 3);
+  std::vector<std::vector<int>> prompts(8);
+  for (size_t r = 0; r < prompts.size(); ++r) {
+    for (size_t t = 0; t < 12 + 3 * r; ++t) prompts[r].push_back(static_cast<int>(4 + (r * 5 + t * 3) % 30));
+  }
+  // Answers of 1 to 8 tokens: finished rows leave the batch several times over.
+  std::vector<GenerateQuery> queries;
+  for (size_t r = 0; r < prompts.size(); ++r) queries.push_back(GenerateQuery{0, &prompts[r], static_cast<int>(r) + 1});
+  const std::vector<Generation> together = Greedy(pool, queries);
+  REQUIRE(together.size() == queries.size());
+  int64_t answered = 0;
+  for (size_t r = 0; r < queries.size(); ++r) {
+    const std::vector<Generation> one = Greedy(plain, {queries[r]});
+    CHECK(together[r].tokens == one[0].tokens);
+    REQUIRE(together[r].logprobs.size() == one[0].logprobs.size());
+    for (size_t k = 0; k < one[0].logprobs.size(); ++k) {
+      CHECK(together[r].logprobs[k] == Approx(one[0].logprobs[k]).margin(1e-4));
+    }
+    answered += static_cast<int64_t>(one[0].tokens.size());
+  }
+  // Encoded positions: the prompts, then one per live row per step (a row's last token is not fed back).
+  int64_t prompt_positions = 0;
+  for (const auto& p : prompts) prompt_positions += static_cast<int64_t>(p.size());
+  CHECK(pool.encoded_positions(0) == prompt_positions + answered - static_cast<int64_t>(queries.size()));
+}
+
 TEST_CASE("a prefix cache too small for a batch's conversations keeps reusing some of them",
           "[models][generate][prefix]") {
   // Entries of 100 bytes under a budget of 250: two of three conversations fit.
@@ -314,6 +383,28 @@ TEST_CASE("a prefix cache too small for a batch's conversations keeps reusing so
   CHECK(cache.Find(0, 0, entry(7).tokens).entry != nullptr);
   CHECK(cache.Find(1, 0, entry(7).tokens).entry == nullptr);
   CHECK(cache.Find(2, 0, entry(7).tokens).entry != nullptr);
+}
+
+TEST_CASE("one conversation key keeps the prompts of a Sugarscape episode's thirty learners", "[models][prefix]") {
+  PrefixCache cache(int64_t{1} << 20);
+  auto prompt = [](int seat, int round) {
+    std::vector<int> tokens = {1, 2, 3, 4 + seat};  // a shared opening, then the seat's own conversation
+    tokens.insert(tokens.end(), static_cast<size_t>(round) + 1, 40 + seat);
+    return tokens;
+  };
+  for (int round = 0; round < 3; ++round) {
+    cache.BeginCall();
+    int reused = 0;
+    for (int seat = 0; seat < 30; ++seat) reused += cache.Find(7, 0, prompt(seat, round)).length > 4;
+    CHECK(reused == (round == 0 ? 0 : 30));  // every learner continues its own prompt from the last call
+    for (int seat = 0; seat < 30; ++seat) {
+      PrefixCache::Entry e;
+      e.tokens = prompt(seat, round);
+      e.bytes = 100;
+      cache.Store(7, e);
+    }
+  }
+  CHECK(cache.conversations() == 1);
 }
 
 TEST_CASE("calls that share a prompt are scored as one pass over each call would score them", "[models][score]") {
