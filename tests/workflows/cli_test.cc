@@ -10,6 +10,9 @@
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "comms/session_file.h"
 #include "tests/test_support.h"
@@ -71,7 +74,7 @@ TEST_CASE("validate exits 1 with file:line:col on a broken workflow", "[cli]") {
   CHECK_THAT(r.output, Catch::StartsWith(file.string() + ":4:") && Catch::Contains("undefined model 'nope'"));
 }
 
-TEST_CASE("train then eval --json reports the game's figures", "[cli]") {
+TEST_CASE("train then eval --json reports the game's figures and --episodes-out each episode's", "[cli]") {
   const fs::path dir = fs::temp_directory_path() / "troupe-cli-run";
   fs::remove_all(dir);
   const std::string wf = Source("workflows/shipped/red_black.textproto");
@@ -82,7 +85,9 @@ TEST_CASE("train then eval --json reports the game's figures", "[cli]") {
   INFO(train.output);
   REQUIRE(train.status == 0);
   CHECK_THAT(train.output, Catch::Contains("team_a_score") && Catch::Contains("% of best"));
-  Result eval = Troupe("eval " + wf + " --checkpoint " + dir.string() + " --episodes 4 --json" + small);
+  const fs::path per_episode = dir / "eval_again.episodes.jsonl";
+  Result eval = Troupe("eval " + wf + " --checkpoint " + dir.string() + " --episodes 4 --json --episodes-out " +
+                       per_episode.string() + small);
   INFO(eval.output);
   REQUIRE(eval.status == 0);
   for (const char* key : {"\"episodes\":4", "\"team_a_score\":", "\"team_b_score\":", "\"team_a_cooperation\":",
@@ -90,6 +95,19 @@ TEST_CASE("train then eval --json reports the game's figures", "[cli]") {
     CHECK_THAT(eval.output, Catch::Contains(key));
   }
   CHECK(eval.output.front() == '{');
+  // One line per episode, numbered 0-3, whose scores average to the summary's.
+  const nlohmann::json summary = nlohmann::json::parse(eval.output);
+  std::ifstream lines(per_episode);
+  std::string line;
+  std::vector<nlohmann::json> episodes;
+  while (std::getline(lines, line)) episodes.push_back(nlohmann::json::parse(line));
+  REQUIRE(episodes.size() == 4);
+  double score_sum = 0;
+  for (size_t i = 0; i < episodes.size(); ++i) {
+    CHECK(episodes[i]["episode"].get<int>() == static_cast<int>(i));
+    score_sum += episodes[i]["team_a_score"].get<double>();
+  }
+  CHECK(score_sum / 4 == Approx(summary["team_a_score"].get<double>()));
 }
 
 TEST_CASE("replay refuses a file that is not a session and reads a session cut short to its last event",

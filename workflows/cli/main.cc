@@ -28,6 +28,7 @@
 #include "comms/event_stream.h"
 #include "comms/session_file.h"
 #include "core/base/errors.h"
+#include "core/base/file_io.h"
 #include "core/base/heap_tuning.h"
 #include "core/checkpoint.h"
 #include "core/rng.h"
@@ -146,7 +147,7 @@ and checkpoints/.
 
 const char* kEvalUsage =
     R"(usage: troupe eval FILE [--checkpoint DIR] [--episodes N] [--dataset F.jsonl] [--json] [--greedy] [--show N]
-                   [--persuasion] [--record F] [--seed N] [--set P=V ...]
+                   [--episodes-out F.jsonl] [--persuasion] [--record F] [--seed N] [--set P=V ...]
 
   --checkpoint DIR  a run folder or one of its checkpoints/iter-* folders; may be left
                     out when every model starts trained (init_from, hf_dir) or is frozen
@@ -165,6 +166,9 @@ const char* kEvalUsage =
                     any file in the QA record shape: id, question, answers, ...;
                     factbook_qa:reworded: the test questions worded by hand); all of them
                     unless --episodes says how many
+  --episodes-out F.jsonl  also write each episode's metrics, one JSON line each, as
+                    `troupe train` writes eval_*.episodes.jsonl; with a dataset, episode i
+                    is its question i, so two evaluations pair up question by question
 )";
 
 const char* kValidateUsage = R"(usage: troupe validate FILE [--seed N] [--set P=V ...]
@@ -226,6 +230,7 @@ struct Args {
   double seconds = 0;
   double await_subscriber = 0;
   bool persuasion = false;
+  std::string episodes_out;  // eval: each episode's metrics as JSON lines
   bool json = false, greedy = false, resume = false, quiet = false, verbose = false, no_eval = false, summary = false;
 };
 
@@ -406,6 +411,7 @@ int Eval(const Args& a) {
     events.RunEnded(0, seconds, false, "");
   }
   for (const auto& text : r.shown) std::cout << text << "\n";
+  if (!a.episodes_out.empty()) troupe::WriteFileAtomically(a.episodes_out, troupe::EvalEpisodesJsonl(r));
   if (a.json) {
     std::cout << troupe::EvalJson(r) << "\n";
   } else {
@@ -621,6 +627,9 @@ struct Cli {
     eval->add_option("--episodes", a.episodes, "episodes to play (default: trainer.eval_episodes)");
     eval->add_option("--dataset", a.dataset, "pipelines: evaluate on this question file (JSON lines), whole by default");
     eval->add_flag("--json", a.json, "print one JSON object");
+    eval->add_option("--episodes-out", a.episodes_out,
+                     "also write each episode's metrics to this file, one JSON line each (episode i: question i of "
+                     "a pipeline's dataset)");
     eval->add_flag("--greedy", a.greedy, "pick the most likely token instead of sampling");
     eval->add_option("--show", a.show, "also print the first N episodes");
     eval->add_flag("--persuasion", a.persuasion, "also probe how often votes follow the teammates' recommendation");
