@@ -14,6 +14,15 @@ answer its relation has most often among the training questions ("English"
 for a language, "no" for landlocked), scored as troupe scores answers. Every
 workflow's stages are compared with it.
 
+Two more evaluations of each trained run, where qa_table.sh made them:
+- eval_reworded: the test questions worded by hand (factbook_qa:reworded),
+  beside the same questions in the generator's wording (taken from
+  eval_trained, paired by question id), and their paired difference;
+- eval_oracle_reader (decompose workflows): the oracle decomposes, so the
+  answerer reads the supporting passages, whatever its own decomposer does.
+Then how many capital questions each evaluation answers exactly: the reading
+target (an answerer given the passage that names a capital names it).
+
 usage: qa_table.py OUT_DIR WORKFLOW...
   (QA_DATA: the dataset folder; default the data cache's qa/factbook)
 """
@@ -28,7 +37,10 @@ STAGES = [
     ("eval_untrained", "untrained"),
     ("eval_warm_start", "SFT"),
     ("eval_trained", "SFT + RL"),
+    ("eval_oracle_reader", "SFT + RL, oracle decomposer"),
 ]
+REWORDED = ("eval_reworded", "SFT + RL, worded by hand")
+GENERATOR_WORDING = "SFT + RL, the same questions as generated"
 TYPES = ["single_hop", "bridge", "comparison"]
 RESAMPLES = 2000
 LONGER = re.compile(r"_rl\d+$")  # a run continued to more RL iterations
@@ -96,12 +108,15 @@ def token_f1(pred, gold):
     return 2 * precision * recall / (precision + recall)
 
 
+def read_questions(data, name):
+    """The question records of one of the dataset's JSON-lines files, in order (episode i is question i)."""
+    with open(os.path.join(data, name)) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
 def prior_episodes(data):
     """The most common training answer of each relation, as one evaluation's episodes."""
-    def read(name):
-        with open(os.path.join(data, name)) as f:
-            return [json.loads(line) for line in f if line.strip()]
-    train, test = read("train.jsonl"), read("test.jsonl")
+    train, test = read_questions(data, "train.jsonl"), read_questions(data, "test.jsonl")
     counts = collections.defaultdict(collections.Counter)
     for r in train:
         counts[r.get("relation", "")][r["answers"][0]] += 1
@@ -142,6 +157,24 @@ def read_episodes(path):
     return episodes
 
 
+def reworded_pair(trained, reworded, test, reworded_questions):
+    """The hand-worded evaluation and the generator-worded one on the same questions, both indexed by the
+    reworded file's order: (generator wording's episodes, hand wording's episodes)."""
+    index = {q["id"]: i for i, q in enumerate(test)}
+    same, hand = {}, {}
+    for j, q in enumerate(reworded_questions):
+        i = index.get(q["id"])
+        if i is not None and i in trained and j in reworded:
+            same[j], hand[j] = trained[i], reworded[j]
+    return same, hand
+
+
+def capitals(episodes, questions):
+    """(capital questions answered exactly, capital questions asked) of one evaluation."""
+    asked = [i for i, q in enumerate(questions) if q.get("relation") == "capital" and i in episodes]
+    return sum(int(episodes[i].get("em", 0) > 0.5) for i in asked), len(asked)
+
+
 def paired(a, b, key, seed=1):
     """Mean of a - b over the episodes both report `key` for, and its 95% paired bootstrap interval."""
     common = sorted(i for i in a if i in b and key in a[i] and key in b[i])
@@ -152,6 +185,13 @@ def paired(a, b, key, seed=1):
     n = len(d)
     means = sorted(sum(d[rng.randrange(n)] for _ in range(n)) / n for _ in range(RESAMPLES))
     return n, sum(d) / n, means[round(0.025 * (RESAMPLES - 1))], means[round(0.975 * (RESAMPLES - 1))]
+
+
+def table_row(w, stage, e):
+    cols = [w, stage, str(int(e.get("questions", e.get("episodes", 0)))), cell(e, "em"), cell(e, "f1")]
+    cols += [cell(e, "f1/" + t) for t in TYPES]
+    cols += [cell(e, "recall_at_k"), cell(e, "recall_any_at_k"), cell(e, "calls"), cell(e, "invalid_outputs")]
+    return cols
 
 
 def main():
@@ -175,10 +215,18 @@ def main():
             per = os.path.join(out, w, name + ".episodes.jsonl")
             if os.path.exists(per):
                 episodes[(w, stage)] = read_episodes(per)
-            cols = [w, stage, str(int(e.get("questions", e.get("episodes", 0)))), cell(e, "em"), cell(e, "f1")]
-            cols += [cell(e, "f1/" + t) for t in TYPES]
-            cols += [cell(e, "recall_at_k"), cell(e, "recall_any_at_k"), cell(e, "calls"), cell(e, "invalid_outputs")]
-            rows.append(cols)
+            rows.append(table_row(w, stage, e))
+        # The hand-worded questions, beside the same questions as the generator words them.
+        path = os.path.join(out, w, REWORDED[0] + ".episodes.jsonl")
+        if os.path.exists(path) and (w, "SFT + RL") in episodes and \
+                all(os.path.exists(os.path.join(data, f)) for f in ("test.jsonl", "reworded_test.jsonl")):
+            same, hand = reworded_pair(episodes[(w, "SFT + RL")], read_episodes(path),
+                                       read_questions(data, "test.jsonl"), read_questions(data, "reworded_test.jsonl"))
+            if same:
+                episodes[(w, GENERATOR_WORDING)], episodes[(w, REWORDED[1])] = same, hand
+                for stage, e in ((GENERATOR_WORDING, summary(same)), (REWORDED[1], summary(hand))):
+                    records.append({"workflow": w, "stage": stage, **e})
+                    rows.append(table_row(w, stage, e))
     head = ["workflow", "stage", "questions", "EM", "F1"] + ["F1 " + t for t in TYPES]
     head += ["recall@k", "some passage@k", "calls", "invalid outputs"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -186,10 +234,12 @@ def main():
 
     diffs = []
     against_prior = [(w, stage, "prior", "(no model)") for w in workflows for stage in ("SFT", "SFT + RL")]
-    for wa, sa, wb, sb in comparisons(workflows) + against_prior:
+    wording = [(w, REWORDED[1], w, GENERATOR_WORDING) for w in workflows]
+    oracle = [(w, STAGES[3][1], w, "SFT + RL") for w in workflows]
+    for wa, sa, wb, sb in comparisons(workflows) + against_prior + wording + oracle:
         if (wa, sa) not in episodes or (wb, sb) not in episodes:
             continue
-        for key in ("f1", "em"):
+        for key in ("f1", "em", "f1/bridge"):
             p = paired(episodes[(wa, sa)], episodes[(wb, sb)], key)
             if p is None:
                 continue
@@ -201,13 +251,29 @@ def main():
         lines += ["", "Paired differences on the same questions (a - b, 95% paired bootstrap interval):", "",
                   "| a | b | metric | difference | 95% interval | a is |", "|---|---|---|---|---|---|"]
         for d in diffs:
-            lines.append(f"| {d['a']} | {d['b']} | {d['metric'].upper()} | {d['difference']:+.3f} | "
+            lines.append(f"| {d['a']} | {d['b']} | {d['metric'].upper().replace('/BRIDGE', ' bridge')} | {d['difference']:+.3f} | "
                          f"[{d['ci95_lo']:+.3f}, {d['ci95_hi']:+.3f}] | {d['verdict']} |")
+    counts = []
+    if os.path.exists(os.path.join(data, "test.jsonl")):
+        test = read_questions(data, "test.jsonl")
+        for (w, stage), per in episodes.items():
+            # Untrained models answer nothing; a longer run's warm start is its shorter run's.
+            if stage in ("untrained", GENERATOR_WORDING, REWORDED[1]) or (LONGER.search(w) and stage == "SFT"):
+                continue
+            right, asked = capitals(per, test)
+            if asked:
+                counts.append((w, stage, right, asked))
+        if counts:
+            lines += ["", "Capital questions answered exactly (the reading target: >= 0.8 given the passages):", "",
+                      "| workflow | stage | right | of | share |", "|---|---|---|---|---|"]
+            lines += [f"| {w} | {stage} | {right} | {asked} | {right / asked:.3f} |" for w, stage, right, asked in counts]
     text = "\n".join(lines) + "\n"
     with open(os.path.join(out, "table.md"), "w") as f:
         f.write(text)
     with open(os.path.join(out, "table.json"), "w") as f:
-        json.dump({"evaluations": records, "paired_differences": diffs}, f, indent=1)
+        json.dump({"evaluations": records, "paired_differences": diffs,
+                   "capital_questions": [{"workflow": w, "stage": s, "right": r, "asked": n} for w, s, r, n in counts]},
+                  f, indent=1)
     sys.stdout.write(text)
     if not rows:
         sys.exit("qa_table: no evaluations found under " + out)

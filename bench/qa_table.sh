@@ -9,7 +9,11 @@
 # per question type, retrieval recall and calls per question, then paired
 # differences (RL - SFT, RAG - closed-book, ...) on the same questions. The
 # one-agent workflows then continue to 200 RL iterations from the same warm
-# start (<workflow>_rl200; LONG_ITERATIONS sets the number).
+# start (<workflow>_rl200; LONG_ITERATIONS sets the number). Every trained
+# run is then evaluated on the 120 test questions worded by hand (a row beside
+# the same questions as generated, and their paired difference), and each
+# decompose workflow with the oracle decomposing (its reader given the
+# supporting passages); the table counts the capital questions each answers.
 #
 #   bash bench/qa_table.sh [OUT_DIR] [--set FIELD=VALUE ...]
 #
@@ -22,7 +26,9 @@
 #   bash bench/qa_table.sh runs/qa_unseen --set trainer.iterations=20 \
 #     --set "model[0].hf_dir=runs/base_model_unseen/model"
 # (qa_decompose_separate has two models: give model[1] too, or leave it out).
-# Runs JOBS trainings at a time (default 2: each uses one LibTorch thread).
+# Runs JOBS trainings at a time (default 2: each uses one LibTorch thread);
+# QA_WORKFLOWS="qa_rag qa_decompose" runs only those (the table then shows
+# only them: run it once more without it for the whole table).
 # Writes OUT_DIR (default runs/qa_table)/<workflow>/ run folders, their logs,
 # table.md and table.json. With --set trainer.iterations=20: closed-book and RAG
 # take 10-35 minutes each and a decompose workflow about an hour on one core of
@@ -38,7 +44,8 @@ if [ ! -f runs/base_model/model/config.json ]; then
   exit 1
 fi
 mkdir -p "$out"
-workflows=(qa_closed_book qa_rag qa_decompose qa_decompose_separate qa_decompose_hybrid)
+# QA_WORKFLOWS (space-separated) runs a part of the table, e.g. while another part trains.
+read -r -a workflows <<<"${QA_WORKFLOWS:-qa_closed_book qa_rag qa_decompose qa_decompose_separate qa_decompose_hybrid}"
 jobs=${JOBS:-2}
 start=$(date +%s)
 running=0
@@ -60,13 +67,37 @@ done
 long_iterations=${LONG_ITERATIONS:-200}
 longer=()
 for w in qa_closed_book qa_rag; do
+  [[ " ${workflows[*]} " == *" $w "* ]] || continue
   long="$out/${w}_rl${long_iterations}"
   longer+=("${w}_rl${long_iterations}")
   [ -f "$long/eval_trained.json" ] && continue
   [ -f "$out/$w/eval_trained.json" ] || continue
   echo "qa_table: $w on to $long_iterations RL iterations (log: $long.log)"
-  rm -rf "$long" && cp -r "$out/$w" "$long" && rm -f "$long"/eval_trained.*
+  rm -rf "$long" && cp -r "$out/$w" "$long" && rm -f "$long"/eval_trained.* "$long"/eval_reworded.* "$long"/eval_oracle_reader.*
   "$troupe" train "workflows/shipped/$w.textproto" --out "$long" --resume "$@" \
     --set trainer.iterations="$long_iterations" >"$long.log" 2>&1 || echo "qa_table: see $long.log" >&2
+done
+# Each trained run again: on the test questions worded by hand (factbook_qa:reworded), and, for the
+# decompose workflows, with the oracle decomposing, so that the answerer reads the supporting
+# passages whatever its own decomposer asks (the reader's own score). Kept when done before.
+for w in "${workflows[@]}" "${longer[@]}"; do
+  run="$out/$w"
+  [ -f "$run/eval_trained.json" ] || continue
+  wf="workflows/shipped/${w%_rl*}.textproto"
+  if [ ! -s "$run/eval_reworded.json" ]; then
+    echo "qa_table: $w on the questions worded by hand"
+    "$troupe" eval "$wf" --checkpoint "$run" --dataset factbook_qa:reworded --json --quiet "$@" \
+      --episodes-out "$run/eval_reworded.episodes.jsonl" >"$run/eval_reworded.json.part" &&
+      mv "$run/eval_reworded.json.part" "$run/eval_reworded.json" || echo "qa_table: $w reworded: see $run/eval_reworded.json.part" >&2
+  fi
+  case "$w" in
+    qa_decompose*)
+      if [ ! -s "$run/eval_oracle_reader.json" ]; then
+        echo "qa_table: $w with the oracle decomposing"
+        "$troupe" eval "$wf" --checkpoint "$run" --json --quiet "$@" --set pipeline.oracle=decompose \
+          --episodes-out "$run/eval_oracle_reader.episodes.jsonl" >"$run/eval_oracle_reader.json.part" &&
+          mv "$run/eval_oracle_reader.json.part" "$run/eval_oracle_reader.json" || echo "qa_table: $w oracle: see $run/eval_oracle_reader.json.part" >&2
+      fi ;;
+  esac
 done
 python3 bench/qa_table.py "$out" "${workflows[@]}" "${longer[@]}"
