@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""Where does a model look when it answers a needle question?
+
+The needle probe (`troupe lm probe`) asks for a capital stated in one of several
+invented countries' passages. This script builds items of the same form, has
+`troupe lm score` cut each into tokens, runs the model folder's Llama weights in
+PyTorch (bench/llama_reference_model.py; its log-probabilities are checked
+against troupe's), and reports, for every layer and head, the share of the last
+position's attention (the ":" of "Answer:") that falls on
+
+  right    the first token of the asked country's capital (what must be copied),
+  other    the first tokens of the other countries' capitals,
+  country  the asked country's name where its passages begin it,
+  name:    the ":" tokens right after "name" (the field's cue),
+
+averaged over the items, beside each head's attention on the previous token.
+A head that puts its weight on `right` is a lookup head; one that spreads it over
+`right` and `other` alike finds the field but not the country. Usage:
+
+  python3 bench/needle_attention.py MODEL_DIR [--items 30] [--countries 3] [--seed 5]
+
+Needs Debian's python3-torch and a built troupe (TROUPE names another binary).
+"""
+import argparse
+import json
+import os
+import random
+import struct
+import subprocess
+import sys
+
+try:
+    import torch
+except ImportError:
+    sys.exit("needle_attention.py needs Debian's python3-torch: apt-get install python3-torch")
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import llama_reference_model as ref  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SYLLABLES = ["ka", "zor", "vi", "quel", "lin", "bra", "kor", "tal", "stum", "dou", "fei", "lor", "mes", "nar",
+             "thu", "rel", "vos", "pen", "dri", "sel", "gau", "mir", "tos", "bel"]
+
+
+def read_safetensors(path):
+    """name -> float32 tensor, from a safetensors file (8-byte header size, JSON header, raw data)."""
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    out = {}
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        if t["dtype"] != "F32":
+            sys.exit(f"needle_attention: {name} is {t['dtype']}; only float32 folders are read")
+        lo, hi = t["data_offsets"]
+        out[name] = torch.frombuffer(bytearray(data[lo:hi]), dtype=torch.float32).reshape(t["shape"])
+    return out
+
+
+def load(model_dir):
+    with open(os.path.join(model_dir, "config.json")) as f:
+        c = json.load(f)
+    s = ref.Sizes(vocab=c["vocab_size"], hidden=c["hidden_size"], intermediate=c["intermediate_size"],
+                  layers=c["num_hidden_layers"], heads=c["num_attention_heads"], kv_heads=c["num_key_value_heads"],
+                  theta=c.get("rope_theta", 10000.0), eps=c.get("rms_norm_eps", 1e-6))
+    w = read_safetensors(os.path.join(model_dir, "model.safetensors"))
+    m = ref.Model(s)
+    m.embed.weight.data = w["model.embed_tokens.weight"]
+    m.norm.weight.data = w["model.norm.weight"]
+    for i, layer in enumerate(m.layers):
+        p = f"model.layers.{i}."
+        for mine, theirs in (("q", "self_attn.q_proj"), ("k", "self_attn.k_proj"), ("v", "self_attn.v_proj"),
+                             ("o", "self_attn.o_proj"), ("gate", "mlp.gate_proj"), ("up", "mlp.up_proj"),
+                             ("down", "mlp.down_proj")):
+            getattr(layer, mine).weight.data = w[p + theirs + ".weight"]
+        layer.n1.weight.data = w[p + "input_layernorm.weight"]
+        layer.n2.weight.data = w[p + "post_attention_layernorm.weight"]
+    return m.eval(), s
+
+
+def attention_maps(model, s, ids):
+    """[layer][head] -> attention weights of every position (T x T), as the reference model computes them."""
+    maps = []
+    B, T = 1, len(ids)
+    D = s.head_dim
+    pos = torch.arange(T, dtype=torch.float32)
+    inv = 1.0 / (s.theta ** (torch.arange(0, D, 2, dtype=torch.float32) / D))
+    emb = torch.cat([torch.outer(pos, inv)] * 2, -1)
+    cos, sin = emb.cos()[None, None], emb.sin()[None, None]
+    mask = torch.ones(T, T, dtype=torch.bool).tril()
+    x = model.embed(torch.tensor([ids]))
+    for layer in model.layers:
+        h = layer.n1(x)
+        q = layer.q(h).view(B, T, s.heads, D).transpose(1, 2)
+        k = layer.k(h).view(B, T, s.kv_heads, D).transpose(1, 2)
+        q, k = q * cos + ref.rotate_half(q) * sin, k * cos + ref.rotate_half(k) * sin
+        k = k.repeat_interleave(s.heads // s.kv_heads, 1)
+        sc = ((q @ k.transpose(-2, -1)) / D ** 0.5).masked_fill(~mask, float("-inf"))
+        maps.append(torch.softmax(sc, -1)[0])
+        x = layer(x, cos, sin, mask, None)
+    logits = model.norm(x) @ model.embed.weight.T
+    return maps, torch.log_softmax(logits[0], -1)
+
+
+def name(rng):
+    return "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 3))).capitalize()
+
+
+def item(rng, countries):
+    """(prompt, asked country, its capital, the other capitals): passages in the needle probe's form."""
+    names = set()
+    while len(names) < 2 * countries:
+        names.add(name(rng))
+    names = list(names)
+    pairs = [(names[2 * c], names[2 * c + 1]) for c in range(countries)]
+    passages = []
+    for country, capital in pairs:
+        passages.append(f"{country} - Government - Capital: geographic coordinates: {rng.randrange(70)} "
+                        f"{rng.randrange(60)} N, {rng.randrange(170)} {rng.randrange(60)} E; name: {capital}; "
+                        f"time difference: UTC+{rng.randrange(12) + 1}")
+        passages.append(f"{country} - People and Society - Languages: {name(rng)}ish (official) 80%, English 20%")
+    rng.shuffle(passages)
+    asked, capital = pairs[rng.randrange(countries)]
+    prompt = "".join(p + "\n" for p in passages) + f"\nQuestion: What is the capital of {asked}?\nAnswer:"
+    return prompt, asked, capital, [c for _, c in pairs if c != capital]
+
+
+def tokens(troupe, model_dir, text):
+    out = subprocess.run([troupe, "lm", "score", "--model", model_dir, "--json", "--threads", "1"], input=text,
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)["tokens"]
+
+
+def main():
+    a = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    a.add_argument("model_dir")
+    a.add_argument("--items", type=int, default=30)
+    a.add_argument("--countries", type=int, default=3)
+    a.add_argument("--seed", type=int, default=5)
+    args = a.parse_args()
+    troupe = os.environ.get("TROUPE", os.path.join(ROOT, "build", "workflows", "troupe"))
+    torch.set_num_threads(1)
+    model, s = load(args.model_dir)
+    rng = random.Random(args.seed)
+    shares = torch.zeros(s.layers, s.heads, 5)  # right, other, country, name:, previous token
+    right_answers, worst_gap = 0, 0.0
+    for _ in range(args.items):
+        prompt, asked, capital, others = item(rng, args.countries)
+        toks = tokens(troupe, args.model_dir, prompt + " " + capital)
+        ids = [t["id"] for t in toks]
+        texts = [t["text"] for t in toks]
+        answer_at = len(tokens(troupe, args.model_dir, prompt))  # the answer's first token
+        with torch.no_grad():
+            maps, logprobs = attention_maps(model, s, ids)
+        # The reference model against troupe: the same log-probabilities of every token.
+        gap = max(abs(logprobs[i - 1, ids[i]].item() - toks[i]["logprob"]) for i in range(1, len(ids)))
+        worst_gap = max(worst_gap, gap)
+        right_answers += int(logprobs[answer_at - 1].argmax().item() == ids[answer_at])
+        last = answer_at - 1
+
+        def starts(word, after):
+            """Positions whose token begins `word` right after text ending in `after`."""
+            out, text = [], ""
+            for i, t in enumerate(texts[:answer_at]):
+                if text.endswith(after) and "".join(texts[i:i + 12]).lstrip().startswith(word):
+                    out.append(i)
+                text += t
+            return out
+
+        right = starts(capital, "name:")
+        other = [p for c in others for p in starts(c, "name:")]
+        country = starts(asked, "\n") + ([0] if "".join(texts[:12]).startswith(asked) else [])
+        cue = [i for i in range(1, answer_at) if texts[i] == ":" and texts[i - 1].strip() == "name"]
+        for layer in range(s.layers):
+            for head in range(s.heads):
+                row = maps[layer][head, last]
+                shares[layer, head, 0] += row[right].sum()
+                shares[layer, head, 1] += row[other].sum() / max(1, len(others))
+                shares[layer, head, 2] += row[country].sum()
+                shares[layer, head, 3] += row[cue].sum()
+                shares[layer, head, 4] += maps[layer][head].diagonal(-1).mean()
+    shares /= args.items
+    print(f"{args.items} items of {args.countries} countries; greedy first answer token right in {right_answers}; "
+          f"largest log-probability gap to troupe {worst_gap:.2e}")
+    print("| layer | head | right capital | another capital (each) | asked country | name: | previous token |")
+    print("|---|---|---|---|---|---|---|")
+    for layer in range(s.layers):
+        for head in range(s.heads):
+            v = shares[layer, head]
+            print(f"| {layer} | {head} | {v[0]:.3f} | {v[1]:.3f} | {v[2]:.3f} | {v[3]:.3f} | {v[4]:.3f} |")
+
+
+if __name__ == "__main__":
+    main()
