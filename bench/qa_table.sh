@@ -30,9 +30,11 @@
 # QA_WORKFLOWS="qa_rag qa_decompose" runs only those (the table then shows
 # only them: run it once more without it for the whole table).
 # Writes OUT_DIR (default runs/qa_table)/<workflow>/ run folders, their logs,
-# table.md and table.json. With --set trainer.iterations=20: closed-book and RAG
-# take 10-35 minutes each and a decompose workflow about an hour on one core of
-# a 2-core machine shared with the others; JOBS=2 runs two at a time.
+# table.md and table.json. With --set trainer.iterations=20 (measured
+# 2026-12-06 on one core of a 2-core machine shared with the others): closed-book
+# about 3 minutes, RAG 15, a text decompose workflow 10-15 and the HYBRID one
+# 1.5 hours (its warm start); the 200-iteration runs 4 and 8; the table about
+# 1h45m in all. JOBS=2 runs two at a time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=runs/qa_table
