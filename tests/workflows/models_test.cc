@@ -177,6 +177,18 @@ std::vector<Generation> Greedy(ModelPool& pool, const std::vector<GenerateQuery>
   return pool.Generate(0, q, rng, 1.0, true);
 }
 
+// `query` answered alone on `plain` (no conversation, so no prefix reuse): checks that the answer it gave within
+// a batch, `together`, has the same tokens and, token by token, the same log-probabilities; returns the answer alone.
+Generation CheckSameAsAlone(ModelPool& plain, GenerateQuery query, const Generation& together) {
+  query.cache_key = -1;
+  Generation one = Greedy(plain, {query}).at(0);
+  CHECK(together.tokens == one.tokens);
+  for (size_t k = 0; k < one.logprobs.size() && k < together.logprobs.size(); ++k) {
+    CHECK(together.logprobs[k] == Approx(one.logprobs[k]).margin(1e-4));
+  }
+  return one;
+}
+
 TEST_CASE("prefix reuse encodes only what an earlier prompt of the conversation did not, with the same answers",
           "[models][generate][prefix]") {
   const Architecture a = GENERATE(kTransformer, kLlama, kGpt2);
@@ -272,15 +284,7 @@ TEST_CASE("a batch whose prompts the cache covers unevenly is encoded in groups 
                                             query(short_continued, 1, 4)};
   const std::vector<Generation> together = Greedy(cached, mixed);
   REQUIRE(together.size() == 3);
-  for (size_t i = 0; i < mixed.size(); ++i) {
-    GenerateQuery alone = mixed[i];
-    alone.cache_key = -1;
-    const std::vector<Generation> one = Greedy(plain, {alone});
-    CHECK(together[i].tokens == one[0].tokens);
-    for (size_t k = 0; k < one[0].logprobs.size() && k < together[i].logprobs.size(); ++k) {
-      CHECK(together[i].logprobs[k] == Approx(one[0].logprobs[k]).margin(1e-4));
-    }
-  }
+  for (size_t i = 0; i < mixed.size(); ++i) CheckSameAsAlone(plain, mixed[i], together[i]);
 }
 
 TEST_CASE("a batch too large for one pass of attention scores is encoded in passes that fit, answering the same",
@@ -311,15 +315,7 @@ TEST_CASE("a batch too large for one pass of attention scores is encoded in pass
   // Decoding on from the passes' keys and values as one batch answers as each prompt alone does.
   const std::vector<Generation> together = Greedy(pool, queries);
   REQUIRE(together.size() == static_cast<size_t>(rows));
-  for (int64_t r : {int64_t{0}, per_pass - 1, per_pass, rows - 1}) {
-    GenerateQuery alone = queries[r];
-    alone.cache_key = -1;
-    const std::vector<Generation> one = Greedy(plain, {alone});
-    CHECK(together[r].tokens == one[0].tokens);
-    for (size_t k = 0; k < one[0].logprobs.size() && k < together[r].logprobs.size(); ++k) {
-      CHECK(together[r].logprobs[k] == Approx(one[0].logprobs[k]).margin(1e-4));
-    }
-  }
+  for (int64_t r : {int64_t{0}, per_pass - 1, per_pass, rows - 1}) CheckSameAsAlone(plain, queries[r], together[r]);
 }
 
 TEST_CASE("rows that finish early leave the batch, and the rest answer as each prompt alone", "[models][generate]") {
@@ -338,13 +334,9 @@ TEST_CASE("rows that finish early leave the batch, and the rest answer as each p
   REQUIRE(together.size() == queries.size());
   int64_t answered = 0;
   for (size_t r = 0; r < queries.size(); ++r) {
-    const std::vector<Generation> one = Greedy(plain, {queries[r]});
-    CHECK(together[r].tokens == one[0].tokens);
-    REQUIRE(together[r].logprobs.size() == one[0].logprobs.size());
-    for (size_t k = 0; k < one[0].logprobs.size(); ++k) {
-      CHECK(together[r].logprobs[k] == Approx(one[0].logprobs[k]).margin(1e-4));
-    }
-    answered += static_cast<int64_t>(one[0].tokens.size());
+    const Generation one = CheckSameAsAlone(plain, queries[r], together[r]);
+    CHECK(together[r].logprobs.size() == one.logprobs.size());
+    answered += static_cast<int64_t>(one.tokens.size());
   }
   // Encoded positions: the prompts, then one per live row per step (a row's last token is not fed back).
   int64_t prompt_positions = 0;
