@@ -42,6 +42,16 @@ def rotate_half(x):
     return torch.cat([-x[..., half:], x[..., :half]], dim=-1)
 
 
+def rotary(s, start, T, device):
+    """cos and sin of rotary positions start..start+T-1, shaped [1, 1, T, head_dim]."""
+    D = s.head_dim
+    pos = torch.arange(start, start + T, dtype=torch.float32, device=device)
+    inv = 1.0 / (s.theta ** (torch.arange(0, D, 2, dtype=torch.float32, device=device) / D))
+    freqs = torch.outer(pos, inv)
+    emb = torch.cat([freqs, freqs], -1)
+    return emb.cos()[None, None], emb.sin()[None, None]
+
+
 class Layer(nn.Module):
     def __init__(self, s, fused_attention):
         super().__init__()
@@ -93,12 +103,7 @@ class Model(nn.Module):
 
     def forward(self, ids, start, caches=None, fp32_head=False):
         s, (B, T) = self.s, ids.shape
-        D = s.head_dim
-        pos = torch.arange(start, start + T, dtype=torch.float32, device=ids.device)
-        inv = 1.0 / (s.theta ** (torch.arange(0, D, 2, dtype=torch.float32, device=ids.device) / D))
-        freqs = torch.outer(pos, inv)
-        emb = torch.cat([freqs, freqs], -1)
-        cos, sin = emb.cos()[None, None], emb.sin()[None, None]
+        cos, sin = rotary(s, start, T, ids.device)
         mask = torch.ones(T, start + T, dtype=torch.bool, device=ids.device).tril(start) if T > 1 else None
         x = self.embed(ids)
         for i, layer in enumerate(self.layers):

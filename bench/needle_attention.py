@@ -85,10 +85,7 @@ def attention_maps(model, s, ids):
     maps = []
     B, T = 1, len(ids)
     D = s.head_dim
-    pos = torch.arange(T, dtype=torch.float32)
-    inv = 1.0 / (s.theta ** (torch.arange(0, D, 2, dtype=torch.float32) / D))
-    emb = torch.cat([torch.outer(pos, inv)] * 2, -1)
-    cos, sin = emb.cos()[None, None], emb.sin()[None, None]
+    cos, sin = ref.rotary(s, 0, T, torch.device("cpu"))
     mask = torch.ones(T, T, dtype=torch.bool).tril()
     x = model.embed(torch.tensor([ids]))
     for layer in model.layers:
