@@ -344,7 +344,10 @@ void KeepPrompts(const PromptBatch& pb, const KvCache& cache, const std::vector<
 // groups (shortest first); a batch of like lengths stays one group unless its
 // attention scores would pass kEncodeScoreCellsPerPass, when it is cut into
 // groups that fit (scores grow as rows x new x keys: a thousand prompts of 600
-// positions in one pass would have made tens of gigabytes of them).
+// positions in one pass would have made tens of gigabytes of them). The
+// matches found here only size the groups: EncodePrompts finds each group's
+// again, since the groups before it store entries and may evict the ones
+// found here.
 std::vector<std::vector<size_t>> EncodeGroups(const std::vector<GenerateQuery>& queries,
                                               const PrefixCache* prefixes) {
   struct Part {
@@ -481,8 +484,36 @@ struct RowProgress {
   bool sampling() const { return !done && latents_left == 0 && !end_due; }
 };
 
+// The batch's decoding state, one row per query still in the batch. Rows
+// whose answers are finished leave it once they are a quarter of it: a
+// rollout's answers differ in length (a chat message against "accept"), and
+// every step of a finished row costs as much as a live one's (its keys and
+// values are copied on, attention reads them, its logits are normalised).
+struct DecodingRows {
+  std::vector<int64_t> query;  // the query each row serves
+  KvCache cache;
+  torch::Tensor key_valid, role, first_mask;
+
+  int64_t size() const { return static_cast<int64_t>(query.size()); }
+  // Whether the rows of `keep` (indices, in order) are few enough to drop the others now.
+  bool WorthDropping(size_t keep) const { return 4 * (size() - static_cast<int64_t>(keep)) >= size(); }
+  // Keeps the rows of `keep` only, here and in `per_row` (each a value per row, or an undefined tensor).
+  void Keep(const std::vector<int64_t>& keep, torch::Device device, std::vector<torch::Tensor*> per_row) {
+    const torch::Tensor index = torch::tensor(keep, torch::kLong).to(device);
+    for (auto& k : cache.keys) k = k.index_select(0, index);
+    for (auto& v : cache.values) v = v.index_select(0, index);
+    per_row.insert(per_row.end(), {&key_valid, &role, &first_mask});
+    for (torch::Tensor* t : per_row) {
+      if (t->defined()) *t = t->index_select(0, index);
+    }
+    std::vector<int64_t> fewer;
+    for (int64_t i : keep) fewer.push_back(query[static_cast<size_t>(i)]);
+    query = std::move(fewer);
+  }
+};
+
 // One KV-cached decoding of a batch: the prompts, then one step per position
-// for every row still answering at once.
+// for every row still in the batch (DecodingRows).
 std::vector<Generation> GenerateBatch(PolicyModel& model, torch::Device device,
                                       const std::vector<GenerateQuery>& queries, Rng& rng, double temperature,
                                       bool greedy, int64_t* forward_calls, int64_t* encoded,
@@ -494,37 +525,34 @@ std::vector<Generation> GenerateBatch(PolicyModel& model, torch::Device device,
   EncodedPrompts e = EncodeQueries(model, device, queries, name, prefixes, forward_calls, encoded);
   auto long_opts = torch::TensorOptions().dtype(torch::kLong);
   std::vector<Generation> out(B);
-  std::vector<RowProgress> rows(B);
+  std::vector<RowProgress> progress(B);
   std::vector<int64_t> next_pos(B);
   for (int64_t b = 0; b < B; ++b) {
-    rows[b].latents_left = std::max(0, queries[b].latent_steps);
-    rows[b].end_due = rows[b].latents_left > 0;
+    progress[b].latents_left = std::max(0, queries[b].latent_steps);
+    progress[b].end_due = progress[b].latents_left > 0;
     next_pos[b] = static_cast<int64_t>(queries[b].prompt->size());
   }
-  torch::Tensor first_mask = FirstTokenMask(queries, model->vocab_size()).to(device);
-  KvCache cache = std::move(e.cache);
-  torch::Tensor key_valid = e.key_valid, role = e.role;
+  DecodingRows rows;
+  rows.query.resize(static_cast<size_t>(B));
+  std::iota(rows.query.begin(), rows.query.end(), int64_t{0});
+  rows.cache = std::move(e.cache);
+  rows.key_valid = e.key_valid;
+  rows.role = e.role;
+  rows.first_mask = FirstTokenMask(queries, model->vocab_size()).to(device);
   LMOutput o;
   o.hidden = e.hidden;
   o.logits = e.logits;
-  // The query each batch row serves. Rows whose answers are finished leave the
-  // batch once they are a quarter of it: a rollout's answers differ in length
-  // (a chat message against "accept"), and every step of a finished row costs
-  // as much as a live one's (its keys and values are copied on, attention
-  // reads them, its logits are normalised).
-  std::vector<int64_t> live(static_cast<size_t>(B));
-  std::iota(live.begin(), live.end(), int64_t{0});
   std::vector<int> picked;
   std::vector<float> picked_logp;
   while (true) {
-    const int64_t R = static_cast<int64_t>(live.size());
+    const int64_t R = rows.size();
     torch::Tensor hidden = o.hidden.select(1, o.hidden.size(1) - 1);  // [R,d]
     torch::Tensor logits = o.logits.select(1, o.logits.size(1) - 1);  // [R,V]
     std::vector<float> first_now(R, 0.f);
     std::vector<bool> skip(R);
     bool any_vector = false, any_first = false;
     for (int64_t i = 0; i < R; ++i) {
-      const RowProgress& r = rows[live[i]];
+      const RowProgress& r = progress[rows.query[i]];
       skip[i] = !r.sampling();
       first_now[i] = !skip[i] && r.sampled == 0 ? 1.f : 0.f;
       any_first = any_first || first_now[i] > 0;
@@ -533,7 +561,8 @@ std::vector<Generation> GenerateBatch(PolicyModel& model, torch::Device device,
     // Guided first tokens: only for rows that sample their first token now.
     torch::Tensor scaled = logits / temperature;
     if (any_first) {
-      scaled = scaled + first_mask * torch::from_blob(first_now.data(), {R, 1}, torch::kFloat).clone().to(device);
+      scaled =
+          scaled + rows.first_mask * torch::from_blob(first_now.data(), {R, 1}, torch::kFloat).clone().to(device);
     }
     torch::Tensor logp = torch::log_softmax(scaled, -1).to(torch::kCPU, torch::kFloat).contiguous();
     picked.assign(R, 0);
@@ -542,12 +571,13 @@ std::vector<Generation> GenerateBatch(PolicyModel& model, torch::Device device,
     torch::Tensor z = any_vector ? model->project_latent(hidden) : torch::Tensor();  // [R,d]
     torch::Tensor z_cpu = any_vector ? z.to(torch::kCPU, torch::kFloat).contiguous() : torch::Tensor();
     // Each row's next input: a vector it sends, its closing token, or what it sampled.
-    std::vector<int64_t> next(R, Vocab::kPad);
+    std::vector<int64_t> next(R, Vocab::kPad), npos(R);
     std::vector<float> use_vector(R, 0.f);
-    bool all_done = true;
+    std::vector<int64_t> keep;  // the rows still answering: their input next step is real
     for (int64_t i = 0; i < R; ++i) {
-      const int64_t b = live[i];
-      RowProgress& r = rows[b];
+      const int64_t b = rows.query[i];
+      RowProgress& r = progress[b];
+      npos[i] = std::min<int64_t>(next_pos[b]++, model->max_len() - 1);
       if (r.done) continue;
       if (r.latents_left > 0) {
         const float* row = z_cpu.data_ptr<float>() + i * d;
@@ -564,45 +594,20 @@ std::vector<Generation> GenerateBatch(PolicyModel& model, torch::Device device,
         next[i] = picked[i];
         r.done = picked[i] == eos || r.sampled >= queries[b].max_new_tokens;
       }
-      all_done = all_done && r.done;
+      if (!r.done) keep.push_back(i);
     }
-    if (all_done) break;
-    std::vector<int64_t> npos(R);
-    for (int64_t i = 0; i < R; ++i) npos[i] = std::min<int64_t>(next_pos[live[i]]++, model->max_len() - 1);
-    std::vector<int64_t> keep;  // the rows still answering: their input next step is real
-    for (int64_t i = 0; i < R; ++i) {
-      if (!rows[live[i]].done) keep.push_back(i);
-    }
-    *encoded += static_cast<int64_t>(keep.size());
-    if (4 * (R - static_cast<int64_t>(keep.size())) >= R) {
-      const torch::Tensor index =
-          torch::from_blob(keep.data(), {static_cast<int64_t>(keep.size())}, long_opts).clone().to(device);
-      for (auto& k : cache.keys) k = k.index_select(0, index);
-      for (auto& v : cache.values) v = v.index_select(0, index);
-      key_valid = key_valid.index_select(0, index);
-      role = role.index_select(0, index);
-      first_mask = first_mask.index_select(0, index);
-      if (any_vector) z = z.index_select(0, index);
-      auto kept = [&](auto& per_row) {
-        std::remove_reference_t<decltype(per_row)> fewer;
-        for (int64_t i : keep) fewer.push_back(per_row[i]);
-        per_row = std::move(fewer);
-      };
-      kept(live);
-      kept(next);
-      kept(npos);
-      kept(use_vector);
-    }
-    const int64_t N = static_cast<int64_t>(live.size());
-    torch::Tensor step = model->embed(torch::from_blob(next.data(), {N, 1}, long_opts).clone().to(device));  // [N,1,d]
-    if (any_vector) {
-      torch::Tensor pick = torch::from_blob(use_vector.data(), {N, 1, 1}, torch::kFloat).clone().to(device);
-      step = torch::where(pick > 0.5f, z.unsqueeze(1), step);
-    }
-    key_valid =
-        torch::cat({key_valid, torch::ones({N, 1}, torch::TensorOptions().dtype(torch::kBool).device(device))}, 1);
-    o = model->forward_embeds(step, torch::from_blob(npos.data(), {N, 1}, long_opts).clone().to(device), key_valid,
-                              role, &cache);
+    if (keep.empty()) break;
+    torch::Tensor step = model->embed(torch::from_blob(next.data(), {R, 1}, long_opts).clone().to(device));  // [R,1,d]
+    torch::Tensor positions = torch::from_blob(npos.data(), {R, 1}, long_opts).clone().to(device);
+    torch::Tensor pick =
+        any_vector ? torch::from_blob(use_vector.data(), {R, 1, 1}, torch::kFloat).clone().to(device) : torch::Tensor();
+    if (rows.WorthDropping(keep.size())) rows.Keep(keep, device, {&step, &positions, &pick, &z});
+    if (any_vector) step = torch::where(pick > 0.5f, z.unsqueeze(1), step);
+    const int64_t N = rows.size();
+    *encoded += N;  // the rows the step runs, finished ones not yet dropped included: its cost
+    rows.key_valid =
+        torch::cat({rows.key_valid, torch::ones({N, 1}, torch::TensorOptions().dtype(torch::kBool).device(device))}, 1);
+    o = model->forward_embeds(step, positions, rows.key_valid, rows.role, &rows.cache);
     ++*forward_calls;
   }
   return out;

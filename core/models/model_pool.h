@@ -117,8 +117,8 @@ class ModelPool {
   int64_t forward_calls(int model) const;
   int64_t total_forward_calls() const;
   // Token positions the forward passes of Generate encoded (prompt positions
-  // not reused from the prefix cache, plus one per row still answering per
-  // decoding step):
+  // not reused from the prefix cache, plus one per batch row per decoding
+  // step: rows still answering, and finished rows until they leave the batch):
   // forward FLOPs ~ 2 x parameters x positions.
   int64_t encoded_positions(int model) const;
   int64_t ParameterCount(int model) const;
