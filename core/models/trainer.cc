@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <sstream>
@@ -368,6 +369,26 @@ torch::Tensor Gae(const torch::Tensor& values, const PackedBatch& p, double gamm
 
 }  // namespace
 
+// A minibatch packed in passes (TrainerConfig::pass_positions): the whole
+// batch when it encodes at most `most` positions (0: no limit), else its two
+// halves, in order, each cut again until it fits or is one call.
+struct Pass {
+  std::vector<const CallRecord*> records;
+  PackedBatch packed;
+};
+
+void PackInPasses(const std::vector<const CallRecord*>& recs, torch::Device device, int64_t vocab,
+                  int64_t tree_budget, int64_t most, std::vector<Pass>* passes) {
+  PackedBatch packed = Pack(recs, device, vocab, tree_budget);
+  if (most <= 0 || packed.encoded <= most || recs.size() < 2) {
+    passes->push_back({recs, std::move(packed)});
+    return;
+  }
+  const auto half = recs.begin() + static_cast<std::ptrdiff_t>(recs.size() / 2);
+  PackInPasses({recs.begin(), half}, device, vocab, tree_budget, most, passes);
+  PackInPasses({half, recs.end()}, device, vocab, tree_budget, most, passes);
+}
+
 struct Trainer::Impl {
   ModelPool* pool;
   TrainerConfig config;
@@ -413,13 +434,14 @@ struct Trainer::Impl {
     }
   }
 
-  // One optimiser step from `loss` (undefined: this learner owns no record of
-  // the minibatch, and only adds its share of nothing to the sum). Returns the
+  // One optimiser step from the gradients `accumulate` leaves (the backward
+  // passes of a minibatch's losses; none: this learner owns no record of the
+  // minibatch, and only adds its share of nothing to the sum). Returns the
   // gradient norm before clipping, left on the device (no host sync).
-  torch::Tensor Step(int m, const torch::Tensor& loss) {
+  torch::Tensor Step(int m, const std::function<void()>& accumulate) {
     auto& opt = *optimizers[m];
     opt.zero_grad();
-    if (loss.defined()) loss.backward();
+    accumulate();
     const std::vector<torch::Tensor> params = pool->impl().models[m]->parameters();
     if (Parallel()) ReduceGradients(params);
     std::vector<torch::Tensor> norms;
@@ -595,17 +617,24 @@ std::vector<ModelTrainStats> Trainer::Update(const std::vector<CallRecord>& reco
                        [](const CallRecord* a, const CallRecord* b) { return a->latent_steps < b->latent_steps; });
       const std::vector<std::vector<const CallRecord*>> chunks = Impl::Chunks(by_vectors, 1024);
       torch::Tensor moments = torch::zeros({3}, torch::TensorOptions().device(device));  // sum, sum of squares, count
-      for (const auto& c : chunks) {
-        PackedBatch p = Pack(c, device, impl_->pool->config(m).vocab_size, cfg.tree_row_budget);
-        st.positions += p.encoded;
-        Scored s = Score(model, p, cfg.temperature);
-        torch::Tensor adv = Gae(s.values, p, cfg.gamma, cfg.lambda);
-        moments += torch::stack({(adv * p.target_mask).sum(), (adv * adv * p.target_mask).sum(), p.target_mask.sum()});
-        for (size_t b = 0; b < c.size(); ++b) {
-          const int64_t resp = static_cast<int64_t>(c[b]->response.size());
-          torch::Tensor a = adv[b].narrow(0, p.first_target[b], resp);
-          torch::Tensor ret = a + s.values[b].narrow(0, p.first_target[b], resp);
-          ppo[c[b]] = {a, ret};
+      for (const auto& chunk : chunks) {
+        std::vector<Pass> passes;
+        PackInPasses(chunk, device, impl_->pool->config(m).vocab_size, cfg.tree_row_budget, cfg.pass_positions,
+                     &passes);
+        for (const Pass& pass : passes) {
+          const std::vector<const CallRecord*>& c = pass.records;
+          const PackedBatch& p = pass.packed;
+          st.positions += p.encoded;
+          Scored s = Score(model, p, cfg.temperature);
+          torch::Tensor adv = Gae(s.values, p, cfg.gamma, cfg.lambda);
+          moments +=
+              torch::stack({(adv * p.target_mask).sum(), (adv * adv * p.target_mask).sum(), p.target_mask.sum()});
+          for (size_t b = 0; b < c.size(); ++b) {
+            const int64_t resp = static_cast<int64_t>(c[b]->response.size());
+            torch::Tensor a = adv[b].narrow(0, p.first_target[b], resp);
+            torch::Tensor ret = a + s.values[b].narrow(0, p.first_target[b], resp);
+            ppo[c[b]] = {a, ret};
+          }
         }
       }
       if (impl_->Parallel()) {
@@ -628,17 +657,24 @@ std::vector<ModelTrainStats> Trainer::Update(const std::vector<CallRecord>& reco
         const std::vector<const CallRecord*> mb = impl_->Own(all, first);
         st.steps += 1;
         st.tokens += static_cast<int>(ntok);
-        torch::Tensor loss;
+        std::vector<Pass> passes;
         if (!mb.empty()) {
-          PackedBatch p = Pack(mb, device, impl_->pool->config(m).vocab_size, cfg.tree_row_budget);
+          PackInPasses(mb, device, impl_->pool->config(m).vocab_size, cfg.tree_row_budget, cfg.pass_positions,
+                       &passes);
+        }
+        // Each pass's loss is its share of the minibatch's (divided by the whole minibatch's tokens): the
+        // gradients of the passes add up to the one pass's.
+        auto pass_loss = [&](Pass& pass) {
+          const std::vector<const CallRecord*>& recs_now = pass.records;
+          PackedBatch& p = pass.packed;
           st.positions += p.encoded * (cfg.kl_coef > 0 ? 2 : 1);  // the policy's pass and the reference's
           torch::Tensor returns;
           if (cfg.estimator == Estimator::kPpo) {
             p.advantage.zero_();
             returns = torch::zeros_like(p.advantage);
-            for (size_t b = 0; b < mb.size(); ++b) {
-              const int64_t resp = static_cast<int64_t>(mb[b]->response.size());
-              const auto& pr = ppo.at(mb[b]);
+            for (size_t b = 0; b < recs_now.size(); ++b) {
+              const int64_t resp = static_cast<int64_t>(recs_now[b]->response.size());
+              const auto& pr = ppo.at(recs_now[b]);
               p.advantage[b].narrow(0, p.first_target[b], resp).copy_(pr.first);
               returns[b].narrow(0, p.first_target[b], resp).copy_(pr.second);
             }
@@ -650,7 +686,7 @@ std::vector<ModelTrainStats> Trainer::Update(const std::vector<CallRecord>& reco
           torch::Tensor clipped = ratio.clamp(1 - cfg.clip, 1 + cfg.clip) * p.advantage;
           torch::Tensor policy_loss = -(torch::min(unclipped, clipped) * mask).sum() / ntok;
           torch::Tensor entropy = (s.entropy * mask).sum() / ntok;
-          loss = policy_loss - cfg.entropy_coef * entropy;
+          torch::Tensor loss = policy_loss - cfg.entropy_coef * entropy;
           torch::Tensor value_loss = torch::zeros({}, mask.options());
           if (cfg.estimator == Estimator::kPpo) {
             value_loss = ((s.values - returns).pow(2) * mask).sum() / ntok;
@@ -670,8 +706,11 @@ std::vector<ModelTrainStats> Trainer::Update(const std::vector<CallRecord>& reco
           }
           torch::Tensor clip_frac = (((ratio - 1).abs() > cfg.clip).to(torch::kFloat) * mask).sum() / ntok;
           sums += torch::stack({loss, policy_loss, value_loss, entropy, kl, clip_frac}).detach();
-        }
-        norm_sum += impl_->Step(m, loss);
+          return loss;
+        };
+        norm_sum += impl_->Step(m, [&] {
+          for (Pass& pass : passes) pass_loss(pass).backward();
+        });
       }
     }
     const std::vector<double> v = impl_->Read(sums, norm_sum);
@@ -706,16 +745,22 @@ std::vector<ModelTrainStats> Trainer::Supervised(const std::vector<CallRecord>& 
         if (done++ >= steps) break;
         const double ntok = TargetTokens(all);
         const std::vector<const CallRecord*> mb = impl_->Own(all, first);
-        torch::Tensor loss;
+        std::vector<Pass> passes;
         last.zero_();
         if (!mb.empty()) {
-          PackedBatch p = Pack(mb, device, impl_->pool->config(m).vocab_size, impl_->config.tree_row_budget);
-          st.positions += p.encoded;
-          Scored s = Score(model, p, 1.0);
-          loss = -(s.logp * p.target_mask).sum() / ntok;
-          last += torch::stack({loss, (s.entropy * p.target_mask).sum() / ntok}).detach();
+          PackInPasses(mb, device, impl_->pool->config(m).vocab_size, impl_->config.tree_row_budget,
+                       impl_->config.pass_positions, &passes);
         }
-        impl_->Step(m, loss);
+        impl_->Step(m, [&] {
+          for (Pass& pass : passes) {
+            const PackedBatch& p = pass.packed;
+            st.positions += p.encoded;
+            Scored s = Score(model, p, 1.0);
+            const torch::Tensor loss = -(s.logp * p.target_mask).sum() / ntok;
+            last += torch::stack({loss, (s.entropy * p.target_mask).sum() / ntok}).detach();
+            loss.backward();
+          }
+        });
         st.steps += 1;
       }
     }

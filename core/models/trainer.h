@@ -36,6 +36,13 @@ struct TrainerConfig {
   // prefix encoded once (core/models/prefix_tree_pack.h); 0 scores every call
   // on its own. The same log-probabilities, values and gradients either way.
   int64_t tree_row_budget = 144;
+  // A minibatch whose calls encode more positions than this (0: no limit) is
+  // scored in passes of fewer calls, halved until each fits, their gradients
+  // summed before the one optimiser step: the same update, with the memory of
+  // one pass bounded (a pass's activations grow with its positions, its
+  // attention with their squares). The same log-probabilities, statistics and
+  // gradients either way, up to the order of float sums.
+  int64_t pass_positions = 0;
 };
 
 struct ModelTrainStats {

@@ -215,6 +215,52 @@ TEST_CASE("scoring calls as prefix trees gives per-call scoring's log-probs, los
 }
 
 
+TEST_CASE("a minibatch scored in passes updates the model as one pass does", "[models][score][passes]") {
+  const Architecture a = GENERATE(kTransformer, kLlama);
+  const Estimator estimator = GENERATE(Estimator::kGrpo, Estimator::kPpo);
+  INFO(a.name << (estimator == Estimator::kPpo ? " ppo" : " grpo"));
+  const CompiledWorkflow w = Compile(a, false);
+  ModelPool whole(w.models, 3), in_passes(w.models, 3);  // same seed: the same parameters
+  TrainerConfig c;
+  c.estimator = estimator;
+  c.epochs = 2;
+  c.minibatch = 9;
+  c.clip = 0.2;
+  c.entropy_coef = 0.01;
+  c.kl_coef = 0.1;
+  c.value_coef = 0.5;
+  c.temperature = 1.0;
+  c.gamma = 1.0;
+  c.lambda = 0.95;
+  c.tree_row_budget = 48;
+  TrainerConfig p = c;
+  c.pass_positions = 0;  // each minibatch in one pass
+  p.pass_positions = 1;  // each call in a pass of its own: no two share a prefix tree
+  Trainer whole_trainer(whole, c, 11), pass_trainer(in_passes, p, 11);
+  const std::vector<CallRecord> records = Conversations(whole.config(0).vocab_size, 6, 5, 17);
+  for (int update = 0; update < 2; ++update) {
+    INFO("update " << update);
+    const ModelTrainStats s0 = whole_trainer.Update(records)[0], s1 = pass_trainer.Update(records)[0];
+    CHECK(s1.steps == s0.steps);
+    CHECK(s1.tokens == s0.tokens);
+    CHECK(s1.loss == Approx(s0.loss).margin(1e-5));
+    CHECK(s1.policy_loss == Approx(s0.policy_loss).margin(1e-5));
+    CHECK(s1.value_loss == Approx(s0.value_loss).margin(1e-5));
+    CHECK(s1.entropy == Approx(s0.entropy).margin(1e-5));
+    CHECK(s1.kl == Approx(s0.kl).margin(1e-5));
+    CHECK(s1.clip_fraction == Approx(s0.clip_fraction).margin(1e-5));
+    CHECK(s1.grad_norm == Approx(s0.grad_norm).epsilon(3e-5).margin(1e-6));
+    CHECK(s1.positions > s0.positions);  // passes of one call each share no prefix: they did run apart
+    CHECK(MaxDifference(whole, in_passes, /*gradients=*/true) < 1e-5);
+    CHECK(MaxDifference(whole, in_passes) < 1e-5);
+  }
+  // A supervised warm start accumulates over its passes too.
+  const ModelTrainStats w0 = whole_trainer.Supervised(records, 3)[0], w1 = pass_trainer.Supervised(records, 3)[0];
+  CHECK(w1.loss == Approx(w0.loss).margin(1e-5));
+  CHECK(w1.positions > w0.positions);
+  CHECK(MaxDifference(whole, in_passes) < 1e-5);
+}
+
 TEST_CASE("real Red-Black conversations, with and without latent messages, score as prefix trees as call by call",
           "[models][score][trees]") {
   const std::string channel = GENERATE(std::string(""), std::string("channel { from: \"a\" to: \"a\" mode: HYBRID latent_vectors: 2 }"));

@@ -513,6 +513,9 @@ void CompileTraining(const LoadedWorkflow& w, CompiledWorkflow& c) {
   if (t.tree_row_positions() < 0 || t.tree_row_positions() > 65536) {
     w.Fail({{"trainer"}, {"tree_row_positions"}}, "tree_row_positions must be 0 (score each call on its own) to 65536");
   }
+  if (t.pass_positions() < 0) {
+    w.Fail({{"trainer"}, {"pass_positions"}}, "pass_positions must be 0 (one pass a minibatch) or positive");
+  }
   c.trainer = TrainerConfigOf(t, k);  // the same settings a model worker gets
 }
 

@@ -41,6 +41,7 @@ constexpr char kDefaults[] = R"pb(
     threads: 1
     update_records: 0
     tree_row_positions: 144
+    pass_positions: 16384
     sft { steps: 50 }
     hybrid {
       latent_vectors: 6

@@ -68,6 +68,7 @@ TrainerConfig TrainerConfigOf(const config::TrainerSpec& t, const config::Credit
   c.minibatch = t.minibatch();
   c.update_records = t.update_records();
   c.tree_row_budget = t.tree_row_positions();
+  c.pass_positions = t.pass_positions();
   c.clip = t.clip();
   c.entropy_coef = t.entropy_coef();
   c.kl_coef = t.kl_coef();
