@@ -11,6 +11,10 @@ has learnt the documents' form, not the probe's; one that fails both has not
 learnt to look a fact up. Usage:
 
   python3 bench/reading_documents_answers.py MODEL_DIR [--count 40] [--seed 987] [--seq-len 512]
+      [--countries 3] [--short]
+
+(--countries and --short draw the documents as pretrain.reading_countries and
+pretrain.reading_short_passages do.)
 
 Each question is one `troupe lm generate` call (about 2 s here).
 """
@@ -44,13 +48,16 @@ def main():
     parser.add_argument("--count", type=int, default=40, help="documents to draw (about 1 in 5 is a name list)")
     parser.add_argument("--seed", type=int, default=987, help="their seed (pretraining derives its own)")
     parser.add_argument("--seq-len", type=int, default=512, help="the training sequence they must fit")
+    parser.add_argument("--countries", type=int, default=3, help="countries per passage document")
+    parser.add_argument("--short", action="store_true", help="each passage its answer's clause only")
     parser.add_argument("--troupe", default=os.path.join(ROOT, "build", "workflows", "troupe"))
     parser.add_argument("--quiet", action="store_true", help="the totals only")
     a = parser.parse_args()
     if not os.access(a.troupe, os.X_OK):
         sys.exit(f"no {a.troupe}: build first (bash scripts/build.sh)")
     docs = subprocess.run([a.troupe, "data", "reading", "--count", str(a.count), "--seed", str(a.seed),
-                           "--seq-len", str(a.seq_len), "--quiet"], check=True, capture_output=True, text=True).stdout
+                           "--seq-len", str(a.seq_len), "--countries", str(a.countries)] + (["--short"] if a.short else [])
+                          + ["--quiet"], check=True, capture_output=True, text=True).stdout
     totals = {"capital": [0, 0], "other": [0, 0]}
     for prompt, answer, question in questions(docs):
         out = subprocess.run([a.troupe, "lm", "generate", "--model", a.model, "--threads", "2", "--greedy",

@@ -107,6 +107,20 @@ void ReplaceAll(std::string* s, const std::string& from, const std::string& to) 
     s->replace(at, from.size(), to);
 }
 
+// The "; "-separated clause of `text` that holds `answer` (the first clause when `answer` is empty or in none).
+std::string ClauseOf(const std::string& text, const std::string& answer) {
+  std::vector<std::string> clauses;
+  for (size_t at = 0; at <= text.size();) {
+    const size_t end = std::min(text.find("; ", at), text.size());
+    clauses.push_back(text.substr(at, end - at));
+    at = end + 2;
+  }
+  for (const std::string& c : clauses) {
+    if (!answer.empty() && c.find(answer) != std::string::npos) return c;
+  }
+  return clauses.front();
+}
+
 // A passage's field: its title after "Country - ".
 std::string Field(const Passage& p) { return p.title.substr(p.title.find(" - ") + 3); }
 
@@ -238,7 +252,7 @@ std::string ReadingDocuments::Passages(uint64_t draw) const {
       const std::string field = Field(*p);
       std::string text = renamed(p->text);
       if (field == "People and Society - Languages") text = RenameFirstLanguage(text, rng);
-      Shown s{renamed(p->title) + ": " + text, {}, field == "Government - Capital", k};
+      Shown s{"", {}, field == "Government - Capital", k};
       for (const Relation& r : Relations()) {
         if (r.field != field) continue;
         const std::string answer = r.answer(text);
@@ -247,6 +261,8 @@ std::string ReadingDocuments::Passages(uint64_t draw) const {
         ReplaceAll(&question, "{c}", name);
         s.asks.push_back({question, answer});
       }
+      if (options_.short_passages) text = ClauseOf(text, s.asks.empty() ? "" : s.asks.front().answer);
+      s.line = renamed(p->title) + ": " + text;
       shown.push_back(std::move(s));
     }
   }
@@ -355,13 +371,7 @@ std::string ReadingDocuments::Facts(uint64_t draw) const {
   return doc;
 }
 
-std::function<std::string(uint64_t)> FactbookReadingDocuments(uint64_t seed, std::set<std::string> left_out_pages,
-                                                              size_t max_chars, double fact_share) {
-  ReadingDocumentOptions options;
-  options.seed = seed;
-  options.max_chars = max_chars;
-  options.fact_share = fact_share;
-  options.left_out_pages = std::move(left_out_pages);
+std::function<std::string(uint64_t)> FactbookReadingDocuments(ReadingDocumentOptions options) {
   auto reading =
       std::make_shared<const ReadingDocuments>(ReadPassages(EnsureDefaultQaData() + "/passages.jsonl"), options);
   return [reading](uint64_t index) { return reading->Document(index); };

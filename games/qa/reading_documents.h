@@ -38,6 +38,10 @@ struct ReadingDocumentOptions {
   // shuffled, then questions about half of the facts (three at least). 0 to 1 - list_share; default 0, and with
   // 0 the other documents are those of earlier runs, draw for draw.
   double fact_share = 0.0;
+  // Each passage shown as its title and the one clause that holds its answer (the first clause where a question
+  // cannot ask about it): "Zorvia - Government - Capital: name: Quellin". The fact stands a few tokens from its
+  // country's name instead of a line away (a curriculum's first lesson); default false, every document as before.
+  bool short_passages = false;
   // A passage document's characters at most (0: no limit): other passages, then countries, leave until it fits,
   // so that a document fits a training sequence (2-3 characters a token for names and figures).
   size_t max_chars = 0;
@@ -70,10 +74,7 @@ class ReadingDocuments {
 // `seq_len` tokens (invented names and figures take 2-3 characters a token).
 inline size_t ReadingDocumentChars(int seq_len) { return 2 * static_cast<size_t>(seq_len); }
 
-// Reading documents from the default Factbook QA passages (built first when
-// missing), never from `left_out_pages`, of `max_chars` at most (0: no limit), `fact_share` of them fact lists;
-// `seed` fixes them.
-std::function<std::string(uint64_t)> FactbookReadingDocuments(uint64_t seed, std::set<std::string> left_out_pages,
-                                                              size_t max_chars = 0, double fact_share = 0.0);
+// Reading documents of `options` from the default Factbook QA passages (built first when missing).
+std::function<std::string(uint64_t)> FactbookReadingDocuments(ReadingDocumentOptions options);
 
 }  // namespace troupe::qa

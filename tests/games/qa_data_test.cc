@@ -337,6 +337,41 @@ TEST_CASE("fact lists ask about their facts, each answer the asked country's, wi
   CHECK_THROWS_AS(ReadingDocuments(data.passages, options), Error);
 }
 
+TEST_CASE("short passages keep each passage's answer clause only, the capital beside its country", "[qa][reading]") {
+  const FactbookQa& data = EuropeSlice();
+  ReadingDocumentOptions full, short_form;
+  full.list_share = short_form.list_share = 0.0;
+  full.min_countries_per_document = full.countries_per_document = 1;
+  short_form.min_countries_per_document = short_form.countries_per_document = 1;
+  short_form.short_passages = true;
+  const ReadingDocuments long_docs(data.passages, full), short_docs(data.passages, short_form);
+  int answered = 0;
+  for (uint64_t i = 0; i < 60; ++i) {
+    const std::string doc = short_docs.Document(i), long_doc = long_docs.Document(i);
+    INFO(doc);
+    const std::string passages = doc.substr(0, doc.find("\nQuestion: "));
+    // The same questions and answers as the full document: only the passages are cut.
+    CHECK(doc.substr(doc.find("\nQuestion: ")) == long_doc.substr(long_doc.find("\nQuestion: ")));
+    CHECK(passages.size() < long_doc.find("\nQuestion: "));
+    for (size_t at = 0; at < passages.size();) {
+      const size_t end = std::min(passages.find('\n', at), passages.size());
+      const std::string line = passages.substr(at, end - at);
+      at = end + 1;
+      if (line.empty() || line == "Passages:") continue;
+      CHECK(line.find("; ") == std::string::npos);  // one clause
+      if (line.find(" - Government - Capital: ") != std::string::npos) {
+        CHECK(line.find(" - Government - Capital: name: ") != std::string::npos);
+      }
+    }
+    for (size_t at = doc.find("\nAnswer: "); at != std::string::npos; at = doc.find("\nAnswer: ", at + 1)) {
+      const std::string answer = doc.substr(at + 9, doc.find('\n', at + 9) - at - 9);
+      CHECK(passages.find(answer) != std::string::npos);
+      ++answered;
+    }
+  }
+  CHECK(answered >= 60);
+}
+
 TEST_CASE("hand-worded test questions keep their records and differ from the generator's wording", "[qa]") {
   const std::vector<QaRecord> test = ReadQuestions(EnsureDefaultQaData() + "/test.jsonl");
   const std::vector<QaRecord> reworded = ReadQuestions(FactbookQuestionsFile("factbook_qa:reworded"));

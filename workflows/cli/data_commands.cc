@@ -52,6 +52,10 @@ void AddDataCommands(CLI::App& app, DataArgs& args) {
       ->check(CLI::Range(32, 1 << 16));
   reading->add_option("--facts", args.facts, "the share that are fact lists, as pretrain.reading_fact_share (default 0)")
       ->check(CLI::Range(0.0, 0.8));
+  reading->add_option("--countries", args.countries, "countries per passage document, as pretrain.reading_countries (default 3)")
+      ->check(CLI::Range(1, 6));
+  reading->add_flag("--short", args.short_passages,
+                    "each passage its title and its answer's clause, as pretrain.reading_short_passages");
   CLI::App* renamed = data->add_subcommand(
       "renamed", "print windows of a corpus's prose with recurring words renamed, as pretrain.renamed_share mixes in");
   renamed->add_option("--corpus", args.corpus, "the corpus (default moby_dick)")->check(CLI::IsMember(CorpusNames()));
@@ -67,7 +71,13 @@ int RunDataCommand(CLI::App& app, const DataArgs& args) {
   CLI::App* data = app.get_subcommands().front();
   if (data->get_name() != "data") return -1;
   if (data->get_subcommands().front()->get_name() == "reading") {
-    const auto reading = qa::FactbookReadingDocuments(args.seed, {}, qa::ReadingDocumentChars(args.seq_len), args.facts);
+    qa::ReadingDocumentOptions options;
+    options.seed = args.seed;
+    options.max_chars = qa::ReadingDocumentChars(args.seq_len);
+    options.fact_share = args.facts;
+    options.min_countries_per_document = options.countries_per_document = args.countries;
+    options.short_passages = args.short_passages;
+    const auto reading = qa::FactbookReadingDocuments(std::move(options));
     for (int i = 0; i < args.count; ++i) std::cout << reading(static_cast<uint64_t>(i)) << "\n";
     return 0;
   }

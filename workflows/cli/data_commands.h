@@ -23,6 +23,8 @@ struct DataArgs {
   int count = 3;       // reading documents (or renamed prose windows) to print
   int seq_len = 256;   // reading documents: the training sequence they must fit
   double facts = 0.0;  // reading documents: the share that are fact lists (pretrain.reading_fact_share)
+  int countries = 3;   // reading documents: countries per passage document (pretrain.reading_countries)
+  bool short_passages = false;  // reading documents: each passage its answer's clause (pretrain.reading_short_passages)
   double echo = 0.0;   // renamed prose: share of windows with one of their sentences said again
   std::string corpus = "moby_dick";  // renamed prose: the corpus its windows come from
 };

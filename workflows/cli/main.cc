@@ -295,10 +295,14 @@ int Pretrain(const Args& a) {
   o.stop = &g_stop_training;
   if (!w.unseen_questions.empty()) o.unseen_factbook_pages = troupe::qa::UnseenFactbookPages(w.unseen_questions);
   if (w.reading_share > 0) {
-    o.reading_document = troupe::qa::FactbookReadingDocuments(troupe::Rng::Mix(w.seed, 0x5245),
-                                                              o.unseen_factbook_pages.value_or(std::set<std::string>{}),
-                                                              troupe::qa::ReadingDocumentChars(w.seq_len),
-                                                              w.reading_fact_share);
+    troupe::qa::ReadingDocumentOptions reading;
+    reading.seed = troupe::Rng::Mix(w.seed, 0x5245);
+    reading.left_out_pages = o.unseen_factbook_pages.value_or(std::set<std::string>{});
+    reading.max_chars = troupe::qa::ReadingDocumentChars(w.seq_len);
+    reading.fact_share = w.reading_fact_share;
+    reading.min_countries_per_document = reading.countries_per_document = w.reading_countries;
+    reading.short_passages = w.reading_short_passages;
+    o.reading_document = troupe::qa::FactbookReadingDocuments(std::move(reading));
   }
   StopOnSignals();
   std::cout << "run folder: " << o.out_dir << "\n";

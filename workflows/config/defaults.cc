@@ -85,6 +85,8 @@ constexpr char kDefaults[] = R"pb(
     repeated_text_share: 0
     answer_weight: 0
     reading_fact_share: 0
+    reading_countries: 3
+    reading_short_passages: false
     guided_attention { steps: 0 weight: 1 previous_layer: 0 induction_layer: 1 head: 0 lookup_layer: -1 lookup_weight: 1 induction_only_where_right: false }
   }
   experiment { seeds: 1 eval_episodes: 200 train: true greedy: false }

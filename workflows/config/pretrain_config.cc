@@ -120,6 +120,11 @@ CompiledPretrain CompilePretrain(const LoadedWorkflow& w) {
            "reading_fact_share is a share of the reading documents: it needs reading_share above 0");
   }
   c.reading_fact_share = p.reading_fact_share();
+  if (p.reading_countries() < 1 || p.reading_countries() > 6) {
+    w.Fail({{"pretrain"}, {"reading_countries"}}, "reading_countries (countries per passage document) is 1 to 6");
+  }
+  c.reading_countries = p.reading_countries();
+  c.reading_short_passages = p.reading_short_passages();
   const config::GuidedAttentionSpec& g = p.guided_attention();
   if (g.steps() < 0) w.Fail({{"pretrain"}, {"guided_attention"}, {"steps"}}, "steps is 0 (off) or more");
   if (g.steps() > 0) {

@@ -44,6 +44,8 @@ struct CompiledPretrain {
   double repeated_text_share = 0.0;           // of the training tokens, spans of the corpora said twice
   double answer_weight = 0.0;                 // of the loss on reading documents' answers (0: reported only)
   double reading_fact_share = 0.0;            // of the reading documents, fact lists
+  int reading_countries = 3;                  // per passage document
+  bool reading_short_passages = false;        // each passage its title and its answer's clause
   int guided_attention_steps = 0;             // steps from the start with guided attention (0: off)
   GuidedAttention guided_attention;           // its weight, layers and head (unmatched_token set at the start)
 };
