@@ -61,6 +61,9 @@ class Layer(nn.Module):
         self.v, self.o = nn.Linear(H, NKV * D, bias=False), nn.Linear(NH * D, H, bias=False)
         self.gate, self.up, self.down = nn.Linear(H, I, bias=False), nn.Linear(H, I, bias=False), nn.Linear(I, H, bias=False)
         self.n1, self.n2 = RMSNorm(H, s.eps), RMSNorm(H, s.eps)
+        # With keep_weights (and unfused attention), forward keeps the heads' attention weights
+        # [B, heads, T, T_keys] in self.weights, for scripts that look at where heads attend.
+        self.keep_weights, self.weights = False, None
 
     def forward(self, x, cos, sin, mask, cache):
         s, (B, T, _) = self.s, x.shape
@@ -81,7 +84,10 @@ class Layer(nn.Module):
             sc = (q @ k.transpose(-2, -1)) / D ** 0.5
             if mask is not None:
                 sc = sc.masked_fill(~mask, float("-inf"))
-            a = torch.softmax(sc.float(), -1).to(q.dtype) @ v
+            w = torch.softmax(sc.float(), -1)
+            if self.keep_weights:
+                self.weights = w.detach()
+            a = w.to(q.dtype) @ v
         x = x + self.o(a.transpose(1, 2).reshape(B, T, NH * D))
         h = self.n2(x)
         return x + self.down(F.silu(self.gate(h)) * self.up(h))

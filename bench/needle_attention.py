@@ -82,23 +82,10 @@ def load(model_dir):
 
 def attention_maps(model, s, ids):
     """[layer][head] -> attention weights of every position (T x T), as the reference model computes them."""
-    maps = []
-    B, T = 1, len(ids)
-    D = s.head_dim
-    cos, sin = ref.rotary(s, 0, T, torch.device("cpu"))
-    mask = torch.ones(T, T, dtype=torch.bool).tril()
-    x = model.embed(torch.tensor([ids]))
     for layer in model.layers:
-        h = layer.n1(x)
-        q = layer.q(h).view(B, T, s.heads, D).transpose(1, 2)
-        k = layer.k(h).view(B, T, s.kv_heads, D).transpose(1, 2)
-        q, k = q * cos + ref.rotate_half(q) * sin, k * cos + ref.rotate_half(k) * sin
-        k = k.repeat_interleave(s.heads // s.kv_heads, 1)
-        sc = ((q @ k.transpose(-2, -1)) / D ** 0.5).masked_fill(~mask, float("-inf"))
-        maps.append(torch.softmax(sc, -1)[0])
-        x = layer(x, cos, sin, mask, None)
-    logits = model.norm(x) @ model.embed.weight.T
-    return maps, torch.log_softmax(logits[0], -1)
+        layer.keep_weights = True
+    logits = model(torch.tensor([ids]), 0)
+    return [layer.weights[0] for layer in model.layers], torch.log_softmax(logits[0], -1)
 
 
 def name(rng):
@@ -107,10 +94,11 @@ def name(rng):
 
 def item(rng, countries):
     """(prompt, asked country, its capital, the other capitals): passages in the needle probe's form."""
-    names = set()
+    names = []  # a list, not a set: a set's order of strings changes with each process's hash seed
     while len(names) < 2 * countries:
-        names.add(name(rng))
-    names = list(names)
+        candidate = name(rng)
+        if candidate not in names:
+            names.append(candidate)
     pairs = [(names[2 * c], names[2 * c + 1]) for c in range(countries)]
     passages = []
     for country, capital in pairs:
