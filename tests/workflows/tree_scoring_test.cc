@@ -112,6 +112,38 @@ double MaxDifference(ModelPool& x, ModelPool& y, bool gradients = false) {
   return most;
 }
 
+// An update's settings with every loss term on: several minibatches of 9 calls, each with a few calls of
+// several conversations, two epochs, a KL reference.
+TrainerConfig SmallUpdate(Estimator estimator) {
+  TrainerConfig c;
+  c.estimator = estimator;
+  c.epochs = 2;
+  c.minibatch = 9;
+  c.clip = 0.2;
+  c.entropy_coef = 0.01;
+  c.kl_coef = 0.1;
+  c.value_coef = 0.5;
+  c.temperature = 1.0;
+  c.gamma = 1.0;
+  c.lambda = 0.95;
+  return c;
+}
+
+// Two updates' statistics agree (to float32's rounding).
+void CheckSameStats(const ModelTrainStats& s0, const ModelTrainStats& s1) {
+  CHECK(s1.steps == s0.steps);
+  CHECK(s1.loss == Approx(s0.loss).margin(1e-5));
+  CHECK(s1.policy_loss == Approx(s0.policy_loss).margin(1e-5));
+  CHECK(s1.value_loss == Approx(s0.value_loss).margin(1e-5));
+  CHECK(s1.entropy == Approx(s0.entropy).margin(1e-5));
+  CHECK(s1.kl == Approx(s0.kl).margin(1e-5));
+  CHECK(s1.clip_fraction == Approx(s0.clip_fraction).margin(1e-5));
+  // A norm over every parameter's gradient sums their rounding differences
+  // (each gradient is held to 1e-5 apart): 1e-5 of the norm itself is within
+  // float32's noise after an update (1.2e-5 for Llama's second PPO update).
+  CHECK(s1.grad_norm == Approx(s0.grad_norm).epsilon(3e-5).margin(1e-6));
+}
+
 }  // namespace
 
 TEST_CASE("sequences that share prefixes are packed into rows of prefix trees, each prefix once", "[models][trees]") {
@@ -165,17 +197,7 @@ TEST_CASE("scoring calls as prefix trees gives per-call scoring's log-probs, los
       }
     }
   }
-  TrainerConfig c;
-  c.estimator = estimator;
-  c.epochs = 2;
-  c.minibatch = 9;  // several minibatches, each with a few calls of several conversations
-  c.clip = 0.2;
-  c.entropy_coef = 0.01;
-  c.kl_coef = 0.1;
-  c.value_coef = 0.5;
-  c.temperature = 1.0;
-  c.gamma = 1.0;
-  c.lambda = 0.95;
+  TrainerConfig c = SmallUpdate(estimator);
   TrainerConfig tc = c;
   c.tree_row_budget = 0;
   tc.tree_row_budget = 48;  // small rows: conversations split across rows too
@@ -192,17 +214,7 @@ TEST_CASE("scoring calls as prefix trees gives per-call scoring's log-probs, los
   for (int update = 0; update < 2; ++update) {
     INFO("update " << update);
     const ModelTrainStats s0 = plain_trainer.Update(records)[0], s1 = tree_trainer.Update(records)[0];
-    CHECK(s1.steps == s0.steps);
-    CHECK(s1.loss == Approx(s0.loss).margin(1e-5));
-    CHECK(s1.policy_loss == Approx(s0.policy_loss).margin(1e-5));
-    CHECK(s1.value_loss == Approx(s0.value_loss).margin(1e-5));
-    CHECK(s1.entropy == Approx(s0.entropy).margin(1e-5));
-    CHECK(s1.kl == Approx(s0.kl).margin(1e-5));
-    CHECK(s1.clip_fraction == Approx(s0.clip_fraction).margin(1e-5));
-    // A norm over every parameter's gradient sums their rounding differences
-    // (each gradient is held to 1e-5 below): 1e-5 of the norm itself is within
-    // float32's noise after an update (1.2e-5 for Llama's second PPO update).
-    CHECK(s1.grad_norm == Approx(s0.grad_norm).epsilon(3e-5).margin(1e-6));
+    CheckSameStats(s0, s1);
     CHECK(s1.positions < s0.positions);  // the point of it
     CHECK(MaxDifference(per_call, trees, /*gradients=*/true) < 1e-5);
     CHECK(MaxDifference(per_call, trees) < 1e-5);
@@ -221,17 +233,7 @@ TEST_CASE("a minibatch scored in passes updates the model as one pass does", "[m
   INFO(a.name << (estimator == Estimator::kPpo ? " ppo" : " grpo"));
   const CompiledWorkflow w = Compile(a, false);
   ModelPool whole(w.models, 3), in_passes(w.models, 3);  // same seed: the same parameters
-  TrainerConfig c;
-  c.estimator = estimator;
-  c.epochs = 2;
-  c.minibatch = 9;
-  c.clip = 0.2;
-  c.entropy_coef = 0.01;
-  c.kl_coef = 0.1;
-  c.value_coef = 0.5;
-  c.temperature = 1.0;
-  c.gamma = 1.0;
-  c.lambda = 0.95;
+  TrainerConfig c = SmallUpdate(estimator);
   c.tree_row_budget = 48;
   TrainerConfig p = c;
   c.pass_positions = 0;  // each minibatch in one pass
@@ -241,15 +243,8 @@ TEST_CASE("a minibatch scored in passes updates the model as one pass does", "[m
   for (int update = 0; update < 2; ++update) {
     INFO("update " << update);
     const ModelTrainStats s0 = whole_trainer.Update(records)[0], s1 = pass_trainer.Update(records)[0];
-    CHECK(s1.steps == s0.steps);
+    CheckSameStats(s0, s1);
     CHECK(s1.tokens == s0.tokens);
-    CHECK(s1.loss == Approx(s0.loss).margin(1e-5));
-    CHECK(s1.policy_loss == Approx(s0.policy_loss).margin(1e-5));
-    CHECK(s1.value_loss == Approx(s0.value_loss).margin(1e-5));
-    CHECK(s1.entropy == Approx(s0.entropy).margin(1e-5));
-    CHECK(s1.kl == Approx(s0.kl).margin(1e-5));
-    CHECK(s1.clip_fraction == Approx(s0.clip_fraction).margin(1e-5));
-    CHECK(s1.grad_norm == Approx(s0.grad_norm).epsilon(3e-5).margin(1e-6));
     CHECK(s1.positions > s0.positions);  // passes of one call each share no prefix: they did run apart
     CHECK(MaxDifference(whole, in_passes, /*gradients=*/true) < 1e-5);
     CHECK(MaxDifference(whole, in_passes) < 1e-5);
