@@ -109,16 +109,10 @@ void ReplaceAll(std::string* s, const std::string& from, const std::string& to) 
 
 // The "; "-separated clause of `text` that holds `answer` (the first clause when `answer` is empty or in none).
 std::string ClauseOf(const std::string& text, const std::string& answer) {
-  std::vector<std::string> clauses;
-  for (size_t at = 0; at <= text.size();) {
-    const size_t end = std::min(text.find("; ", at), text.size());
-    clauses.push_back(text.substr(at, end - at));
-    at = end + 2;
-  }
-  for (const std::string& c : clauses) {
-    if (!answer.empty() && c.find(answer) != std::string::npos) return c;
-  }
-  return clauses.front();
+  const size_t at = answer.empty() ? std::string::npos : text.find(answer);
+  const size_t before = at == std::string::npos ? std::string::npos : text.rfind("; ", at);
+  const size_t from = before == std::string::npos ? 0 : before + 2;
+  return text.substr(from, std::min(text.find("; ", from), text.size()) - from);
 }
 
 // A passage's field: its title after "Country - ".
