@@ -74,6 +74,19 @@ class ReadingDocuments {
 // `seq_len` tokens (invented names and figures take 2-3 characters a token).
 inline size_t ReadingDocumentChars(int seq_len) { return 2 * static_cast<size_t>(seq_len); }
 
+// The options pretraining and `troupe data reading` draw documents with: `countries` a document, each fitting
+// a training sequence of `seq_len` tokens.
+inline ReadingDocumentOptions SequenceReadingOptions(uint64_t seed, int seq_len, int countries, bool short_passages,
+                                                     double fact_share) {
+  ReadingDocumentOptions options;
+  options.seed = seed;
+  options.max_chars = ReadingDocumentChars(seq_len);
+  options.min_countries_per_document = options.countries_per_document = countries;
+  options.short_passages = short_passages;
+  options.fact_share = fact_share;
+  return options;
+}
+
 // Reading documents of `options` from the default Factbook QA passages (built first when missing).
 std::function<std::string(uint64_t)> FactbookReadingDocuments(ReadingDocumentOptions options);
 

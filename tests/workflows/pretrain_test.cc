@@ -666,3 +666,46 @@ TEST_CASE("guided attention is refused where it cannot work, at its line", "[pre
   lookup.replace(lookup.find("reading_share: 0.2"), 18, "reading_share: 0");
   CHECK_THROWS_WITH(Tiny(lookup), Catch::Contains("needs reading_share above 0"));
 }
+
+TEST_CASE("a first lesson reads its own documents for its first steps and the mix after them", "[pretrain][reading]") {
+  std::string text = kTiny;
+  text.replace(text.find("epochs: 3"), 9, "epochs: 1");
+  text.replace(text.find("heldout_every"), 0, "reading_share: 0.3\n  ");
+  // The lesson's documents have answers, the mix's none: the answer loss is reported only while the lesson runs.
+  auto run = [&](const std::string& t, const std::string& name, std::ostringstream* log) {
+    PretrainOptions o = Quiet(name);
+    o.reading_document = [](uint64_t i) { return "name: " + InventedName(i) + "; a b c d\n"; };
+    o.first_lesson_document = [](uint64_t i) { return "name: " + InventedName(i) + "\nAnswer: " + InventedName(i); };
+    const PretrainResult r = Pretrain(Tiny(t), o, *log);
+    INFO(log->str());
+    REQUIRE(r.finished);
+    return std::make_pair(r, o.out_dir);
+  };
+  std::ostringstream lesson_log, plain_log;
+  std::string with_lesson = text;
+  with_lesson.replace(with_lesson.find("heldout_every"), 0, "first_lesson { steps: 20 }\n  ");
+  const auto [lesson, dir] = run(with_lesson, "first-lesson", &lesson_log);
+  std::vector<int> with_answers, without;
+  for (const nlohmann::json& line : Metrics(dir)) {
+    (line.contains("answer_loss") ? with_answers : without).push_back(line["step"]);
+  }
+  CHECK(with_answers == std::vector<int>{10, 20});
+  REQUIRE_FALSE(without.empty());
+  CHECK(without.front() == 30);
+  CHECK_THAT(lesson_log.str(), Catch::Contains("first lesson ") && Catch::Contains(" reading documents mixed in") &&
+                                   Catch::Contains("the first 20 the first lesson"));
+  // Its steps come out of max_tokens: the mix has 20 steps' tokens fewer than a run without the lesson.
+  std::string fewer = text;
+  fewer.replace(fewer.find("max_tokens: 24000"), 17, "max_tokens: 18880");  // 24000 - 20 x 8 x 32
+  const auto [plain, plain_dir] = run(fewer, "first-lesson-none", &plain_log);
+  (void)plain_dir;
+  CHECK(lesson.total_steps == plain.total_steps + 20);
+  // Refused at its line: without reading documents, or with steps that take all of max_tokens.
+  CHECK_THROWS_WITH(Tiny(WithPretrainFields("first_lesson { steps: 20 }\n  ")),
+                    Catch::Contains("tiny.textproto:10:") && Catch::Contains("needs reading_share above 0"));
+  std::string all = with_lesson;
+  all.replace(all.find("steps: 20"), 9, "steps: 100");
+  CHECK_THROWS_WITH(Tiny(all), Catch::Contains("take all of max_tokens 24000"));
+  all.replace(all.find("steps: 100"), 10, "steps: 5 reading_share: 0.95");
+  CHECK_THROWS_WITH(Tiny(all), Catch::Contains("reading_share is between 0.1 and 0.9"));
+}

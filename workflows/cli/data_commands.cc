@@ -71,13 +71,8 @@ int RunDataCommand(CLI::App& app, const DataArgs& args) {
   CLI::App* data = app.get_subcommands().front();
   if (data->get_name() != "data") return -1;
   if (data->get_subcommands().front()->get_name() == "reading") {
-    qa::ReadingDocumentOptions options;
-    options.seed = args.seed;
-    options.max_chars = qa::ReadingDocumentChars(args.seq_len);
-    options.fact_share = args.facts;
-    options.min_countries_per_document = options.countries_per_document = args.countries;
-    options.short_passages = args.short_passages;
-    const auto reading = qa::FactbookReadingDocuments(std::move(options));
+    const auto reading = qa::FactbookReadingDocuments(
+        qa::SequenceReadingOptions(args.seed, args.seq_len, args.countries, args.short_passages, args.facts));
     for (int i = 0; i < args.count; ++i) std::cout << reading(static_cast<uint64_t>(i)) << "\n";
     return 0;
   }

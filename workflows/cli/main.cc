@@ -295,14 +295,19 @@ int Pretrain(const Args& a) {
   o.stop = &g_stop_training;
   if (!w.unseen_questions.empty()) o.unseen_factbook_pages = troupe::qa::UnseenFactbookPages(w.unseen_questions);
   if (w.reading_share > 0) {
-    troupe::qa::ReadingDocumentOptions reading;
-    reading.seed = troupe::Rng::Mix(w.seed, 0x5245);
-    reading.left_out_pages = o.unseen_factbook_pages.value_or(std::set<std::string>{});
-    reading.max_chars = troupe::qa::ReadingDocumentChars(w.seq_len);
-    reading.fact_share = w.reading_fact_share;
-    reading.min_countries_per_document = reading.countries_per_document = w.reading_countries;
-    reading.short_passages = w.reading_short_passages;
+    const std::set<std::string> left_out = o.unseen_factbook_pages.value_or(std::set<std::string>{});
+    troupe::qa::ReadingDocumentOptions reading = troupe::qa::SequenceReadingOptions(
+        troupe::Rng::Mix(w.seed, 0x5245), w.seq_len, w.reading_countries, w.reading_short_passages,
+        w.reading_fact_share);
+    reading.left_out_pages = left_out;
     o.reading_document = troupe::qa::FactbookReadingDocuments(std::move(reading));
+    if (w.first_lesson_steps > 0) {
+      // The first lesson's: the easiest form, one country with short passages, drawn apart from the mix's.
+      troupe::qa::ReadingDocumentOptions easiest =
+          troupe::qa::SequenceReadingOptions(troupe::Rng::Mix(w.seed, 0x4C45), w.seq_len, 1, true, 0.0);
+      easiest.left_out_pages = left_out;
+      o.first_lesson_document = troupe::qa::FactbookReadingDocuments(std::move(easiest));
+    }
   }
   StopOnSignals();
   std::cout << "run folder: " << o.out_dir << "\n";

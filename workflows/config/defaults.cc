@@ -87,6 +87,7 @@ constexpr char kDefaults[] = R"pb(
     reading_fact_share: 0
     reading_countries: 3
     reading_short_passages: false
+    first_lesson { steps: 0 reading_share: 0.9 }
     guided_attention { steps: 0 weight: 1 previous_layer: 0 induction_layer: 1 head: 0 lookup_layer: -1 lookup_weight: 1 induction_only_where_right: false }
   }
   experiment { seeds: 1 eval_episodes: 200 train: true greedy: false }

@@ -125,6 +125,24 @@ CompiledPretrain CompilePretrain(const LoadedWorkflow& w) {
   }
   c.reading_countries = p.reading_countries();
   c.reading_short_passages = p.reading_short_passages();
+  const config::ReadingLessonSpec& lesson = p.first_lesson();
+  if (lesson.steps() < 0) w.Fail({{"pretrain"}, {"first_lesson"}, {"steps"}}, "steps is 0 (none) or more");
+  if (lesson.steps() > 0 && p.reading_share() <= 0) {
+    w.Fail({{"pretrain"}, {"first_lesson"}},
+           "the first lesson reads the reading documents in their easiest form: it needs reading_share above 0");
+  }
+  if (lesson.steps() > 0 && (lesson.reading_share() < 0.1 || lesson.reading_share() > 0.9)) {
+    w.Fail({{"pretrain"}, {"first_lesson"}, {"reading_share"}},
+           "reading_share is between 0.1 and 0.9 of the first lesson's tokens (the rest is the corpora)");
+  }
+  if (lesson.steps() > 0 && p.max_tokens() > 0 &&
+      static_cast<int64_t>(lesson.steps()) * p.batch() * p.seq_len() >= p.max_tokens()) {
+    w.Fail({{"pretrain"}, {"first_lesson"}, {"steps"}},
+           "the first lesson's " + std::to_string(lesson.steps()) + " steps of " + std::to_string(p.batch()) + " x " +
+               std::to_string(p.seq_len()) + " tokens take all of max_tokens " + std::to_string(p.max_tokens()));
+  }
+  c.first_lesson_steps = lesson.steps();
+  c.first_lesson_reading_share = lesson.reading_share();
   const config::GuidedAttentionSpec& g = p.guided_attention();
   if (g.steps() < 0) w.Fail({{"pretrain"}, {"guided_attention"}, {"steps"}}, "steps is 0 (off) or more");
   if (g.steps() > 0) {

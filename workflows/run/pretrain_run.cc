@@ -275,6 +275,27 @@ Splits TokenizeCorpora(const CompiledPretrain& w, PretrainDocuments docs, const 
   return s;
 }
 
+// The first lesson's stream (pretrain.first_lesson): its steps' chunks of the
+// easiest-form reading documents at their share and corpus text in another
+// order than the mix's (so it is mostly other text), the other lessons off.
+Splits FirstLessonSplits(const CompiledPretrain& w, const PretrainDocuments& docs, const Tokenizer& tokenizer,
+                         const std::function<std::string(uint64_t)>& reading_document, std::ostream& out) {
+  CompiledPretrain lesson = w;
+  lesson.seed = Rng::Mix(w.seed, 59);
+  lesson.reading_share = w.first_lesson_reading_share;
+  lesson.induction_share = lesson.renamed_share = lesson.repeated_text_share = 0.0;
+  lesson.max_tokens = static_cast<int64_t>(w.first_lesson_steps) * w.batch * w.seq_len + w.seq_len + 1;
+  PretrainDocuments train_only;
+  train_only.train = docs.train;
+  std::ostringstream said;
+  Splits s = TokenizeCorpora(lesson, std::move(train_only), tokenizer, reading_document, said);
+  std::istringstream lines(said.str());
+  for (std::string line; std::getline(lines, line);) {
+    out << "first lesson " << (line.rfind("data: ", 0) == 0 ? line.substr(6) : line) << "\n";
+  }
+  return s;
+}
+
 // Sequences of length+1 tokens starting every `length` tokens.
 int64_t Chunks(const std::vector<int>& ids, int length) {
   return ids.size() > static_cast<size_t>(length) ? static_cast<int64_t>((ids.size() - 1) / length) : 0;
@@ -382,9 +403,16 @@ struct RunningMean {
 // loss at evaluation steps) every 10 steps.
 class PretrainObjective : public RunObjective {
  public:
-  PretrainObjective(const CompiledPretrain& w, Pretrainer& model, const Splits& data, int64_t chunks, int total,
-                    const Tokenizer& tokenizer)
-      : w_(w), model_(model), data_(data), order_(chunks, w.seed), total_(total), guide_(w.guided_attention) {
+  PretrainObjective(const CompiledPretrain& w, Pretrainer& model, const Splits& data, const Splits& lesson,
+                    int total, const Tokenizer& tokenizer)
+      : w_(w),
+        model_(model),
+        data_(data),
+        lesson_(lesson),
+        order_(Chunks(data.train, w.seq_len), w.seed),
+        lesson_order_(std::max<int64_t>(1, Chunks(lesson.train, w.seq_len)), Rng::Mix(w.seed, 61)),
+        total_(total),
+        guide_(w.guided_attention) {
     guide_.unmatched_token = *tokenizer.TokenId("<|endoftext|>");
     if (w.reading_share > 0) {
       // The reading documents' cue as it stands after a line's end, and the line's end that closes an answer.
@@ -411,7 +439,12 @@ class PretrainObjective : public RunObjective {
     const int L = w_.seq_len, B = w_.batch;
     std::vector<int> tokens;
     tokens.reserve(static_cast<size_t>(B) * (L + 1));
-    for (int i = 0; i < B; ++i) AppendChunk(data_.train, order_.At(static_cast<int64_t>(step) * B + i), L, &tokens);
+    // The first lesson's steps read its stream, the rest the mix from its start.
+    const bool lesson = step < w_.first_lesson_steps;
+    const std::vector<int>& stream = lesson ? lesson_.train : data_.train;
+    ChunkOrder& order = lesson ? lesson_order_ : order_;
+    const int64_t first = static_cast<int64_t>(lesson ? step : step - w_.first_lesson_steps) * B;
+    for (int i = 0; i < B; ++i) AppendChunk(stream, order.At(first + i), L, &tokens);
     const double lr = LearningRate(w_, step, total_);
     const bool guided = step < w_.guided_attention_steps;
     const PretrainStep s =
@@ -442,6 +475,7 @@ class PretrainObjective : public RunObjective {
       heldout_ = h;
     }
     std::ostringstream p;
+    if (lesson) p << "first lesson  ";
     p << "loss " << std::fixed << std::setprecision(3) << loss_.mean();
     if (answer_.any()) p << "  answers " << answer_.mean();
     if (!std::isnan(heldout_)) p << "  held-out ppl " << std::setprecision(1) << std::exp(heldout_);
@@ -460,7 +494,8 @@ class PretrainObjective : public RunObjective {
   const CompiledPretrain& w_;
   Pretrainer& model_;
   const Splits& data_;
-  ChunkOrder order_;
+  const Splits& lesson_;  // the first lesson's stream (empty without one)
+  ChunkOrder order_, lesson_order_;
   const int total_;
   int first_step_ = -1;
   double t0_ = 0.0;
@@ -489,13 +524,25 @@ class PretrainRun {
     PretrainDocuments documents =
         ReadPretrainDocuments(w_, o_.unseen_factbook_pages.value_or(std::set<std::string>{}), out_);
     const Tokenizer tokenizer = TokenizerOfRun(documents.train);
-    const Splits data = TokenizeCorpora(w_, std::move(documents), tokenizer, o_.reading_document, out_);
     const int L = w_.seq_len, B = w_.batch;
+    Splits lesson;
+    CompiledPretrain mix = w_;  // the first lesson's tokens come out of max_tokens
+    if (w_.first_lesson_steps > 0) {
+      if (!o_.first_lesson_document) {
+        throw ConfigError("pretrain.first_lesson: no reading documents were given for it (troupe pretrain makes them)");
+      }
+      lesson = FirstLessonSplits(w_, documents, tokenizer, o_.first_lesson_document, out_);
+      if (Chunks(lesson.train, L) < static_cast<int64_t>(w_.first_lesson_steps) * B)
+        throw Error("pretrain.first_lesson: too little text for its " + std::to_string(w_.first_lesson_steps) +
+                    " steps");
+      if (mix.max_tokens > 0) mix.max_tokens -= static_cast<int64_t>(w_.first_lesson_steps) * B * L;
+    }
+    const Splits data = TokenizeCorpora(mix, std::move(documents), tokenizer, o_.reading_document, out_);
     const int64_t chunks = Chunks(data.train, L);
     if (chunks < B)
       throw Error("too little training text for one batch of " + std::to_string(B) + " x " + std::to_string(L) +
                   " tokens");
-    const int total = static_cast<int>(std::ceil(w_.epochs * chunks / B));
+    const int total = w_.first_lesson_steps + static_cast<int>(std::ceil(w_.epochs * chunks / B));
     ModelConfig config = w_.model;
     config.vocab_size = tokenizer.vocab_size();
     config.num_roles = 1;
@@ -508,8 +555,10 @@ class PretrainRun {
     const ModelSizes sizes = config.sizes();
     out_ << "model: " << result_.parameters << " parameters (vocabulary " << config.vocab_size << ", width "
          << sizes.width << ", " << sizes.layers << " layers); " << total << " steps of " << B << " x " << L
-         << " tokens (" << w_.epochs << " pass" << (w_.epochs == 1 ? "" : "es") << ")\n";
-    PretrainObjective objective(w_, model, data, chunks, total, tokenizer);
+         << " tokens (" << w_.epochs << " pass" << (w_.epochs == 1 ? "" : "es");
+    if (w_.first_lesson_steps > 0) out_ << "; the first " << w_.first_lesson_steps << " the first lesson";
+    out_ << ")\n";
+    PretrainObjective objective(w_, model, data, lesson, total, tokenizer);
     RunLoopSpec spec;
     spec.dir = dir_.string();
     spec.resume = o_.resume;

@@ -34,6 +34,8 @@ struct PretrainOptions {
   // the workflow mixes them in (pretrain.reading_share): made by the caller
   // (qa::FactbookReadingDocuments), as the run layer reads no game data.
   std::function<std::string(uint64_t)> reading_document;
+  // The first lesson's reading documents (pretrain.first_lesson), required when it has steps.
+  std::function<std::string(uint64_t)> first_lesson_document;
 };
 
 struct PretrainResult {
