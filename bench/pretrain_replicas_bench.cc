@@ -1,12 +1,15 @@
-// Pretraining throughput at the base model's shape (workflows/shipped/base_model.textproto:
-// a 4-layer Llama of width 256, vocabulary 8192, batches of 16 x 256) on the
-// same cores three ways, alternating in one process:
+// Pretraining throughput at the base model's shape and batch
+// (workflows/shipped/base_model.textproto: a 4-layer Llama of width 256,
+// vocabulary 8192) on the same cores five ways, alternating in one process:
 //   one copy, THREADS LibTorch threads (OpenBLAS's own pool beside them);
 //   one copy, 1 LibTorch thread (the matrix products still on OpenBLAS's pool);
-//   THREADS replicas of 1 thread each sharing every batch (Pretrainer's `replicas`).
-// All three start from the same weights and see the same batches, so their
-// losses after the timed steps must agree (they differ only in the order of
-// float sums). Usage: pretrain_replicas_bench [THREADS] [STEPS] [ROUNDS]
+//   THREADS replicas of 1 thread each sharing every batch (Pretrainer's `replicas`);
+//   the first and the third again with bfloat16 forward passes (model
+//   `precision: BF16`: autocast, oneDNN's products on AVX512-BF16 CPUs).
+// All start from the same weights and see the same batches, so the float32
+// settings' losses after the timed steps must agree (they differ only in the
+// order of float sums) and the bfloat16 ones stay near them.
+// Usage: pretrain_replicas_bench [THREADS] [STEPS] [ROUNDS]
 // (run from the project's root; prints one JSON object with medians).
 #include <algorithm>
 #include <chrono>
@@ -32,11 +35,14 @@ double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::n
 struct Setting {
   std::string name;
   int threads, replicas;
+  bool bf16 = false;
 };
 
 // Tokens per second over `steps` updates after one warm-up, and the last loss.
 std::pair<double, double> Train(const ModelConfig& config, const Setting& s, int steps, int batch, int length) {
-  Pretrainer model(config, 11, s.threads, s.replicas);
+  ModelConfig c = config;
+  c.bf16 = s.bf16;
+  Pretrainer model(c, 11, s.threads, s.replicas);
   Rng rng(5);
   std::vector<std::vector<int>> batches(steps + 1);
   for (auto& b : batches) {
@@ -69,7 +75,9 @@ int main(int argc, char** argv) {
     config.num_roles = 1;
     const std::vector<Setting> settings = {{"one_copy_" + std::to_string(threads) + "_threads", threads, 1},
                                            {"one_copy_1_thread", 1, 1},
-                                           {std::to_string(threads) + "_replicas", threads, threads}};
+                                           {std::to_string(threads) + "_replicas", threads, threads},
+                                           {"bf16_one_copy_" + std::to_string(threads) + "_threads", threads, 1, true},
+                                           {"bf16_" + std::to_string(threads) + "_replicas", threads, threads, true}};
     std::vector<std::vector<double>> speed(settings.size());
     std::vector<double> loss(settings.size());
     for (int r = 0; r < rounds; ++r) {
@@ -85,6 +93,8 @@ int main(int argc, char** argv) {
     }
     out["replicas_over_one_copy"] = Median(speed[2]) / Median(speed[0]);
     out["replicas_over_one_thread"] = Median(speed[2]) / Median(speed[1]);
+    out["bf16_one_copy_over_replicas"] = Median(speed[3]) / Median(speed[2]);
+    out["bf16_replicas_over_replicas"] = Median(speed[4]) / Median(speed[2]);
     std::printf("%s\n", out.dump().c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "pretrain_replicas_bench: %s\n", e.what());
