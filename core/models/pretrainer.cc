@@ -46,6 +46,16 @@ void ForEachAnswer(const int* row, int64_t length, int64_t stride, const std::ve
 
 }  // namespace
 
+std::vector<int> GuidedAttention::Layers() const {
+  std::vector<int> layers = {previous_layer, induction_layer};
+  for (int layer : {lookup_layer, line_start_layer}) {
+    if (layer >= 0) layers.push_back(layer);
+  }
+  std::sort(layers.begin(), layers.end());
+  layers.erase(std::unique(layers.begin(), layers.end()), layers.end());
+  return layers;
+}
+
 AttentionTargets GuidedAttentionTargets(const std::vector<int>& tokens, int length, int stride,
                                         const GuidedAttention& guide, const AnswerLoss* answers) {
   stride = RowStride(tokens, length, stride);
@@ -69,6 +79,20 @@ AttentionTargets GuidedAttentionTargets(const std::vector<int>& tokens, int leng
         if (!guide.induction_only_where_right || right) t.induction[at] = found;
       }
       last[token] = i;
+    }
+  }
+  if (guide.line_start_layer >= 0) {
+    t.line_start.assign(rows * length, -1);
+    auto breaks_line = [&](int token) {
+      return token == unmatched ||
+             std::find(guide.line_breaks.begin(), guide.line_breaks.end(), token) != guide.line_breaks.end();
+    };
+    for (size_t row = 0; row < rows; ++row) {
+      int64_t start = -1;  // the current line's first position, once a break has been seen
+      for (int64_t i = 0; i < length; ++i) {
+        t.line_start[row * length + i] = start;
+        if (breaks_line(tokens[row * stride + i])) start = i + 1;  // the next position starts a line
+      }
     }
   }
   if (guide.lookup_layer < 0 || answers == nullptr || answers->cue.empty()) return t;
@@ -133,15 +157,11 @@ struct Replica {
   void Guide(const GuidedAttention* guide) {
     if (guide != nullptr && guiding && guide->SameHeads(*guiding)) return;
     if (guiding) {
-      model->keep_attention(guiding->previous_layer, -1);
-      model->keep_attention(guiding->induction_layer, -1);
-      if (guiding->lookup_layer >= 0) model->keep_attention(guiding->lookup_layer, -1);
+      for (int layer : guiding->Layers()) model->keep_attention(layer, -1);
       guiding.reset();
     }
     if (guide != nullptr) {
-      model->keep_attention(guide->previous_layer, guide->head);
-      model->keep_attention(guide->induction_layer, guide->head);
-      if (guide->lookup_layer >= 0) model->keep_attention(guide->lookup_layer, guide->head);
+      for (int layer : guide->Layers()) model->keep_attention(layer, guide->head);
       guiding = *guide;
     }
   }
@@ -159,7 +179,7 @@ struct Replica {
 
 // What one replica's share of a batch gave.
 struct ShareResult {
-  double loss = 0.0, previous = 0.0, induction = 0.0, lookup = 0.0;
+  double loss = 0.0, previous = 0.0, induction = 0.0, lookup = 0.0, line_start = 0.0;
   double answer_sum = 0.0;  // the next-token losses on its answer tokens, summed
 };
 
@@ -288,6 +308,8 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
   const int64_t previous_over = guide != nullptr ? Guided(targets.previous) : 1;
   const int64_t induction_over = guide != nullptr ? Guided(targets.induction) : 1;
   const int64_t lookup_over = lookup ? Guided(targets.lookup) : 1;
+  const bool line_start = guide != nullptr && guide->line_start_layer >= 0;
+  const int64_t line_start_over = line_start ? Guided(targets.line_start) : 1;
   const std::vector<int64_t> answer_at =
       answers != nullptr ? AnswerPositions(tokens, length, length + 1, *answers) : std::vector<int64_t>{};
   const std::vector<std::pair<int, int>> shares = impl_->Shares(batch);
@@ -329,6 +351,12 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
         total = total + guide->lookup_weight * found;
         results[k].lookup = found.item<double>();
       }
+      if (line_start) {
+        const torch::Tensor title = AttentionLoss(r.model->kept_attention(guide->line_start_layer),
+                                                  rows(targets.line_start), line_start_over);
+        total = total + guide->weight * title;
+        results[k].line_start = title.item<double>();
+      }
       results[k].previous = previous.item<double>();
       results[k].induction = induction.item<double>();
     } else {
@@ -344,6 +372,7 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
   PretrainStep step;
   if (guide != nullptr) step.previous_attention = step.induction_attention = 0.0;
   if (lookup) step.lookup_attention = 0.0;
+  if (line_start) step.line_start_attention = 0.0;
   if (!answer_at.empty()) step.answer_loss = 0.0;
   for (size_t k = 0; k < shares.size(); ++k) {
     const double share = double(shares[k].second) / batch;
@@ -353,6 +382,7 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
       step.previous_attention += results[k].previous;
       step.induction_attention += results[k].induction;
       if (lookup) step.lookup_attention += results[k].lookup;
+      if (line_start) step.line_start_attention += results[k].line_start;
     }
   }
   std::vector<torch::Tensor> all = impl_->decayed;

@@ -23,7 +23,11 @@ namespace troupe {
 // `head` of that layer is led, at each position that ends the answers' cue
 // ("Answer:" in reading documents), to where the answer's first tokens stand
 // earlier in the row: where a reader finds the fact it is asked for; its loss
-// counts `lookup_weight` times. Llama models only.
+// counts `lookup_weight` times. With `line_start_layer` >= 0, `head` of that
+// layer is led, at every position, to the first token of its line (the one
+// after the latest of `line_breaks` or `unmatched_token`; none on a row's
+// first line, whose start the row does not hold): in a passage, the title
+// that says whose fact the line states. Llama models only.
 struct GuidedAttention {
   double weight = 1.0;
   int previous_layer = 0, induction_layer = 1, head = 0;
@@ -31,11 +35,15 @@ struct GuidedAttention {
   int lookup_layer = -1;
   double lookup_weight = 1.0;
   bool induction_only_where_right = false;  // the induction head guided only where the next token is the one it finds
+  int line_start_layer = -1;
+  std::vector<int> line_breaks;  // the tokens that end a line (those holding a newline)
   // Whether `other` guides the same heads (which attention weights a model must keep).
   bool SameHeads(const GuidedAttention& other) const {
     return previous_layer == other.previous_layer && induction_layer == other.induction_layer &&
-           head == other.head && lookup_layer == other.lookup_layer;
+           head == other.head && lookup_layer == other.lookup_layer && line_start_layer == other.line_start_layer;
   }
+  // The layers whose `head` is guided, each once.
+  std::vector<int> Layers() const;
 };
 
 // An extra loss on answers (workflow.proto's pretrain.answer_weight): the mean
@@ -54,7 +62,8 @@ struct PretrainStep {
   // With guided attention: the two heads' mean -log weight on their guided positions.
   double previous_attention = std::numeric_limits<double>::quiet_NaN();
   double induction_attention = std::numeric_limits<double>::quiet_NaN();
-  double lookup_attention = std::numeric_limits<double>::quiet_NaN();  // with a lookup head
+  double lookup_attention = std::numeric_limits<double>::quiet_NaN();      // with a lookup head
+  double line_start_attention = std::numeric_limits<double>::quiet_NaN();  // with a line-start head
   // With an AnswerLoss: the mean next-token loss on the batch's answer tokens (NaN: the batch held none).
   double answer_loss = std::numeric_limits<double>::quiet_NaN();
 };
@@ -71,10 +80,14 @@ struct PretrainStep {
 // else. With `induction_only_where_right`, an induction target is kept only
 // where the token at it is the row's next token (so copying what the head
 // finds is right; the next token of a row's last input is the row's
-// `length`-th token when `stride` leaves one). Rows of `length` targets each,
-// row after row.
+// `length`-th token when `stride` leaves one). With a line-start head
+// (`line_start_layer` >= 0), the line-start targets: the position after the
+// latest line break (a `guide.line_breaks` or `guide.unmatched_token` token)
+// before each position, which is the position itself on a line's first
+// token; -1 up to the row's first break. Rows of `length` targets each, row
+// after row.
 struct AttentionTargets {
-  std::vector<int64_t> previous, induction, lookup;
+  std::vector<int64_t> previous, induction, lookup, line_start;
 };
 AttentionTargets GuidedAttentionTargets(const std::vector<int>& tokens, int length, int stride,
                                         const GuidedAttention& guide, const AnswerLoss* answers = nullptr);

@@ -452,6 +452,20 @@ TEST_CASE("the lookup head's target is where the answer after the cue stands ear
   CHECK(GuidedAttentionTargets(kAnswered, 12, 13, Guide(), &answers).lookup.empty());   // answers but no lookup head
 }
 
+TEST_CASE("the line-start head's target is its line's first token", "[pretrain][guided]") {
+  GuidedAttention guide = Guide();
+  guide.line_start_layer = 1;
+  guide.line_breaks = {30, 31};  // 31 as a token holding two line ends would be
+  // Row 1: two lines after a first the row does not begin, then an empty one; row 2: the separator 9
+  // ends a line too, and each row starts afresh.
+  const AttentionTargets t =
+      GuidedAttentionTargets({5, 6, 30, 7, 8, 31, 30, 4, 1, 30, 9, 2, 3, 4, 30, 4}, 8, 0, guide);
+  CHECK(t.line_start == std::vector<int64_t>{-1, -1, -1, 3, 3, 3, 6, 7, -1, -1, 2, 3, 3, 3, 3, 7});
+  CHECK(t.previous.size() == 16);  // the other targets as before
+  guide.line_start_layer = -1;
+  CHECK(GuidedAttentionTargets({5, 6, 30, 7}, 4, 0, guide).line_start.empty());
+}
+
 TEST_CASE("the answer loss is on the tokens after the cue, to the line's end", "[pretrain][reading]") {
   // The rows of the lookup test above: inputs whose next token is an answer's.
   const std::vector<int>& tokens = kAnswered;
@@ -538,6 +552,34 @@ TEST_CASE("a lookup head is led to reading documents' answers", "[pretrain][guid
   const std::vector<double> faint = lookup_losses("0.001");
   REQUIRE(faint.size() == lookup.size());
   CHECK(faint.back() > 2 * lookup.back());
+}
+
+TEST_CASE("a line-start head is led to the first token of each line", "[pretrain][guided]") {
+  std::string text = kTiny;
+  text.replace(text.find("layers: 1"), 9, "layers: 3");
+  text.replace(text.find("max_len: 64"), 11, "max_len: 128");
+  text.replace(text.find("seq_len: 32"), 11, "seq_len: 64");
+  text.replace(text.find("epochs: 3"), 9, "epochs: 1");  // 46 steps of 8 x 64 tokens
+  text.replace(text.find("heldout_every"), 0,
+               "reading_share: 0.5\n  guided_attention { steps: 1000 line_start_layer: 2 }\n  ");
+  const CompiledPretrain w = Tiny(text);
+  CHECK(w.guided_attention.line_start_layer == 2);
+  PretrainOptions o = Quiet("line-start");
+  // Lines of a passage: each begins with the country whose fact it states.
+  o.reading_document = [](uint64_t i) {
+    return InventedName(i) + " - Capital: name: " + InventedName(i + 1) + "\n" + InventedName(i + 2) +
+           " - Languages: " + InventedName(i + 3) + "ish\n";
+  };
+  std::ostringstream log;
+  const PretrainResult r = Pretrain(w, o, log);
+  INFO(log.str());
+  REQUIRE(r.finished);
+  const std::vector<double> line_start = MetricValues(o.out_dir, "attention_line_start");
+  // Spread over a line's earlier positions the head's -log weight on its start is a few nats; led,
+  // it falls.
+  REQUIRE(line_start.size() >= 3);
+  CHECK(line_start.front() > 1.0);
+  CHECK(line_start.back() < 0.5 * line_start.front());
 }
 
 TEST_CASE("a run reports its reading documents' answer loss, and trains on it with a weight", "[pretrain][reading]") {
@@ -665,6 +707,14 @@ TEST_CASE("guided attention is refused where it cannot work, at its line", "[pre
   lookup.replace(lookup.find(" lookup_weight: 0"), 17, "");
   lookup.replace(lookup.find("reading_share: 0.2"), 18, "reading_share: 0");
   CHECK_THROWS_WITH(Tiny(lookup), Catch::Contains("needs reading_share above 0"));
+  std::string line_start = kTiny;
+  line_start.replace(line_start.find("layers: 1"), 9, "layers: 3");
+  line_start.replace(line_start.find("heldout_every"), 0, "guided_attention { steps: 10 line_start_layer: 1 }\n  ");
+  CHECK_THROWS_WITH(Tiny(line_start), Catch::Contains("tiny.textproto:10:") &&
+                                          Catch::Contains("line_start_layer (1) is -1 (off) or one of the model's 3 "
+                                                          "layers that no other guided head uses"));
+  line_start.replace(line_start.find("line_start_layer: 1"), 19, "line_start_layer: 2");
+  CHECK(Tiny(line_start).guided_attention.line_start_layer == 2);
 }
 
 TEST_CASE("a first lesson reads its own documents for its first steps and the mix after them", "[pretrain][reading]") {

@@ -170,6 +170,15 @@ CompiledPretrain CompilePretrain(const LoadedWorkflow& w) {
       w.Fail({{"pretrain"}, {"guided_attention"}, {"lookup_layer"}},
              "the lookup head is led to reading documents' answers: it needs reading_share above 0");
     }
+    const int line = g.line_start_layer();
+    if (line != -1 && (line < 0 || line >= layers || line == g.previous_layer() || line == g.induction_layer() ||
+                       line == g.lookup_layer())) {
+      w.Fail({{"pretrain"}, {"guided_attention"}, {"line_start_layer"}},
+             "line_start_layer (" + std::to_string(line) + ") is -1 (off) or one of the model's " +
+                 std::to_string(layers) + " layers that no other guided head uses (previous_layer " +
+                 std::to_string(g.previous_layer()) + ", induction_layer " + std::to_string(g.induction_layer()) +
+                 (g.lookup_layer() >= 0 ? ", lookup_layer " + std::to_string(g.lookup_layer()) : std::string()) + ")");
+    }
     if (g.head() < 0 || g.head() >= heads) {
       w.Fail({{"pretrain"}, {"guided_attention"}, {"head"}},
              "head " + std::to_string(g.head()) + " is not one of the model's " + std::to_string(heads) + " heads");
@@ -183,6 +192,7 @@ CompiledPretrain CompilePretrain(const LoadedWorkflow& w) {
   c.guided_attention.lookup_layer = g.lookup_layer();
   c.guided_attention.lookup_weight = g.lookup_weight();
   c.guided_attention.induction_only_where_right = g.induction_only_where_right();
+  c.guided_attention.line_start_layer = g.line_start_layer();
   c.heldout_every = p.heldout_every();
   c.tokenizer = p.tokenizer();
   c.vocab_size = p.vocab_size();

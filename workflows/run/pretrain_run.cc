@@ -414,6 +414,11 @@ class PretrainObjective : public RunObjective {
         total_(total),
         guide_(w.guided_attention) {
     guide_.unmatched_token = *tokenizer.TokenId("<|endoftext|>");
+    if (guide_.line_start_layer >= 0) {
+      for (int id = 0; id < tokenizer.vocab_size(); ++id) {
+        if (tokenizer.Decode({id}).find('\n') != std::string::npos) guide_.line_breaks.push_back(id);
+      }
+    }
     if (w.reading_share > 0) {
       // The reading documents' cue as it stands after a line's end, and the line's end that closes an answer.
       const std::vector<int> line_end = tokenizer.Encode("\n", false);
@@ -440,10 +445,10 @@ class PretrainObjective : public RunObjective {
     std::vector<int> tokens;
     tokens.reserve(static_cast<size_t>(B) * (L + 1));
     // The first lesson's steps read its stream, the rest the mix from its start.
-    const bool lesson = step < w_.first_lesson_steps;
-    const std::vector<int>& stream = lesson ? lesson_.train : data_.train;
-    ChunkOrder& order = lesson ? lesson_order_ : order_;
-    const int64_t first = static_cast<int64_t>(lesson ? step : step - w_.first_lesson_steps) * B;
+    const bool in_lesson = step < w_.first_lesson_steps;
+    const std::vector<int>& stream = in_lesson ? lesson_.train : data_.train;
+    ChunkOrder& order = in_lesson ? lesson_order_ : order_;
+    const int64_t first = static_cast<int64_t>(in_lesson ? step : step - w_.first_lesson_steps) * B;
     for (int i = 0; i < B; ++i) AppendChunk(stream, order.At(first + i), L, &tokens);
     const double lr = LearningRate(w_, step, total_);
     const bool guided = step < w_.guided_attention_steps;
@@ -455,6 +460,7 @@ class PretrainObjective : public RunObjective {
     loss_.Add(s.loss), norm_.Add(s.grad_norm);
     if (guided) previous_.Add(s.previous_attention), induction_.Add(s.induction_attention);
     if (guided && s.lookup_attention > 0) lookup_.Add(s.lookup_attention);
+    if (guided && !std::isnan(s.line_start_attention)) line_start_.Add(s.line_start_attention);
     if (!std::isnan(s.answer_loss)) answer_.Add(s.answer_loss);
     IterationReport report;
     const bool eval = (step + 1) % w_.eval_every == 0 || step + 1 == total_;
@@ -468,6 +474,7 @@ class PretrainObjective : public RunObjective {
     line.Add("tokens_per_s", tokens_per_s);
     if (previous_.any()) line.Add("attention_previous", previous_.mean()).Add("attention_induction", induction_.mean());
     if (lookup_.any()) line.Add("attention_lookup", lookup_.mean());
+    if (line_start_.any()) line.Add("attention_line_start", line_start_.mean());
     if (answer_.any()) line.Add("answer_loss", answer_.mean());
     if (eval) {
       const double h = HeldOutLoss(model_, data_.heldout, L, B, w_.eval_tokens);
@@ -475,18 +482,19 @@ class PretrainObjective : public RunObjective {
       heldout_ = h;
     }
     std::ostringstream p;
-    if (lesson) p << "first lesson  ";
+    if (in_lesson) p << "first lesson  ";
     p << "loss " << std::fixed << std::setprecision(3) << loss_.mean();
     if (answer_.any()) p << "  answers " << answer_.mean();
     if (!std::isnan(heldout_)) p << "  held-out ppl " << std::setprecision(1) << std::exp(heldout_);
     if (previous_.any()) {
       p << "  guided attention " << std::setprecision(2) << previous_.mean() << "/" << induction_.mean();
       if (lookup_.any()) p << "/" << lookup_.mean();
+      if (line_start_.any()) p << "  line starts " << line_start_.mean();
     }
     p << "  lr " << std::scientific << std::setprecision(1) << lr << std::fixed << "  "
       << static_cast<int64_t>(tokens_per_s) << " tok/s";
     report.progress = p.str();
-    loss_ = norm_ = previous_ = induction_ = lookup_ = answer_ = RunningMean{};
+    loss_ = norm_ = previous_ = induction_ = lookup_ = line_start_ = answer_ = RunningMean{};
     return report;
   }
 
@@ -505,7 +513,7 @@ class PretrainObjective : public RunObjective {
   // Since the last line: the step's losses and gradient norm; guided attention's
   // losses over the guided steps; the lookup head's and the answers' over the
   // steps whose batch held an answer.
-  RunningMean loss_, norm_, previous_, induction_, lookup_, answer_;
+  RunningMean loss_, norm_, previous_, induction_, lookup_, line_start_, answer_;
 };
 
 class PretrainRun {
