@@ -411,6 +411,17 @@ AnswerLoss Answers() {
   return answers;
 }
 
+// kTiny with three layers (room for a guided head after the previous-token and induction heads) and
+// sequences of 64 tokens (a reading document's lines): 46 steps of 8 x 64 tokens.
+std::string ThreeLayersOf64Tokens() {
+  std::string text = kTiny;
+  text.replace(text.find("layers: 1"), 9, "layers: 3");
+  text.replace(text.find("max_len: 64"), 11, "max_len: 128");
+  text.replace(text.find("seq_len: 32"), 11, "seq_len: 64");
+  text.replace(text.find("epochs: 3"), 9, "epochs: 1");
+  return text;
+}
+
 // Rows of 12 inputs and one more target token, with answers after the cue.
 const std::vector<int> kAnswered = {5, 6, 7, 8,  3,  7, 2,  8, 20, 21, 7,  8,  30,  //
                                     5, 6, 3, 20, 21, 4, 30, 3, 3,  3,  20, 21, 5};
@@ -519,11 +530,7 @@ TEST_CASE("guided attention teaches two heads where to look, and only while it i
 }
 
 TEST_CASE("a lookup head is led to reading documents' answers", "[pretrain][guided][reading]") {
-  std::string text = kTiny;
-  text.replace(text.find("layers: 1"), 9, "layers: 3");
-  text.replace(text.find("max_len: 64"), 11, "max_len: 128");
-  text.replace(text.find("seq_len: 32"), 11, "seq_len: 64");
-  text.replace(text.find("epochs: 3"), 9, "epochs: 1");  // 46 steps of 8 x 64 tokens
+  std::string text = ThreeLayersOf64Tokens();
   auto lookup_losses = [&](const std::string& weight) {
     std::string t = text;
     t.replace(t.find("heldout_every"), 0,
@@ -555,11 +562,7 @@ TEST_CASE("a lookup head is led to reading documents' answers", "[pretrain][guid
 }
 
 TEST_CASE("a line-start head is led to the first token of each line", "[pretrain][guided]") {
-  std::string text = kTiny;
-  text.replace(text.find("layers: 1"), 9, "layers: 3");
-  text.replace(text.find("max_len: 64"), 11, "max_len: 128");
-  text.replace(text.find("seq_len: 32"), 11, "seq_len: 64");
-  text.replace(text.find("epochs: 3"), 9, "epochs: 1");  // 46 steps of 8 x 64 tokens
+  std::string text = ThreeLayersOf64Tokens();
   text.replace(text.find("heldout_every"), 0,
                "reading_share: 0.5\n  guided_attention { steps: 1000 line_start_layer: 2 }\n  ");
   const CompiledPretrain w = Tiny(text);
