@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -91,10 +92,19 @@ int main(int argc, char** argv) {
     for (size_t k = 0; k < settings.size(); ++k) {
       out[settings[k].name] = {{"tokens_per_s", Median(speed[k])}, {"rounds", speed[k]}, {"last_loss", loss[k]}};
     }
-    out["replicas_over_one_copy"] = Median(speed[2]) / Median(speed[0]);
-    out["replicas_over_one_thread"] = Median(speed[2]) / Median(speed[1]);
-    out["bf16_one_copy_over_replicas"] = Median(speed[3]) / Median(speed[2]);
-    out["bf16_replicas_over_replicas"] = Median(speed[4]) / Median(speed[2]);
+    // Each ratio names its settings, so a reordered or added setting cannot shift them.
+    auto median_of = [&](const std::string& name) {
+      for (size_t k = 0; k < settings.size(); ++k) {
+        if (settings[k].name == name) return Median(speed[k]);
+      }
+      throw std::logic_error("no setting named " + name);
+    };
+    const std::string n = std::to_string(threads);
+    const double replicas = median_of(n + "_replicas");
+    out["replicas_over_one_copy"] = replicas / median_of("one_copy_" + n + "_threads");
+    out["replicas_over_one_thread"] = replicas / median_of("one_copy_1_thread");
+    out["bf16_one_copy_over_replicas"] = median_of("bf16_one_copy_" + n + "_threads") / replicas;
+    out["bf16_replicas_over_replicas"] = median_of("bf16_" + n + "_replicas") / replicas;
     std::printf("%s\n", out.dump().c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "pretrain_replicas_bench: %s\n", e.what());

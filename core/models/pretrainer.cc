@@ -84,8 +84,7 @@ AttentionTargets GuidedAttentionTargets(const std::vector<int>& tokens, int leng
   if (guide.line_start_layer >= 0) {
     t.line_start.assign(rows * length, -1);
     auto breaks_line = [&](int token) {
-      return token == unmatched ||
-             std::find(guide.line_breaks.begin(), guide.line_breaks.end(), token) != guide.line_breaks.end();
+      return token == unmatched || std::binary_search(guide.line_breaks.begin(), guide.line_breaks.end(), token);
     };
     for (size_t row = 0; row < rows; ++row) {
       int64_t start = -1;  // the current line's first position, once a break has been seen

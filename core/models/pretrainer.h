@@ -36,7 +36,7 @@ struct GuidedAttention {
   double lookup_weight = 1.0;
   bool induction_only_where_right = false;  // the induction head guided only where the next token is the one it finds
   int line_start_layer = -1;
-  std::vector<int> line_breaks;  // the tokens that end a line (those holding a newline)
+  std::vector<int> line_breaks;  // the tokens that end a line (those holding a newline), in ascending order
   // Whether `other` guides the same heads (which attention weights a model must keep).
   bool SameHeads(const GuidedAttention& other) const {
     return previous_layer == other.previous_layer && induction_layer == other.induction_layer &&
