@@ -46,15 +46,107 @@ void ForEachAnswer(const int* row, int64_t length, int64_t stride, const std::ve
 
 }  // namespace
 
-std::vector<int> GuidedAttention::Layers() const {
-  std::vector<int> layers = {previous_layer, induction_layer};
-  for (int layer : {lookup_layer, line_start_layer}) {
-    if (layer >= 0) layers.push_back(layer);
+const char* GuidedHeadName(GuidedHeadKind kind) {
+  switch (kind) {
+    case GuidedHeadKind::kPrevious: return "previous";
+    case GuidedHeadKind::kInduction: return "induction";
+    case GuidedHeadKind::kLookup: return "lookup";
+    case GuidedHeadKind::kLineStart: return "line_start";
+    case GuidedHeadKind::kSubject: return "subject";
   }
+  return "?";
+}
+
+const GuidedHead* GuidedAttention::Find(GuidedHeadKind kind) const {
+  for (const GuidedHead& h : heads) {
+    if (h.kind == kind) return &h;
+  }
+  return nullptr;
+}
+
+bool GuidedAttention::SameHeads(const GuidedAttention& other) const {
+  return head == other.head && Layers() == other.Layers();
+}
+
+std::vector<int> GuidedAttention::Layers() const {
+  std::vector<int> layers;
+  for (const GuidedHead& h : heads) layers.push_back(h.layer);
   std::sort(layers.begin(), layers.end());
   layers.erase(std::unique(layers.begin(), layers.end()), layers.end());
   return layers;
 }
+
+const std::vector<int64_t>& AttentionTargets::Of(GuidedHeadKind kind) const {
+  switch (kind) {
+    case GuidedHeadKind::kPrevious: return previous;
+    case GuidedHeadKind::kInduction: return induction;
+    case GuidedHeadKind::kLookup: return lookup;
+    case GuidedHeadKind::kLineStart: return line_start;
+    case GuidedHeadKind::kSubject: return subject;
+  }
+  return previous;
+}
+
+namespace {
+
+// Whether `token` ends a line (a line break, or the document separator).
+bool EndsLine(const GuidedAttention& guide, int token) {
+  return token == guide.unmatched_token ||
+         std::binary_search(guide.line_breaks.begin(), guide.line_breaks.end(), token);
+}
+
+// Per position of each row, the first position of its line (-1 up to the row's first line break).
+std::vector<int64_t> LineStarts(const std::vector<int>& tokens, int64_t length, int64_t stride,
+                                const GuidedAttention& guide) {
+  const size_t rows = tokens.size() / stride;
+  std::vector<int64_t> starts(rows * length, -1);
+  for (size_t row = 0; row < rows; ++row) {
+    int64_t start = -1;  // the current line's first position, once a break has been seen
+    for (int64_t i = 0; i < length; ++i) {
+      starts[row * length + i] = start;
+      if (EndsLine(guide, tokens[row * stride + i])) start = i + 1;  // the next position starts a line
+    }
+  }
+  return starts;
+}
+
+// The subject targets (GuidedHeadKind::kSubject) from the lookup's and the line starts.
+std::vector<int64_t> SubjectTargets(const std::vector<int>& tokens, int64_t length, int64_t stride,
+                                    const GuidedAttention& guide, const std::vector<int64_t>& lookup,
+                                    const std::vector<int64_t>& line_start) {
+  const size_t rows = tokens.size() / stride;
+  std::vector<int64_t> subject(rows * length, -1);
+  auto starts_word = [&](int token) {
+    return std::binary_search(guide.word_starts.begin(), guide.word_starts.end(), token);
+  };
+  for (size_t row = 0; row < rows; ++row) {
+    const int* r = tokens.data() + row * stride;
+    int64_t* out = subject.data() + row * length;
+    for (int64_t cue = 0; cue < length; ++cue) {
+      const int64_t found = lookup[row * length + cue];
+      if (found < 0) continue;
+      const int64_t start = line_start[row * length + found];
+      if (start < 0) continue;
+      int64_t word_end = start + 1;  // the title's first word: up to the next token that starts a word
+      while (word_end < found && !starts_word(r[word_end])) ++word_end;
+      if (word_end >= found) continue;
+      const int64_t title = word_end - 1;
+      int64_t asked = -1;  // the title's token, latest in the question (after the fact, before the cue)
+      for (int64_t p = cue - 1; p > found; --p) {
+        if (r[p] == r[title]) {
+          asked = p;
+          break;
+        }
+      }
+      if (asked < 0) continue;
+      out[cue] = asked;
+      for (int64_t p = title + 1; p < length && !EndsLine(guide, r[p]); ++p) out[p] = title;
+    }
+  }
+  return subject;
+}
+
+}  // namespace
 
 AttentionTargets GuidedAttentionTargets(const std::vector<int>& tokens, int length, int stride,
                                         const GuidedAttention& guide, const AnswerLoss* answers) {
@@ -81,35 +173,29 @@ AttentionTargets GuidedAttentionTargets(const std::vector<int>& tokens, int leng
       last[token] = i;
     }
   }
-  if (guide.line_start_layer >= 0) {
-    t.line_start.assign(rows * length, -1);
-    auto breaks_line = [&](int token) {
-      return token == unmatched || std::binary_search(guide.line_breaks.begin(), guide.line_breaks.end(), token);
-    };
-    for (size_t row = 0; row < rows; ++row) {
-      int64_t start = -1;  // the current line's first position, once a break has been seen
-      for (int64_t i = 0; i < length; ++i) {
-        t.line_start[row * length + i] = start;
-        if (breaks_line(tokens[row * stride + i])) start = i + 1;  // the next position starts a line
-      }
-    }
-  }
-  if (guide.lookup_layer < 0 || answers == nullptr || answers->cue.empty()) return t;
+  const bool subject = guide.Find(GuidedHeadKind::kSubject) != nullptr;
+  std::vector<int64_t> line_start;
+  if (guide.Find(GuidedHeadKind::kLineStart) != nullptr || subject) line_start = LineStarts(tokens, length, stride, guide);
+  if (guide.Find(GuidedHeadKind::kLineStart) != nullptr) t.line_start = line_start;
+  const bool answered = answers != nullptr && !answers->cue.empty();
+  if (!answered || (guide.Find(GuidedHeadKind::kLookup) == nullptr && !subject)) return t;
   constexpr int64_t kAnswerTokens = 4;  // matched of each answer: enough to tell a name from a chance token
   const auto c = static_cast<int64_t>(answers->cue.size());
-  t.lookup.assign(rows * length, -1);
+  std::vector<int64_t> lookup(rows * length, -1);
   for (size_t row = 0; row < rows; ++row) {
     const int* r = tokens.data() + row * stride;
     ForEachAnswer(r, length, stride, answers->cue, answers->end, answers->separator, kAnswerTokens,
                   [&](int64_t i, int64_t n) {
                     for (int64_t j = i - c + 1 - n; j >= 0; --j) {  // wholly before the cue, the latest first
                       if (std::equal(r + j, r + j + n, r + i + 1)) {
-                        t.lookup[row * length + i] = j;
+                        lookup[row * length + i] = j;
                         break;
                       }
                     }
                   });
   }
+  if (subject) t.subject = SubjectTargets(tokens, length, stride, guide, lookup, line_start);
+  if (guide.Find(GuidedHeadKind::kLookup) != nullptr) t.lookup = std::move(lookup);
   return t;
 }
 
@@ -128,9 +214,9 @@ std::vector<int64_t> AnswerPositions(const std::vector<int>& tokens, int length,
 
 namespace {
 
-// Positions that have a target (>= 0), at least 1.
+// Positions that have a target (>= 0).
 int64_t Guided(const std::vector<int64_t>& target) {
-  return std::max<int64_t>(1, std::count_if(target.begin(), target.end(), [](int64_t t) { return t >= 0; }));
+  return std::count_if(target.begin(), target.end(), [](int64_t t) { return t >= 0; });
 }
 
 // -log weight of attention `att` [B,T,Tk] on `target` [B,T] (-1: none), summed
@@ -178,7 +264,8 @@ struct Replica {
 
 // What one replica's share of a batch gave.
 struct ShareResult {
-  double loss = 0.0, previous = 0.0, induction = 0.0, lookup = 0.0, line_start = 0.0;
+  double loss = 0.0;
+  std::vector<double> attention;  // per guided head, its share of the loss
   double answer_sum = 0.0;  // the next-token losses on its answer tokens, summed
 };
 
@@ -301,14 +388,17 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
   for (auto& group : impl_->optimizer->param_groups()) {
     static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
   }
-  const bool lookup = guide != nullptr && guide->lookup_layer >= 0 && answers != nullptr;
   const AttentionTargets targets =
       guide != nullptr ? GuidedAttentionTargets(tokens, length, length + 1, *guide, answers) : AttentionTargets{};
-  const int64_t previous_over = guide != nullptr ? Guided(targets.previous) : 1;
-  const int64_t induction_over = guide != nullptr ? Guided(targets.induction) : 1;
-  const int64_t lookup_over = lookup ? Guided(targets.lookup) : 1;
-  const bool line_start = guide != nullptr && guide->line_start_layer >= 0;
-  const int64_t line_start_over = line_start ? Guided(targets.line_start) : 1;
+  // Per guided head: its targets, and how many the whole batch has (0: none, no loss this step).
+  std::vector<const std::vector<int64_t>*> head_targets;
+  std::vector<int64_t> head_over;
+  if (guide != nullptr) {
+    for (const GuidedHead& h : guide->heads) {
+      head_targets.push_back(&targets.Of(h.kind));
+      head_over.push_back(Guided(*head_targets.back()));
+    }
+  }
   const std::vector<int64_t> answer_at =
       answers != nullptr ? AnswerPositions(tokens, length, length + 1, *answers) : std::vector<int64_t>{};
   const std::vector<std::pair<int, int>> shares = impl_->Shares(batch);
@@ -333,33 +423,16 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
       }
       if (!mine.empty()) answer_sum = losses.index_select(0, torch::tensor(mine, torch::kLong).to(losses.device())).sum();
     }
-    torch::Tensor total;
-    if (guide != nullptr) {
-      auto rows = [&](const std::vector<int64_t>& all) {
-        return std::vector<int64_t>(all.begin() + int64_t(first) * length,
-                                    all.begin() + int64_t(first + count) * length);
-      };
-      const torch::Tensor previous =
-          AttentionLoss(r.model->kept_attention(guide->previous_layer), rows(targets.previous), previous_over);
-      const torch::Tensor induction =
-          AttentionLoss(r.model->kept_attention(guide->induction_layer), rows(targets.induction), induction_over);
-      total = loss * share + guide->weight * (previous + induction);
-      if (lookup) {
-        const torch::Tensor found =
-            AttentionLoss(r.model->kept_attention(guide->lookup_layer), rows(targets.lookup), lookup_over);
-        total = total + guide->lookup_weight * found;
-        results[k].lookup = found.item<double>();
-      }
-      if (line_start) {
-        const torch::Tensor title = AttentionLoss(r.model->kept_attention(guide->line_start_layer),
-                                                  rows(targets.line_start), line_start_over);
-        total = total + guide->weight * title;
-        results[k].line_start = title.item<double>();
-      }
-      results[k].previous = previous.item<double>();
-      results[k].induction = induction.item<double>();
-    } else {
-      total = loss * share;
+    torch::Tensor total = loss * share;
+    results[k].attention.assign(head_targets.size(), 0.0);
+    for (size_t h = 0; h < head_targets.size(); ++h) {
+      if (head_over[h] == 0) continue;
+      const std::vector<int64_t>& all = *head_targets[h];
+      const std::vector<int64_t> rows(all.begin() + int64_t(first) * length, all.begin() + int64_t(first + count) * length);
+      const GuidedHead& head = guide->heads[h];
+      const torch::Tensor guided = AttentionLoss(r.model->kept_attention(head.layer), rows, head_over[h]);
+      total = total + head.weight * guided;
+      results[k].attention[h] = guided.item<double>();
     }
     if (answer_sum.defined()) {
       if (answers->weight > 0) total = total + answers->weight * answer_sum / static_cast<double>(answer_at.size());
@@ -369,20 +442,13 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
     results[k].loss = loss.item<double>();
   });
   PretrainStep step;
-  if (guide != nullptr) step.previous_attention = step.induction_attention = 0.0;
-  if (lookup) step.lookup_attention = 0.0;
-  if (line_start) step.line_start_attention = 0.0;
+  for (int64_t over : head_over) step.attention.push_back(over > 0 ? 0.0 : std::numeric_limits<double>::quiet_NaN());
   if (!answer_at.empty()) step.answer_loss = 0.0;
   for (size_t k = 0; k < shares.size(); ++k) {
     const double share = double(shares[k].second) / batch;
     step.loss += share * results[k].loss;
     if (!answer_at.empty()) step.answer_loss += results[k].answer_sum / static_cast<double>(answer_at.size());
-    if (guide != nullptr) {
-      step.previous_attention += results[k].previous;
-      step.induction_attention += results[k].induction;
-      if (lookup) step.lookup_attention += results[k].lookup;
-      if (line_start) step.line_start_attention += results[k].line_start;
-    }
+    for (size_t h = 0; h < step.attention.size(); ++h) step.attention[h] += results[k].attention[h];
   }
   std::vector<torch::Tensor> all = impl_->decayed;
   all.insert(all.end(), impl_->plain.begin(), impl_->plain.end());

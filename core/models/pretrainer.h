@@ -15,33 +15,43 @@
 namespace troupe {
 
 // Guided attention (workflow.proto's GuidedAttentionSpec): a loss beside the
-// next-token loss on where two heads look. `head` of `previous_layer` is led
-// to the previous position, `head` of `induction_layer` to the position just
-// after the latest earlier occurrence of the current token (an induction
-// head's place). Tokens equal to `unmatched_token` (the document separator)
-// are never matched. With `lookup_layer` >= 0 and an AnswerLoss beside it,
-// `head` of that layer is led, at each position that ends the answers' cue
-// ("Answer:" in reading documents), to where the answer's first tokens stand
-// earlier in the row: where a reader finds the fact it is asked for; its loss
-// counts `lookup_weight` times. With `line_start_layer` >= 0, `head` of that
-// layer is led, at every position, to the first token of its line (the one
-// after the latest of `line_breaks` or `unmatched_token`; none on a row's
-// first line, whose start the row does not hold): in a passage, the title
-// that says whose fact the line states. Llama models only.
+// next-token loss on where some heads look, `head` of each guided head's layer
+// (Llama models only). What each kind of head is led to, at which positions:
+enum class GuidedHeadKind {
+  kPrevious,   // the previous position, everywhere
+  kInduction,  // the position just after the latest earlier occurrence of the current token (an induction
+               // head's place); tokens equal to `unmatched_token` (the document separator) are never matched
+  kLookup,     // at each position that ends the answers' cue ("Answer:" in reading documents; needs an
+               // AnswerLoss), where the answer's first tokens stand earlier in the row: the fact asked for
+  kLineStart,  // the first token of the position's line (after the latest of `line_breaks` or
+               // `unmatched_token`; none on a row's first line, whose start the row does not hold)
+  kSubject,    // whose fact a line states: in a line that holds an answer found by the lookup, at each
+               // position after its title's first word, that word's last token ("ia" of "Zorvia - ...");
+               // at the cue, where that same token stands latest in the question (" Zorvia?"). A lookup
+               // head after it can then match the question's subject to the line's.
+};
+// Its name in metrics and messages: "previous", "induction", "lookup", "line_start", "subject".
+const char* GuidedHeadName(GuidedHeadKind kind);
+
+struct GuidedHead {
+  GuidedHeadKind kind = GuidedHeadKind::kPrevious;
+  int layer = 0;
+  double weight = 1.0;  // its loss's weight beside the next-token loss
+  bool operator==(const GuidedHead& o) const { return kind == o.kind && layer == o.layer && weight == o.weight; }
+};
+
 struct GuidedAttention {
-  double weight = 1.0;
-  int previous_layer = 0, induction_layer = 1, head = 0;
+  // The guided heads, each on a layer of its own.
+  std::vector<GuidedHead> heads = {{GuidedHeadKind::kPrevious, 0, 1.0}, {GuidedHeadKind::kInduction, 1, 1.0}};
+  int head = 0;  // which head of each guided layer
   int unmatched_token = -1;
-  int lookup_layer = -1;
-  double lookup_weight = 1.0;
   bool induction_only_where_right = false;  // the induction head guided only where the next token is the one it finds
-  int line_start_layer = -1;
-  std::vector<int> line_breaks;  // the tokens that end a line (those holding a newline), in ascending order
+  std::vector<int> line_breaks;  // line_start, subject: the tokens that end a line (holding a newline), ascending
+  std::vector<int> word_starts;  // subject: the tokens that begin a word (their text starts with a space), ascending
+  // The guided head of `kind` (nullptr: none).
+  const GuidedHead* Find(GuidedHeadKind kind) const;
   // Whether `other` guides the same heads (which attention weights a model must keep).
-  bool SameHeads(const GuidedAttention& other) const {
-    return previous_layer == other.previous_layer && induction_layer == other.induction_layer &&
-           head == other.head && lookup_layer == other.lookup_layer && line_start_layer == other.line_start_layer;
-  }
+  bool SameHeads(const GuidedAttention& other) const;
   // The layers whose `head` is guided, each once.
   std::vector<int> Layers() const;
 };
@@ -59,35 +69,30 @@ struct AnswerLoss {
 struct PretrainStep {
   double loss = 0.0;       // mean cross-entropy per target token (nats)
   double grad_norm = 0.0;  // before clipping
-  // With guided attention: the two heads' mean -log weight on their guided positions.
-  double previous_attention = std::numeric_limits<double>::quiet_NaN();
-  double induction_attention = std::numeric_limits<double>::quiet_NaN();
-  double lookup_attention = std::numeric_limits<double>::quiet_NaN();      // with a lookup head
-  double line_start_attention = std::numeric_limits<double>::quiet_NaN();  // with a line-start head
+  // With guided attention, per head of `GuidedAttention::heads`: its mean -log
+  // weight on its guided positions (NaN: the batch gave it none).
+  std::vector<double> attention;
   // With an AnswerLoss: the mean next-token loss on the batch's answer tokens (NaN: the batch held none).
   double answer_loss = std::numeric_limits<double>::quiet_NaN();
 };
 
 // Per position of the first `length` tokens of each row of `tokens` (rows of
-// `stride` tokens; 0: of `length`), the targets of `guide`'s heads: the
-// previous position, and the position after the latest earlier occurrence of
-// the same token; -1 where there is none (the first position; a token's first
-// occurrence, or `guide.unmatched_token`). With a lookup head (`lookup_layer`
-// >= 0) and `answers`, also the lookup targets: at a position that ends
-// `answers->cue`, the latest earlier position (before the cue) where the
-// answer's first tokens (those after the cue up to `answers->end` or
-// `answers->separator`, 4 at most) stand in the same order; -1 everywhere
-// else. With `induction_only_where_right`, an induction target is kept only
-// where the token at it is the row's next token (so copying what the head
-// finds is right; the next token of a row's last input is the row's
-// `length`-th token when `stride` leaves one). With a line-start head
-// (`line_start_layer` >= 0), the line-start targets: the position after the
-// latest line break (a `guide.line_breaks` or `guide.unmatched_token` token)
-// before each position, which is the position itself on a line's first
-// token; -1 up to the row's first break. Rows of `length` targets each, row
-// after row.
+// `stride` tokens; 0: of `length`), the targets of `guide`'s heads (see
+// GuidedHeadKind), -1 where a head has none: the previous position (-1 at the
+// first); the induction target (-1 at a token's first occurrence and at
+// `guide.unmatched_token`; with `induction_only_where_right`, kept only where
+// the token at it is the row's next token, so copying what the head finds is
+// right; the next token of a row's last input is the row's `length`-th token
+// when `stride` leaves one); with `answers`, the lookup targets (at a position
+// that ends `answers->cue`, the latest earlier position before the cue where
+// the answer's first tokens, those after the cue up to `answers->end` or
+// `answers->separator`, 4 at most, stand in the same order) and the subject
+// targets; and the line-start targets. Rows of `length` targets each, row
+// after row; a head's list is empty where it is not guided (lookup and
+// subject: or without `answers`).
 struct AttentionTargets {
-  std::vector<int64_t> previous, induction, lookup, line_start;
+  std::vector<int64_t> previous, induction, lookup, line_start, subject;
+  const std::vector<int64_t>& Of(GuidedHeadKind kind) const;
 };
 AttentionTargets GuidedAttentionTargets(const std::vector<int>& tokens, int length, int stride,
                                         const GuidedAttention& guide, const AnswerLoss* answers = nullptr);
@@ -112,8 +117,8 @@ class Pretrainer {
   // One update on `batch` sequences of `length` + 1 tokens each (row-major):
   // inputs are the first `length`, targets the last `length`.
   // With `guide`, guided attention's loss is added (and reported) for this step
-  // (its lookup head's only with `answers`); with `answers`, the answer loss is
-  // reported (and added, times its weight).
+  // (its lookup and subject heads' only with `answers`); with `answers`, the
+  // answer loss is reported (and added, times its weight).
   PretrainStep Step(const std::vector<int>& tokens, int batch, int length, double lr,
                     const GuidedAttention* guide = nullptr, const AnswerLoss* answers = nullptr);
   // Mean cross-entropy of the targets of such sequences, without updating.

@@ -398,7 +398,7 @@ GuidedAttention Guide(bool only_where_right = false, bool lookup = false) {
   GuidedAttention g;
   g.unmatched_token = 9;
   g.induction_only_where_right = only_where_right;
-  g.lookup_layer = lookup ? 2 : -1;
+  if (lookup) g.heads.push_back({GuidedHeadKind::kLookup, 2, 1.0});
   return g;
 }
 
@@ -465,7 +465,7 @@ TEST_CASE("the lookup head's target is where the answer after the cue stands ear
 
 TEST_CASE("the line-start head's target is its line's first token", "[pretrain][guided]") {
   GuidedAttention guide = Guide();
-  guide.line_start_layer = 1;
+  guide.heads.push_back({GuidedHeadKind::kLineStart, 2, 1.0});
   guide.line_breaks = {30, 31};  // 31 as a token holding two line ends would be
   // Row 1: two lines after a first the row does not begin, then an empty one; row 2: the separator 9
   // ends a line too, and each row starts afresh.
@@ -473,8 +473,30 @@ TEST_CASE("the line-start head's target is its line's first token", "[pretrain][
       GuidedAttentionTargets({5, 6, 30, 7, 8, 31, 30, 4, 1, 30, 9, 2, 3, 4, 30, 4}, 8, 0, guide);
   CHECK(t.line_start == std::vector<int64_t>{-1, -1, -1, 3, 3, 3, 6, 7, -1, -1, 2, 3, 3, 3, 3, 7});
   CHECK(t.previous.size() == 16);  // the other targets as before
-  guide.line_start_layer = -1;
+  guide.heads.pop_back();
   CHECK(GuidedAttentionTargets({5, 6, 30, 7}, 4, 0, guide).line_start.empty());
+}
+
+TEST_CASE("the subject head's targets bind an answered line to its title and the cue to the question's name",
+          "[pretrain][guided]") {
+  GuidedAttention guide = Guide(false, true);
+  guide.heads.insert(guide.heads.begin() + 2, {GuidedHeadKind::kSubject, 3, 1.0});
+  guide.line_breaks = {30};
+  guide.word_starts = {40, 41, 42, 43, 44, 45};  // tokens whose text begins with a space
+  // <eot> | K ike " -" " Capital:" Br ouru \n | Gu aim " -" Th odi \n | " What" " capital" " K" ike "?" \n |
+  // Answer: Br ouru \n. The question's first token of the name (" K") is not the title's ("K"); its last is.
+  const std::vector<int> row = {9, 1, 2, 40, 41, 7, 8, 30, 3, 4, 40, 5, 6, 30, 42, 43, 44, 2, 45, 30, 20, 21, 7, 8, 30};
+  const AnswerLoss answers = Answers();
+  const AttentionTargets t = GuidedAttentionTargets(row, 24, 25, guide, &answers);
+  REQUIRE(t.lookup.size() == 24);
+  CHECK(t.lookup[21] == 5);  // the cue's end finds the answer
+  std::vector<int64_t> expected(24, -1);
+  for (int p = 3; p <= 6; ++p) expected[p] = 2;  // the answered line, after its title's first word: that word's last token
+  expected[21] = 17;                             // the cue: where that token stands in the question
+  CHECK(t.subject == expected);                  // the other country's line, never asked about, has none
+  CHECK(GuidedAttentionTargets(row, 24, 25, guide).subject.empty());  // no answers, no subject
+  guide.heads.erase(guide.heads.begin() + 2);
+  CHECK(GuidedAttentionTargets(row, 24, 25, guide, &answers).subject.empty());  // no subject head
 }
 
 TEST_CASE("the answer loss is on the tokens after the cue, to the line's end", "[pretrain][reading]") {
@@ -502,7 +524,8 @@ TEST_CASE("guided attention teaches two heads where to look, and only while it i
   text.replace(text.find("epochs: 3"), 9, "epochs: 1");  // 93 steps
   const CompiledPretrain w = Tiny(text);
   CHECK(w.guided_attention_steps == 60);
-  CHECK(w.guided_attention.induction_layer == 1);
+  REQUIRE(w.guided_attention.Find(GuidedHeadKind::kInduction) != nullptr);
+  CHECK(w.guided_attention.Find(GuidedHeadKind::kInduction)->layer == 1);
   CHECK(w.guided_attention.induction_only_where_right == only_where_right);
   PretrainOptions o = Quiet(only_where_right ? "guided-where-right" : "guided");
   std::ostringstream log;
@@ -537,8 +560,9 @@ TEST_CASE("a lookup head is led to reading documents' answers", "[pretrain][guid
               "reading_share: 0.5\n  guided_attention { steps: 1000 lookup_layer: 2 lookup_weight: " + weight +
                   " }\n  ");
     const CompiledPretrain w = Tiny(t);
-    CHECK(w.guided_attention.lookup_layer == 2);
-    CHECK(w.guided_attention.lookup_weight == std::stod(weight));
+    REQUIRE(w.guided_attention.Find(GuidedHeadKind::kLookup) != nullptr);
+    CHECK(w.guided_attention.Find(GuidedHeadKind::kLookup)->layer == 2);
+    CHECK(w.guided_attention.Find(GuidedHeadKind::kLookup)->weight == std::stod(weight));
     PretrainOptions o = Quiet("lookup-" + weight);
     o.reading_document = [](uint64_t i) {
       return "Capital: name: " + InventedName(i) + "; time difference: UTC+3\nAnswer: " + InventedName(i) + "\n";
@@ -566,7 +590,8 @@ TEST_CASE("a line-start head is led to the first token of each line", "[pretrain
   text.replace(text.find("heldout_every"), 0,
                "reading_share: 0.5\n  guided_attention { steps: 1000 line_start_layer: 2 }\n  ");
   const CompiledPretrain w = Tiny(text);
-  CHECK(w.guided_attention.line_start_layer == 2);
+  REQUIRE(w.guided_attention.Find(GuidedHeadKind::kLineStart) != nullptr);
+  CHECK(w.guided_attention.Find(GuidedHeadKind::kLineStart)->layer == 2);
   PretrainOptions o = Quiet("line-start");
   // Lines of a passage: each begins with the country whose fact it states.
   o.reading_document = [](uint64_t i) {
@@ -583,6 +608,39 @@ TEST_CASE("a line-start head is led to the first token of each line", "[pretrain
   REQUIRE(line_start.size() >= 3);
   CHECK(line_start.front() > 1.0);
   CHECK(line_start.back() < 0.5 * line_start.front());
+}
+
+TEST_CASE("a subject head is led to whose fact an answered line states", "[pretrain][guided][reading]") {
+  std::string text = ThreeLayersOf64Tokens();
+  text.replace(text.find("layers: 3"), 9, "layers: 4");
+  // Rows of 128 tokens, that a document of three lines of invented names fits in: 47 steps of 8 x 128.
+  text.replace(text.find("seq_len: 64"), 11, "seq_len: 128");
+  text.replace(text.find("max_tokens: 24000"), 17, "max_tokens: 48000");
+  text.replace(text.find("heldout_every"), 0,
+               "reading_share: 0.9\n  guided_attention { steps: 1000 subject_layer: 2 lookup_layer: 3 }\n  ");
+  const CompiledPretrain w = Tiny(text);
+  PretrainOptions o = Quiet("subject");
+  // Two countries' capitals, then a question on each in either order: an answer's line and its
+  // question share the country's name.
+  o.reading_document = [](uint64_t i) {
+    const std::string country[2] = {InventedName(i), InventedName(i + 7)};
+    const std::string capital[2] = {InventedName(i + 1), InventedName(i + 8)};
+    std::string text;
+    for (int c : {0, 1}) text += country[c] + " - Capital: " + capital[c] + "\n";
+    for (int c : {int(i % 2), int(1 - i % 2)}) text += "Capital of " + country[c] + "?\nAnswer: " + capital[c] + "\n";
+    return text;
+  };
+  std::ostringstream log;
+  const PretrainResult r = Pretrain(w, o, log);
+  INFO(log.str());
+  REQUIRE(r.finished);
+  const std::vector<double> subject = MetricValues(o.out_dir, "attention_subject");
+  // Spread over the earlier positions its -log weight on the title's (or the question's) name is a
+  // few nats; led, it falls.
+  REQUIRE(subject.size() >= 3);
+  CHECK(subject.front() > 1.0);
+  CHECK(subject.back() < 0.5 * subject.front());
+  CHECK(MetricValues(o.out_dir, "attention_lookup").size() == subject.size());  // the lookup beside it, measured
 }
 
 TEST_CASE("a run reports its reading documents' answer loss, and trains on it with a weight", "[pretrain][reading]") {
@@ -663,11 +721,12 @@ TEST_CASE("replicas share each batch and train as one copy of the model does", "
       CHECK(steps[r][k].loss == Approx(steps[0][k].loss).epsilon(1e-5));
       CHECK(steps[r][k].grad_norm == Approx(steps[0][k].grad_norm).epsilon(1e-4));
       if (k % 2 == 0) {
-        CHECK(steps[r][k].previous_attention == Approx(steps[0][k].previous_attention).epsilon(1e-5));
-        CHECK(steps[r][k].induction_attention == Approx(steps[0][k].induction_attention).epsilon(1e-5));
+        REQUIRE(steps[r][k].attention.size() == 2);  // previous, induction
+        CHECK(steps[r][k].attention[0] == Approx(steps[0][k].attention[0]).epsilon(1e-5));
+        CHECK(steps[r][k].attention[1] == Approx(steps[0][k].attention[1]).epsilon(1e-5));
         CHECK(std::isnan(steps[r][k].answer_loss));
       } else {
-        CHECK(std::isnan(steps[r][k].previous_attention));
+        CHECK(steps[r][k].attention.empty());
         CHECK(steps[r][k].answer_loss == Approx(steps[0][k].answer_loss).epsilon(1e-5));
       }
     }
@@ -717,7 +776,19 @@ TEST_CASE("guided attention is refused where it cannot work, at its line", "[pre
                                           Catch::Contains("line_start_layer (1) is -1 (off) or one of the model's 3 "
                                                           "layers that no other guided head uses"));
   line_start.replace(line_start.find("line_start_layer: 1"), 19, "line_start_layer: 2");
-  CHECK(Tiny(line_start).guided_attention.line_start_layer == 2);
+  CHECK(Tiny(line_start).guided_attention.Find(GuidedHeadKind::kLineStart)->layer == 2);
+  std::string subject = kTiny;
+  subject.replace(subject.find("layers: 1"), 9, "layers: 4");
+  subject.replace(subject.find("heldout_every"), 0,
+                  "reading_share: 0.2\n  guided_attention { steps: 10 subject_layer: 2 }\n  ");
+  CHECK_THROWS_WITH(Tiny(subject), Catch::Contains("tiny.textproto:11:") &&
+                                       Catch::Contains("subject_layer (2) is -1 (off) or a layer before lookup_layer"));
+  subject.replace(subject.find("subject_layer: 2"), 16, "subject_layer: 1 lookup_layer: 3");
+  CHECK_THROWS_WITH(Tiny(subject), Catch::Contains("subject_layer (1) is -1 (off) or one of the model's 4 layers that "
+                                                   "no other guided head uses (previous_layer 0, induction_layer 1, "
+                                                   "lookup_layer 3)"));
+  subject.replace(subject.find("subject_layer: 1"), 16, "subject_layer: 2");
+  CHECK(Tiny(subject).guided_attention.Find(GuidedHeadKind::kSubject)->layer == 2);
 }
 
 TEST_CASE("a first lesson reads its own documents for its first steps and the mix after them", "[pretrain][reading]") {

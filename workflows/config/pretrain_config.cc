@@ -170,14 +170,34 @@ CompiledPretrain CompilePretrain(const LoadedWorkflow& w) {
       w.Fail({{"pretrain"}, {"guided_attention"}, {"lookup_layer"}},
              "the lookup head is led to reading documents' answers: it needs reading_share above 0");
     }
-    const int line = g.line_start_layer();
-    if (line != -1 && (line < 0 || line >= layers || line == g.previous_layer() || line == g.induction_layer() ||
-                       line == g.lookup_layer())) {
-      w.Fail({{"pretrain"}, {"guided_attention"}, {"line_start_layer"}},
-             "line_start_layer (" + std::to_string(line) + ") is -1 (off) or one of the model's " +
-                 std::to_string(layers) + " layers that no other guided head uses (previous_layer " +
-                 std::to_string(g.previous_layer()) + ", induction_layer " + std::to_string(g.induction_layer()) +
-                 (g.lookup_layer() >= 0 ? ", lookup_layer " + std::to_string(g.lookup_layer()) : std::string()) + ")");
+    if (g.subject_layer() != -1 && (g.lookup_layer() == -1 || g.subject_layer() < 0 ||
+                                    g.subject_layer() >= g.lookup_layer())) {
+      w.Fail({{"pretrain"}, {"guided_attention"}, {"subject_layer"}},
+             "subject_layer (" + std::to_string(g.subject_layer()) +
+                 ") is -1 (off) or a layer before lookup_layer, whose head matches what it binds (lookup_layer " +
+                 std::to_string(g.lookup_layer()) + ")");
+    }
+    // The optional heads each on a layer of the model that no other guided head uses.
+    const std::vector<std::pair<std::string, int>> guided = {{"previous_layer", g.previous_layer()},
+                                                             {"induction_layer", g.induction_layer()},
+                                                             {"lookup_layer", g.lookup_layer()},
+                                                             {"line_start_layer", g.line_start_layer()},
+                                                             {"subject_layer", g.subject_layer()}};
+    for (size_t i = 2; i < guided.size(); ++i) {
+      const auto& [field, layer] = guided[i];
+      if (layer == -1) continue;
+      std::string others;
+      bool shared = false;
+      for (size_t j = 0; j < guided.size(); ++j) {
+        if (j == i || guided[j].second == -1) continue;
+        others += (others.empty() ? "" : ", ") + guided[j].first + " " + std::to_string(guided[j].second);
+        shared = shared || guided[j].second == layer;
+      }
+      if (layer < 0 || layer >= layers || shared) {
+        w.Fail({{"pretrain"}, {"guided_attention"}, {field.c_str()}},
+               field + " (" + std::to_string(layer) + ") is -1 (off) or one of the model's " + std::to_string(layers) +
+                   " layers that no other guided head uses (" + others + ")");
+      }
     }
     if (g.head() < 0 || g.head() >= heads) {
       w.Fail({{"pretrain"}, {"guided_attention"}, {"head"}},
@@ -185,14 +205,15 @@ CompiledPretrain CompilePretrain(const LoadedWorkflow& w) {
     }
   }
   c.guided_attention_steps = g.steps();
-  c.guided_attention.weight = g.weight();
-  c.guided_attention.previous_layer = g.previous_layer();
-  c.guided_attention.induction_layer = g.induction_layer();
+  c.guided_attention.heads = {{GuidedHeadKind::kPrevious, g.previous_layer(), g.weight()},
+                               {GuidedHeadKind::kInduction, g.induction_layer(), g.weight()}};
+  if (g.lookup_layer() >= 0) c.guided_attention.heads.push_back({GuidedHeadKind::kLookup, g.lookup_layer(), g.lookup_weight()});
+  if (g.line_start_layer() >= 0) {
+    c.guided_attention.heads.push_back({GuidedHeadKind::kLineStart, g.line_start_layer(), g.weight()});
+  }
+  if (g.subject_layer() >= 0) c.guided_attention.heads.push_back({GuidedHeadKind::kSubject, g.subject_layer(), g.weight()});
   c.guided_attention.head = g.head();
-  c.guided_attention.lookup_layer = g.lookup_layer();
-  c.guided_attention.lookup_weight = g.lookup_weight();
   c.guided_attention.induction_only_where_right = g.induction_only_where_right();
-  c.guided_attention.line_start_layer = g.line_start_layer();
   c.heldout_every = p.heldout_every();
   c.tokenizer = p.tokenizer();
   c.vocab_size = p.vocab_size();

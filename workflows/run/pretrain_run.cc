@@ -414,11 +414,14 @@ class PretrainObjective : public RunObjective {
         total_(total),
         guide_(w.guided_attention) {
     guide_.unmatched_token = *tokenizer.TokenId("<|endoftext|>");
-    if (guide_.line_start_layer >= 0) {
-      for (int id = 0; id < tokenizer.vocab_size(); ++id) {
-        if (tokenizer.Decode({id}).find('\n') != std::string::npos) guide_.line_breaks.push_back(id);
+    if (guide_.Find(GuidedHeadKind::kLineStart) != nullptr || guide_.Find(GuidedHeadKind::kSubject) != nullptr) {
+      for (int id = 0; id < tokenizer.vocab_size(); ++id) {  // ascending, as the targets' search needs
+        const std::string text = tokenizer.Decode({id});
+        if (text.find('\n') != std::string::npos) guide_.line_breaks.push_back(id);
+        if (!text.empty() && text[0] == ' ') guide_.word_starts.push_back(id);
       }
     }
+    guided_.resize(guide_.heads.size());
     if (w.reading_share > 0) {
       // The reading documents' cue as it stands after a line's end, and the line's end that closes an answer.
       const std::vector<int> line_end = tokenizer.Encode("\n", false);
@@ -458,9 +461,9 @@ class PretrainObjective : public RunObjective {
       throw ModelError("the training loss is " + std::to_string(s.loss) + " at step " + std::to_string(step + 1) +
                        "; lower the learning rate");
     loss_.Add(s.loss), norm_.Add(s.grad_norm);
-    if (guided) previous_.Add(s.previous_attention), induction_.Add(s.induction_attention);
-    if (guided && s.lookup_attention > 0) lookup_.Add(s.lookup_attention);
-    if (guided && !std::isnan(s.line_start_attention)) line_start_.Add(s.line_start_attention);
+    for (size_t h = 0; h < s.attention.size(); ++h) {
+      if (!std::isnan(s.attention[h])) guided_[h].Add(s.attention[h]);
+    }
     if (!std::isnan(s.answer_loss)) answer_.Add(s.answer_loss);
     IterationReport report;
     const bool eval = (step + 1) % w_.eval_every == 0 || step + 1 == total_;
@@ -472,9 +475,9 @@ class PretrainObjective : public RunObjective {
     const double run_s = MonotonicSeconds() - t0_;
     const double tokens_per_s = run_s > 0 ? double(step + 1 - first_step_) * B * L / run_s : 0.0;
     line.Add("tokens_per_s", tokens_per_s);
-    if (previous_.any()) line.Add("attention_previous", previous_.mean()).Add("attention_induction", induction_.mean());
-    if (lookup_.any()) line.Add("attention_lookup", lookup_.mean());
-    if (line_start_.any()) line.Add("attention_line_start", line_start_.mean());
+    for (size_t h = 0; h < guided_.size(); ++h) {
+      if (guided_[h].any()) line.Add(std::string("attention_") + GuidedHeadName(guide_.heads[h].kind), guided_[h].mean());
+    }
     if (answer_.any()) line.Add("answer_loss", answer_.mean());
     if (eval) {
       const double h = HeldOutLoss(model_, data_.heldout, L, B, w_.eval_tokens);
@@ -486,15 +489,19 @@ class PretrainObjective : public RunObjective {
     p << "loss " << std::fixed << std::setprecision(3) << loss_.mean();
     if (answer_.any()) p << "  answers " << answer_.mean();
     if (!std::isnan(heldout_)) p << "  held-out ppl " << std::setprecision(1) << std::exp(heldout_);
-    if (previous_.any()) {
-      p << "  guided attention " << std::setprecision(2) << previous_.mean() << "/" << induction_.mean();
-      if (lookup_.any()) p << "/" << lookup_.mean();
-      if (line_start_.any()) p << "  line starts " << line_start_.mean();
+    std::string heads;  // the guided heads' losses since the last line, "previous 0.12 induction 0.34 ..."
+    for (size_t h = 0; h < guided_.size(); ++h) {
+      if (!guided_[h].any()) continue;
+      std::ostringstream one;
+      one << std::fixed << std::setprecision(2) << guided_[h].mean();
+      heads += std::string(heads.empty() ? "" : " ") + GuidedHeadName(guide_.heads[h].kind) + " " + one.str();
     }
+    if (!heads.empty()) p << "  guided attention " << heads;
     p << "  lr " << std::scientific << std::setprecision(1) << lr << std::fixed << "  "
       << static_cast<int64_t>(tokens_per_s) << " tok/s";
     report.progress = p.str();
-    loss_ = norm_ = previous_ = induction_ = lookup_ = line_start_ = answer_ = RunningMean{};
+    loss_ = norm_ = answer_ = RunningMean{};
+    for (RunningMean& m : guided_) m = RunningMean{};
     return report;
   }
 
@@ -510,10 +517,10 @@ class PretrainObjective : public RunObjective {
   double heldout_ = std::nan("");
   GuidedAttention guide_;
   AnswerLoss answers_;  // with reading documents: their answers' loss, reported (and trained on, with a weight)
-  // Since the last line: the step's losses and gradient norm; guided attention's
-  // losses over the guided steps; the lookup head's and the answers' over the
-  // steps whose batch held an answer.
-  RunningMean loss_, norm_, previous_, induction_, lookup_, line_start_, answer_;
+  // Since the last line: the step's losses and gradient norm; each guided
+  // head's loss and the answers' over the steps whose batch gave them a target.
+  RunningMean loss_, norm_, answer_;
+  std::vector<RunningMean> guided_;  // per head of guide_.heads
 };
 
 class PretrainRun {
