@@ -175,7 +175,8 @@ AttentionTargets GuidedAttentionTargets(const std::vector<int>& tokens, int leng
   }
   const bool subject = guide.Find(GuidedHeadKind::kSubject) != nullptr;
   std::vector<int64_t> line_start;
-  if (guide.Find(GuidedHeadKind::kLineStart) != nullptr || subject) line_start = LineStarts(tokens, length, stride, guide);
+  if (guide.Find(GuidedHeadKind::kLineStart) != nullptr || subject)
+    line_start = LineStarts(tokens, length, stride, guide);
   if (guide.Find(GuidedHeadKind::kLineStart) != nullptr) t.line_start = line_start;
   const bool answered = answers != nullptr && !answers->cue.empty();
   if (!answered || (guide.Find(GuidedHeadKind::kLookup) == nullptr && !subject)) return t;
@@ -428,7 +429,8 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
     for (size_t h = 0; h < head_targets.size(); ++h) {
       if (head_over[h] == 0) continue;
       const std::vector<int64_t>& all = *head_targets[h];
-      const std::vector<int64_t> rows(all.begin() + int64_t(first) * length, all.begin() + int64_t(first + count) * length);
+      const std::vector<int64_t> rows(all.begin() + int64_t(first) * length,
+                                      all.begin() + int64_t(first + count) * length);
       const GuidedHead& head = guide->heads[h];
       const torch::Tensor guided = AttentionLoss(r.model->kept_attention(head.layer), rows, head_over[h]);
       total = total + head.weight * guided;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 
@@ -422,6 +423,18 @@ std::string ThreeLayersOf64Tokens() {
   return text;
 }
 
+// Pretrains `w` on `document`s as its reading documents, into a fresh folder named for `name`; the folder.
+std::string RunOnDocuments(const CompiledPretrain& w, const std::string& name,
+                           const std::function<std::string(uint64_t)>& document) {
+  PretrainOptions o = Quiet(name);
+  o.reading_document = document;
+  std::ostringstream log;
+  const PretrainResult r = Pretrain(w, o, log);
+  INFO(log.str());
+  REQUIRE(r.finished);
+  return o.out_dir;
+}
+
 // Rows of 12 inputs and one more target token, with answers after the cue.
 const std::vector<int> kAnswered = {5, 6, 7, 8,  3,  7, 2,  8, 20, 21, 7,  8,  30,  //
                                     5, 6, 3, 20, 21, 4, 30, 3, 3,  3,  20, 21, 5};
@@ -491,9 +504,11 @@ TEST_CASE("the subject head's targets bind an answered line to its title and the
   REQUIRE(t.lookup.size() == 24);
   CHECK(t.lookup[21] == 5);  // the cue's end finds the answer
   std::vector<int64_t> expected(24, -1);
-  for (int p = 3; p <= 6; ++p) expected[p] = 2;  // the answered line, after its title's first word: that word's last token
-  expected[21] = 17;                             // the cue: where that token stands in the question
-  CHECK(t.subject == expected);                  // the other country's line, never asked about, has none
+  // The answered line, after its title's first word: that word's last token; the cue: where that
+  // token stands in the question. The other country's line, never asked about, has none.
+  for (int p = 3; p <= 6; ++p) expected[p] = 2;
+  expected[21] = 17;
+  CHECK(t.subject == expected);
   CHECK(GuidedAttentionTargets(row, 24, 25, guide).subject.empty());  // no answers, no subject
   guide.heads.erase(guide.heads.begin() + 2);
   CHECK(GuidedAttentionTargets(row, 24, 25, guide, &answers).subject.empty());  // no subject head
@@ -563,15 +578,10 @@ TEST_CASE("a lookup head is led to reading documents' answers", "[pretrain][guid
     REQUIRE(w.guided_attention.Find(GuidedHeadKind::kLookup) != nullptr);
     CHECK(w.guided_attention.Find(GuidedHeadKind::kLookup)->layer == 2);
     CHECK(w.guided_attention.Find(GuidedHeadKind::kLookup)->weight == std::stod(weight));
-    PretrainOptions o = Quiet("lookup-" + weight);
-    o.reading_document = [](uint64_t i) {
+    const auto document = [](uint64_t i) {
       return "Capital: name: " + InventedName(i) + "; time difference: UTC+3\nAnswer: " + InventedName(i) + "\n";
     };
-    std::ostringstream log;
-    const PretrainResult r = Pretrain(w, o, log);
-    INFO(log.str());
-    REQUIRE(r.finished);
-    return MetricValues(o.out_dir, "attention_lookup");
+    return MetricValues(RunOnDocuments(w, "lookup-" + weight, document), "attention_lookup");
   };
   const std::vector<double> lookup = lookup_losses("1");
   // Half of every batch is documents with an answer to find; the head's -log weight on where it
@@ -592,17 +602,13 @@ TEST_CASE("a line-start head is led to the first token of each line", "[pretrain
   const CompiledPretrain w = Tiny(text);
   REQUIRE(w.guided_attention.Find(GuidedHeadKind::kLineStart) != nullptr);
   CHECK(w.guided_attention.Find(GuidedHeadKind::kLineStart)->layer == 2);
-  PretrainOptions o = Quiet("line-start");
   // Lines of a passage: each begins with the country whose fact it states.
-  o.reading_document = [](uint64_t i) {
+  const auto document = [](uint64_t i) {
     return InventedName(i) + " - Capital: name: " + InventedName(i + 1) + "\n" + InventedName(i + 2) +
            " - Languages: " + InventedName(i + 3) + "ish\n";
   };
-  std::ostringstream log;
-  const PretrainResult r = Pretrain(w, o, log);
-  INFO(log.str());
-  REQUIRE(r.finished);
-  const std::vector<double> line_start = MetricValues(o.out_dir, "attention_line_start");
+  const std::vector<double> line_start =
+      MetricValues(RunOnDocuments(w, "line-start", document), "attention_line_start");
   // Spread over a line's earlier positions the head's -log weight on its start is a few nats; led,
   // it falls.
   REQUIRE(line_start.size() >= 3);
@@ -619,10 +625,9 @@ TEST_CASE("a subject head is led to whose fact an answered line states", "[pretr
   text.replace(text.find("heldout_every"), 0,
                "reading_share: 0.9\n  guided_attention { steps: 1000 subject_layer: 2 lookup_layer: 3 }\n  ");
   const CompiledPretrain w = Tiny(text);
-  PretrainOptions o = Quiet("subject");
   // Two countries' capitals, then a question on each in either order: an answer's line and its
   // question share the country's name.
-  o.reading_document = [](uint64_t i) {
+  const auto document = [](uint64_t i) {
     const std::string country[2] = {InventedName(i), InventedName(i + 7)};
     const std::string capital[2] = {InventedName(i + 1), InventedName(i + 8)};
     std::string text;
@@ -630,17 +635,14 @@ TEST_CASE("a subject head is led to whose fact an answered line states", "[pretr
     for (int c : {int(i % 2), int(1 - i % 2)}) text += "Capital of " + country[c] + "?\nAnswer: " + capital[c] + "\n";
     return text;
   };
-  std::ostringstream log;
-  const PretrainResult r = Pretrain(w, o, log);
-  INFO(log.str());
-  REQUIRE(r.finished);
-  const std::vector<double> subject = MetricValues(o.out_dir, "attention_subject");
+  const std::string run = RunOnDocuments(w, "subject", document);
+  const std::vector<double> subject = MetricValues(run, "attention_subject");
   // Spread over the earlier positions its -log weight on the title's (or the question's) name is a
   // few nats; led, it falls.
   REQUIRE(subject.size() >= 3);
   CHECK(subject.front() > 1.0);
   CHECK(subject.back() < 0.5 * subject.front());
-  CHECK(MetricValues(o.out_dir, "attention_lookup").size() == subject.size());  // the lookup beside it, measured
+  CHECK(MetricValues(run, "attention_lookup").size() == subject.size());  // the lookup beside it, measured
 }
 
 TEST_CASE("a run reports its reading documents' answer loss, and trains on it with a weight", "[pretrain][reading]") {

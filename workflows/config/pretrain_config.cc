@@ -170,8 +170,8 @@ CompiledPretrain CompilePretrain(const LoadedWorkflow& w) {
       w.Fail({{"pretrain"}, {"guided_attention"}, {"lookup_layer"}},
              "the lookup head is led to reading documents' answers: it needs reading_share above 0");
     }
-    if (g.subject_layer() != -1 && (g.lookup_layer() == -1 || g.subject_layer() < 0 ||
-                                    g.subject_layer() >= g.lookup_layer())) {
+    if (g.subject_layer() != -1 &&
+        (g.lookup_layer() == -1 || g.subject_layer() < 0 || g.subject_layer() >= g.lookup_layer())) {
       w.Fail({{"pretrain"}, {"guided_attention"}, {"subject_layer"}},
              "subject_layer (" + std::to_string(g.subject_layer()) +
                  ") is -1 (off) or a layer before lookup_layer, whose head matches what it binds (lookup_layer " +
@@ -206,12 +206,14 @@ CompiledPretrain CompilePretrain(const LoadedWorkflow& w) {
   }
   c.guided_attention_steps = g.steps();
   c.guided_attention.heads = {{GuidedHeadKind::kPrevious, g.previous_layer(), g.weight()},
-                               {GuidedHeadKind::kInduction, g.induction_layer(), g.weight()}};
-  if (g.lookup_layer() >= 0) c.guided_attention.heads.push_back({GuidedHeadKind::kLookup, g.lookup_layer(), g.lookup_weight()});
+                              {GuidedHeadKind::kInduction, g.induction_layer(), g.weight()}};
+  if (g.lookup_layer() >= 0)
+    c.guided_attention.heads.push_back({GuidedHeadKind::kLookup, g.lookup_layer(), g.lookup_weight()});
   if (g.line_start_layer() >= 0) {
     c.guided_attention.heads.push_back({GuidedHeadKind::kLineStart, g.line_start_layer(), g.weight()});
   }
-  if (g.subject_layer() >= 0) c.guided_attention.heads.push_back({GuidedHeadKind::kSubject, g.subject_layer(), g.weight()});
+  if (g.subject_layer() >= 0)
+    c.guided_attention.heads.push_back({GuidedHeadKind::kSubject, g.subject_layer(), g.weight()});
   c.guided_attention.head = g.head();
   c.guided_attention.induction_only_where_right = g.induction_only_where_right();
   c.heldout_every = p.heldout_every();

@@ -476,7 +476,8 @@ class PretrainObjective : public RunObjective {
     const double tokens_per_s = run_s > 0 ? double(step + 1 - first_step_) * B * L / run_s : 0.0;
     line.Add("tokens_per_s", tokens_per_s);
     for (size_t h = 0; h < guided_.size(); ++h) {
-      if (guided_[h].any()) line.Add(std::string("attention_") + GuidedHeadName(guide_.heads[h].kind), guided_[h].mean());
+      if (guided_[h].any())
+        line.Add(std::string("attention_") + GuidedHeadName(guide_.heads[h].kind), guided_[h].mean());
     }
     if (answer_.any()) line.Add("answer_loss", answer_.mean());
     if (eval) {
