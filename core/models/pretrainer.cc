@@ -174,10 +174,10 @@ AttentionTargets GuidedAttentionTargets(const std::vector<int>& tokens, int leng
     }
   }
   const bool subject = guide.Find(GuidedHeadKind::kSubject) != nullptr;
+  const bool line_starts = guide.Find(GuidedHeadKind::kLineStart) != nullptr;
   std::vector<int64_t> line_start;
-  if (guide.Find(GuidedHeadKind::kLineStart) != nullptr || subject)
-    line_start = LineStarts(tokens, length, stride, guide);
-  if (guide.Find(GuidedHeadKind::kLineStart) != nullptr) t.line_start = line_start;
+  if (line_starts || subject) line_start = LineStarts(tokens, length, stride, guide);
+  if (line_starts) t.line_start = line_start;
   const bool answered = answers != nullptr && !answers->cue.empty();
   if (!answered || (guide.Find(GuidedHeadKind::kLookup) == nullptr && !subject)) return t;
   constexpr int64_t kAnswerTokens = 4;  // matched of each answer: enough to tell a name from a chance token

@@ -37,7 +37,6 @@ struct GuidedHead {
   GuidedHeadKind kind = GuidedHeadKind::kPrevious;
   int layer = 0;
   double weight = 1.0;  // its loss's weight beside the next-token loss
-  bool operator==(const GuidedHead& o) const { return kind == o.kind && layer == o.layer && weight == o.weight; }
 };
 
 struct GuidedAttention {
