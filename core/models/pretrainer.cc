@@ -76,6 +76,21 @@ std::vector<int> GuidedAttention::Layers() const {
   return layers;
 }
 
+std::vector<size_t> GuidedAttention::HeadsAt(int step) const {
+  std::vector<size_t> on;
+  for (size_t h = 0; h < heads.size(); ++h) {
+    if (step >= heads[h].from_step && step < heads[h].until_step) on.push_back(h);
+  }
+  return on;
+}
+
+GuidedAttention GuidedAttention::At(int step) const {
+  GuidedAttention at = *this;
+  at.heads.clear();
+  for (size_t h : HeadsAt(step)) at.heads.push_back(heads[h]);
+  return at;
+}
+
 const std::vector<int64_t>& AttentionTargets::Of(GuidedHeadKind kind) const {
   switch (kind) {
     case GuidedHeadKind::kPrevious: return previous;

@@ -37,6 +37,10 @@ struct GuidedHead {
   GuidedHeadKind kind = GuidedHeadKind::kPrevious;
   int layer = 0;
   double weight = 1.0;  // its loss's weight beside the next-token loss
+  // The steps it is guided at, [from_step, until_step): the caller picks the
+  // heads of a step with GuidedAttention::At.
+  int from_step = 0;
+  int until_step = std::numeric_limits<int>::max();
 };
 
 struct GuidedAttention {
@@ -53,6 +57,9 @@ struct GuidedAttention {
   bool SameHeads(const GuidedAttention& other) const;
   // The layers whose `head` is guided, each once.
   std::vector<int> Layers() const;
+  // The heads guided at `step` (their indices in `heads`), and this guide with only them.
+  std::vector<size_t> HeadsAt(int step) const;
+  GuidedAttention At(int step) const;
 };
 
 // An extra loss on answers (workflow.proto's pretrain.answer_weight): the mean

@@ -538,8 +538,9 @@ TEST_CASE("guided attention teaches two heads where to look, and only while it i
                    (only_where_right ? "true" : "false") + " }\n  ");
   text.replace(text.find("epochs: 3"), 9, "epochs: 1");  // 93 steps
   const CompiledPretrain w = Tiny(text);
-  CHECK(w.guided_attention_steps == 60);
   REQUIRE(w.guided_attention.Find(GuidedHeadKind::kInduction) != nullptr);
+  CHECK(w.guided_attention.heads.size() == 2);
+  for (const GuidedHead& h : w.guided_attention.heads) CHECK((h.from_step == 0 && h.until_step == 60));
   CHECK(w.guided_attention.Find(GuidedHeadKind::kInduction)->layer == 1);
   CHECK(w.guided_attention.induction_only_where_right == only_where_right);
   PretrainOptions o = Quiet(only_where_right ? "guided-where-right" : "guided");
@@ -593,6 +594,37 @@ TEST_CASE("a lookup head is led to reading documents' answers", "[pretrain][guid
   const std::vector<double> faint = lookup_losses("0.001");
   REQUIRE(faint.size() == lookup.size());
   CHECK(faint.back() > 2 * lookup.back());
+}
+
+TEST_CASE("the reading heads are guided over their own steps", "[pretrain][guided][reading]") {
+  std::string text = ThreeLayersOf64Tokens();
+  text.replace(text.find("heldout_every"), 0,
+               "reading_share: 0.5\n  guided_attention { steps: 1000 lookup_layer: 2 reading_from_step: 10 "
+               "reading_until_step: 30 }\n  ");
+  const CompiledPretrain w = Tiny(text);
+  const GuidedAttention& guide = w.guided_attention;
+  REQUIRE(guide.Find(GuidedHeadKind::kLookup) != nullptr);
+  CHECK(guide.HeadsAt(9) == std::vector<size_t>{0, 1});
+  CHECK(guide.HeadsAt(10) == std::vector<size_t>{0, 1, 2});
+  CHECK(guide.At(29).heads.size() == 3);
+  CHECK(guide.At(30).Find(GuidedHeadKind::kLookup) == nullptr);
+  const auto document = [](uint64_t i) {
+    return "Capital: name: " + InventedName(i) + "; time difference: UTC+3\nAnswer: " + InventedName(i) + "\n";
+  };
+  // A line every 10 steps: the lookup's loss on the lines of steps 11-20 and 21-30 only; the
+  // previous and induction heads' on every line.
+  const std::string run = RunOnDocuments(w, "reading-steps", document);
+  std::vector<int> lookup_lines;
+  int previous_lines = 0, lines = 0;
+  for (const nlohmann::json& line : Metrics(run)) {
+    if (!line.contains("step")) continue;
+    ++lines;
+    if (line.contains("attention_previous")) ++previous_lines;
+    if (line.contains("attention_lookup")) lookup_lines.push_back(line["step"].get<int>());
+  }
+  CHECK(lookup_lines == std::vector<int>{20, 30});
+  CHECK(lines >= 4);
+  CHECK(previous_lines == lines);
 }
 
 TEST_CASE("a line-start head is led to the first token of each line", "[pretrain][guided]") {
@@ -743,7 +775,7 @@ TEST_CASE("replicas share each batch and train as one copy of the model does", "
                     Catch::Contains("tiny.textproto:") && Catch::Contains("replicas 9 exceeds batch 8"));
 }
 
-TEST_CASE("guided attention is refused where it cannot work, at its line", "[pretrain][guided][config]") {
+TEST_CASE("guided attention that cannot work is refused at its line", "[pretrain][guided][config]") {
   std::string one_layer = kTiny;
   one_layer.replace(one_layer.find("heldout_every"), 0, "guided_attention { steps: 10 }\n  ");
   CHECK_THROWS_WITH(Tiny(one_layer),
@@ -791,6 +823,22 @@ TEST_CASE("guided attention is refused where it cannot work, at its line", "[pre
                                                    "lookup_layer 3)"));
   subject.replace(subject.find("subject_layer: 1"), 16, "subject_layer: 2");
   CHECK(Tiny(subject).guided_attention.Find(GuidedHeadKind::kSubject)->layer == 2);
+  // The reading heads' own steps: with a reading head, and ending after they start.
+  std::string steps = subject;
+  steps.replace(steps.find("subject_layer: 2"), 16, "subject_layer: 2 reading_from_step: 10");
+  CHECK_THROWS_WITH(Tiny(steps), Catch::Contains("tiny.textproto:11:") &&
+                                     Catch::Contains("stops at step 10 (reading_until_step 0: `steps`), not after it "
+                                                     "starts (reading_from_step 10)"));
+  steps.replace(steps.find("reading_from_step: 10"), 21, "reading_from_step: 5 reading_until_step: 40");
+  const GuidedAttention guide = Tiny(steps).guided_attention;
+  CHECK((guide.heads[0].from_step == 0 && guide.heads[0].until_step == 10));
+  CHECK((guide.Find(GuidedHeadKind::kSubject)->from_step == 5 && guide.Find(GuidedHeadKind::kSubject)->until_step == 40));
+  CHECK((guide.Find(GuidedHeadKind::kLookup)->from_step == 5 && guide.Find(GuidedHeadKind::kLookup)->until_step == 40));
+  std::string no_reading_head = kTiny;
+  no_reading_head.replace(no_reading_head.find("layers: 1"), 9, "layers: 2");
+  no_reading_head.replace(no_reading_head.find("heldout_every"), 0,
+                          "guided_attention { steps: 10 reading_until_step: 20 }\n  ");
+  CHECK_THROWS_WITH(Tiny(no_reading_head), Catch::Contains("need a reading head: lookup_layer is -1 (off)"));
 }
 
 TEST_CASE("a first lesson reads its own documents for its first steps and the mix after them", "[pretrain][reading]") {

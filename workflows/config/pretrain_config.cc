@@ -199,21 +199,41 @@ CompiledPretrain CompilePretrain(const LoadedWorkflow& w) {
                    " layers that no other guided head uses (" + others + ")");
       }
     }
+    if (g.reading_from_step() != 0 || g.reading_until_step() != 0) {
+      const int until = g.reading_until_step() > 0 ? g.reading_until_step() : g.steps();
+      if (g.lookup_layer() == -1) {
+        w.Fail({{"pretrain"}, {"guided_attention"}, {g.reading_from_step() != 0 ? "reading_from_step" : "reading_until_step"}},
+               "the reading heads' steps need a reading head: lookup_layer is -1 (off)");
+      }
+      if (g.reading_from_step() < 0 || g.reading_until_step() < 0) {
+        w.Fail({{"pretrain"}, {"guided_attention"}, {g.reading_from_step() < 0 ? "reading_from_step" : "reading_until_step"}},
+               "reading_from_step and reading_until_step are steps: 0 or more");
+      }
+      if (until <= g.reading_from_step()) {
+        w.Fail({{"pretrain"}, {"guided_attention"}, {"reading_until_step"}},
+               "the reading heads' guide stops at step " + std::to_string(until) +
+                   (g.reading_until_step() > 0 ? "" : " (reading_until_step 0: `steps`)") +
+                   ", not after it starts (reading_from_step " + std::to_string(g.reading_from_step()) + ")");
+      }
+    }
     if (g.head() < 0 || g.head() >= heads) {
       w.Fail({{"pretrain"}, {"guided_attention"}, {"head"}},
              "head " + std::to_string(g.head()) + " is not one of the model's " + std::to_string(heads) + " heads");
     }
   }
-  c.guided_attention_steps = g.steps();
-  c.guided_attention.heads = {{GuidedHeadKind::kPrevious, g.previous_layer(), g.weight()},
-                              {GuidedHeadKind::kInduction, g.induction_layer(), g.weight()}};
-  if (g.lookup_layer() >= 0)
-    c.guided_attention.heads.push_back({GuidedHeadKind::kLookup, g.lookup_layer(), g.lookup_weight()});
-  if (g.line_start_layer() >= 0) {
-    c.guided_attention.heads.push_back({GuidedHeadKind::kLineStart, g.line_start_layer(), g.weight()});
+  if (g.steps() > 0) {
+    // The previous and induction heads for the first `steps` steps; the reading heads for theirs.
+    const int from = g.reading_from_step(), until = g.reading_until_step() > 0 ? g.reading_until_step() : g.steps();
+    std::vector<GuidedHead>& heads = c.guided_attention.heads;
+    heads = {{GuidedHeadKind::kPrevious, g.previous_layer(), g.weight(), 0, g.steps()},
+             {GuidedHeadKind::kInduction, g.induction_layer(), g.weight(), 0, g.steps()}};
+    if (g.lookup_layer() >= 0) heads.push_back({GuidedHeadKind::kLookup, g.lookup_layer(), g.lookup_weight(), from, until});
+    if (g.line_start_layer() >= 0)
+      heads.push_back({GuidedHeadKind::kLineStart, g.line_start_layer(), g.weight(), from, until});
+    if (g.subject_layer() >= 0) heads.push_back({GuidedHeadKind::kSubject, g.subject_layer(), g.weight(), from, until});
+  } else {
+    c.guided_attention.heads.clear();
   }
-  if (g.subject_layer() >= 0)
-    c.guided_attention.heads.push_back({GuidedHeadKind::kSubject, g.subject_layer(), g.weight()});
   c.guided_attention.head = g.head();
   c.guided_attention.induction_only_where_right = g.induction_only_where_right();
   c.heldout_every = p.heldout_every();

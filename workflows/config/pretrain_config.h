@@ -48,8 +48,8 @@ struct CompiledPretrain {
   bool reading_short_passages = false;        // each passage its title and its answer's clause
   int first_lesson_steps = 0;                 // first steps on easiest-form reading documents (0: none)
   double first_lesson_reading_share = 0.9;    // of the first lesson's tokens
-  int guided_attention_steps = 0;             // steps from the start with guided attention (0: off)
-  GuidedAttention guided_attention;           // its weight, layers and head (unmatched_token set at the start)
+  // Guided attention's heads, each with its steps (none: off), layers and weight (unmatched_token set at the start).
+  GuidedAttention guided_attention;
 };
 
 CompiledPretrain CompilePretrain(const LoadedWorkflow& workflow);

@@ -13,6 +13,7 @@
 #include <iomanip>
 #include <iostream>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -454,15 +455,14 @@ class PretrainObjective : public RunObjective {
     const int64_t first = static_cast<int64_t>(in_lesson ? step : step - w_.first_lesson_steps) * B;
     for (int i = 0; i < B; ++i) AppendChunk(stream, order.At(first + i), L, &tokens);
     const double lr = LearningRate(w_, step, total_);
-    const bool guided = step < w_.guided_attention_steps;
     const PretrainStep s =
-        model_.Step(tokens, B, L, lr, guided ? &guide_ : nullptr, answers_.cue.empty() ? nullptr : &answers_);
+        model_.Step(tokens, B, L, lr, GuideAt(step), answers_.cue.empty() ? nullptr : &answers_);
     if (!std::isfinite(s.loss))
       throw ModelError("the training loss is " + std::to_string(s.loss) + " at step " + std::to_string(step + 1) +
                        "; lower the learning rate");
     loss_.Add(s.loss), norm_.Add(s.grad_norm);
-    for (size_t h = 0; h < s.attention.size(); ++h) {
-      if (!std::isnan(s.attention[h])) guided_[h].Add(s.attention[h]);
+    for (size_t j = 0; j < s.attention.size(); ++j) {
+      if (!std::isnan(s.attention[j])) guided_[step_heads_[j]].Add(s.attention[j]);
     }
     if (!std::isnan(s.answer_loss)) answer_.Add(s.answer_loss);
     IterationReport report;
@@ -507,6 +507,16 @@ class PretrainObjective : public RunObjective {
   }
 
  private:
+  // The heads guided at `step` (nullptr: none); remade only where a head's steps begin or end.
+  const GuidedAttention* GuideAt(int step) {
+    std::vector<size_t> on = guide_.HeadsAt(step);
+    if (!step_guide_ || on != step_heads_) {
+      step_guide_ = guide_.At(step);
+      step_heads_ = std::move(on);
+    }
+    return step_heads_.empty() ? nullptr : &*step_guide_;
+  }
+
   const CompiledPretrain& w_;
   Pretrainer& model_;
   const Splits& data_;
@@ -517,6 +527,8 @@ class PretrainObjective : public RunObjective {
   double t0_ = 0.0;
   double heldout_ = std::nan("");
   GuidedAttention guide_;
+  std::optional<GuidedAttention> step_guide_;  // guide_'s heads at the latest step ...
+  std::vector<size_t> step_heads_;             // ... and their indices in guide_.heads
   AnswerLoss answers_;  // with reading documents: their answers' loss, reported (and trained on, with a weight)
   // Since the last line: the step's losses and gradient norm; each guided
   // head's loss and the answers' over the steps whose batch gave them a target.
