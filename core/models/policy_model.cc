@@ -89,6 +89,14 @@ torch::Tensor PolicyModelImpl::kept_attention(int64_t /*layer*/) const {
   throw ModelError("this architecture does not expose its attention weights (guided attention needs a llama model)");
 }
 
+torch::Tensor PolicyModelImpl::kept_writes(int64_t /*layer*/) const {
+  throw ModelError("this architecture does not expose its attention heads' outputs (guided attention needs a llama model)");
+}
+
+torch::Tensor PolicyModelImpl::direct_logits(const torch::Tensor& /*written*/) {
+  throw ModelError("this architecture does not read logits from parts of its residual stream (guided attention needs a llama model)");
+}
+
 torch::Tensor LoraDelta(const torch::Tensor& x, const torch::Tensor& a, const torch::Tensor& b,
                         const torch::Tensor& role) {
   return x.bmm(a.index_select(0, role)).bmm(b.index_select(0, role));

@@ -173,6 +173,12 @@ class PolicyModelImpl : public torch::nn::Module {
   virtual void keep_attention(int64_t layer, int64_t head);
   // The kept weights [B,T,Tk] of the last forward pass (undefined before one).
   virtual torch::Tensor kept_attention(int64_t layer) const;
+  // What the kept head of `layer` would add to the residual stream by looking
+  // at each position alone [B,Tk,H], from the last forward pass.
+  virtual torch::Tensor kept_writes(int64_t layer) const;
+  // Next-token logits read straight from a part of the residual stream
+  // [...,H] (the final norm, then the unembedding): what it says on its own.
+  virtual torch::Tensor direct_logits(const torch::Tensor& written);
 
  protected:
   // The architecture's blocks, final norm and value head (forward_hidden's work).

@@ -194,7 +194,8 @@ AttentionTargets GuidedAttentionTargets(const std::vector<int>& tokens, int leng
   if (line_starts || subject) line_start = LineStarts(tokens, length, stride, guide);
   if (line_starts) t.line_start = line_start;
   const bool answered = answers != nullptr && !answers->cue.empty();
-  if (!answered || (guide.Find(GuidedHeadKind::kLookup) == nullptr && !subject)) return t;
+  const bool lookup_head = guide.Find(GuidedHeadKind::kLookup) != nullptr;
+  if (!answered || (!lookup_head && !subject)) return t;
   constexpr int64_t kAnswerTokens = 4;  // matched of each answer: enough to tell a name from a chance token
   const auto c = static_cast<int64_t>(answers->cue.size());
   std::vector<int64_t> lookup(rows * length, -1);
@@ -211,7 +212,7 @@ AttentionTargets GuidedAttentionTargets(const std::vector<int>& tokens, int leng
                   });
   }
   if (subject) t.subject = SubjectTargets(tokens, length, stride, guide, lookup, line_start);
-  if (guide.Find(GuidedHeadKind::kLookup) != nullptr) t.lookup = std::move(lookup);
+  if (lookup_head) t.lookup = std::move(lookup);
   return t;
 }
 
@@ -244,6 +245,26 @@ torch::Tensor AttentionLoss(const torch::Tensor& att, const std::vector<int64_t>
   if (!valid.any().item<bool>()) return att.sum() * 0.0;
   const torch::Tensor picked = att.to(torch::kFloat).gather(-1, index.clamp_min(0).unsqueeze(-1)).squeeze(-1);
   return -(picked.masked_select(valid) + 1e-9).log().sum() / static_cast<double>(over);
+}
+
+// The lookup head's copy loss (GuidedHead::copy_weight): what the head of
+// `layer` writes from each of its targets [B,T] (-1: none), read as logits,
+// against the token there (in `input` [B,T]); summed and divided by `over`, as AttentionLoss.
+torch::Tensor CopyLoss(PolicyModelImpl& model, int layer, const std::vector<int64_t>& target,
+                       const torch::Tensor& input, int64_t over) {
+  const torch::Tensor writes = model.kept_writes(layer);
+  const int64_t B = writes.size(0), T = writes.size(1);
+  std::vector<int64_t> looked_at;  // flat positions b * T + target
+  for (size_t p = 0; p < target.size(); ++p) {
+    if (target[p] >= 0) looked_at.push_back(static_cast<int64_t>(p) / T * T + target[p]);
+  }
+  if (looked_at.empty()) return writes.sum() * 0.0;
+  const torch::Tensor index = torch::tensor(looked_at, torch::kLong).to(writes.device());
+  const torch::Tensor logits = model.direct_logits(writes.reshape({B * T, -1}).index_select(0, index)).to(torch::kFloat);
+  const torch::Tensor tokens = input.reshape({B * T}).index_select(0, index);
+  return torch::nn::functional::cross_entropy(
+             logits, tokens, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum)) /
+         static_cast<double>(over);
 }
 
 }  // namespace
@@ -283,6 +304,7 @@ struct ShareResult {
   double loss = 0.0;
   std::vector<double> attention;  // per guided head, its share of the loss
   double answer_sum = 0.0;  // the next-token losses on its answer tokens, summed
+  double lookup_copy = 0.0;  // its share of the lookup head's copy loss
 };
 
 struct Pretrainer::Impl {
@@ -450,6 +472,11 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
       const torch::Tensor guided = AttentionLoss(r.model->kept_attention(head.layer), rows, head_over[h]);
       total = total + head.weight * guided;
       results[k].attention[h] = guided.item<double>();
+      if (head.kind == GuidedHeadKind::kLookup && head.copy_weight > 0) {
+        const torch::Tensor copy = CopyLoss(*r.model, head.layer, rows, input.narrow(0, first, count), head_over[h]);
+        total = total + head.copy_weight * copy;
+        results[k].lookup_copy = copy.item<double>();
+      }
     }
     if (answer_sum.defined()) {
       if (answers->weight > 0) total = total + answers->weight * answer_sum / static_cast<double>(answer_at.size());
@@ -461,11 +488,16 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
   PretrainStep step;
   for (int64_t over : head_over) step.attention.push_back(over > 0 ? 0.0 : std::numeric_limits<double>::quiet_NaN());
   if (!answer_at.empty()) step.answer_loss = 0.0;
+  for (size_t h = 0; h < head_targets.size(); ++h) {
+    const GuidedHead& head = guide->heads[h];
+    if (head.kind == GuidedHeadKind::kLookup && head.copy_weight > 0 && head_over[h] > 0) step.lookup_copy = 0.0;
+  }
   for (size_t k = 0; k < shares.size(); ++k) {
     const double share = double(shares[k].second) / batch;
     step.loss += share * results[k].loss;
     if (!answer_at.empty()) step.answer_loss += results[k].answer_sum / static_cast<double>(answer_at.size());
     for (size_t h = 0; h < step.attention.size(); ++h) step.attention[h] += results[k].attention[h];
+    if (!std::isnan(step.lookup_copy)) step.lookup_copy += results[k].lookup_copy;
   }
   std::vector<torch::Tensor> all = impl_->decayed;
   all.insert(all.end(), impl_->plain.begin(), impl_->plain.end());

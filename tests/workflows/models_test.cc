@@ -525,6 +525,39 @@ TEST_CASE("supervised training teaches the model to answer with a token from its
   CHECK(right >= 56);
 }
 
+TEST_CASE("a kept head's writes, weighted by where it looks, are its share of the layer's output",
+          "[models][guided]") {
+  const CompiledWorkflow w = Compile(std::string("model { name: \"m\" ") + kLlama.sizes + " }\n",
+                                     "role { name: \"a\" seats: \"a*\" model: \"m\" }\n");
+  ModelPool pool(w.models, 1);
+  PolicyModel& model = pool.impl().models[0];
+  {
+    // Only head 1 of the one layer adds to the residual stream: head 0's columns of o_proj and the MLP's
+    // output are zero.
+    torch::NoGradGuard no_grad;
+    Param(pool, 0, "model.layers.0.self_attn.o_proj.weight").narrow(1, 0, 8).zero_();
+    Param(pool, 0, "model.layers.0.mlp.down_proj.weight").zero_();
+  }
+  model->keep_attention(0, 1);
+  const torch::Tensor tokens = torch::randint(4, w.models[0].vocab_size, {2, 7}, torch::kLong);
+  const torch::Tensor embeds = model->embed(tokens);
+  const LMOutput o = model->forward_embeds(embeds, torch::arange(7, torch::kLong).repeat({2, 1}),
+                                           torch::ones({2, 7}, torch::kBool), torch::zeros({2}, torch::kLong),
+                                           nullptr, true);
+  const torch::Tensor writes = model->kept_writes(0);
+  REQUIRE(writes.sizes() == torch::IntArrayRef({2, 7, 16}));
+  const torch::Tensor from_head = model->kept_attention(0).bmm(writes);
+  CHECK(torch::allclose(from_head, o.layers[0] - embeds, 1e-5, 1e-5));
+  // Read as logits on their own, the layer's output gives the model's logits (the one layer is all of it).
+  CHECK(torch::allclose(model->direct_logits(o.layers[0]), o.logits, 1e-4, 1e-4));
+  // Another head's writes are not the same.
+  model->keep_attention(0, 0);
+  model->forward_embeds(embeds, torch::arange(7, torch::kLong).repeat({2, 1}), torch::ones({2, 7}, torch::kBool),
+                        torch::zeros({2}, torch::kLong));
+  CHECK(model->kept_writes(0).abs().max().item<double>() == 0.0);
+  model->keep_attention(0, -1);
+}
+
 TEST_CASE("correlated sampling shares one answer within a share key and samples each key on its own",
           "[models][generate]") {
   auto w = Compile(kOneModel, "role { name: \"a\" seats: \"a*\" model: \"m\" }\n");

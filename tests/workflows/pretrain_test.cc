@@ -596,6 +596,32 @@ TEST_CASE("a lookup head is led to reading documents' answers", "[pretrain][guid
   CHECK(faint.back() > 2 * lookup.back());
 }
 
+TEST_CASE("the lookup head's output is led to name the token it finds", "[pretrain][guided][reading]") {
+  auto copy_losses = [](const std::string& weight) {
+    std::string t = ThreeLayersOf64Tokens();
+    t.replace(t.find("heldout_every"), 0,
+              "reading_share: 0.5\n  guided_attention { steps: 1000 lookup_layer: 2 lookup_copy_weight: " + weight +
+                  " }\n  ");
+    const CompiledPretrain w = Tiny(t);
+    REQUIRE(w.guided_attention.Find(GuidedHeadKind::kLookup) != nullptr);
+    CHECK(w.guided_attention.Find(GuidedHeadKind::kLookup)->copy_weight == std::stod(weight));
+    const auto document = [](uint64_t i) {
+      return "Capital: name: " + InventedName(i) + "; time difference: UTC+3\nAnswer: " + InventedName(i) + "\n";
+    };
+    return MetricValues(RunOnDocuments(w, "lookup-copy-" + weight, document), "lookup_copy_loss");
+  };
+  const std::vector<double> copies = copy_losses("1");
+  // What the head writes from the answer's first token, read as logits, names that token: its
+  // cross-entropy falls from about that of a guess among the vocabulary's tokens.
+  REQUIRE(copies.size() >= 3);
+  CHECK(copies.front() > 2.0);
+  CHECK(copies.back() < 0.5 * copies.front());
+  // At a thousandth of the weight the same head's output hardly learns to.
+  const std::vector<double> faint = copy_losses("0.001");
+  REQUIRE(faint.size() == copies.size());
+  CHECK(faint.back() > 2 * copies.back());
+}
+
 TEST_CASE("the reading heads are guided over their own steps", "[pretrain][guided][reading]") {
   std::string text = ThreeLayersOf64Tokens();
   text.replace(text.find("heldout_every"), 0,
@@ -800,7 +826,15 @@ TEST_CASE("guided attention that cannot work is refused at its line", "[pretrain
   CHECK_NOTHROW(Tiny(lookup));
   lookup.replace(lookup.find("lookup_layer: 2"), 15, "lookup_layer: 2 lookup_weight: 0");
   CHECK_THROWS_WITH(Tiny(lookup), Catch::Contains("lookup_weight must be positive"));
-  lookup.replace(lookup.find(" lookup_weight: 0"), 17, "");
+  lookup.replace(lookup.find(" lookup_weight: 0"), 17, " lookup_copy_weight: -1");
+  CHECK_THROWS_WITH(Tiny(lookup), Catch::Contains("lookup_copy_weight is 0 (off) or more"));
+  std::string copy_without_lookup = lookup;
+  copy_without_lookup.replace(copy_without_lookup.find("lookup_layer: 2 lookup_copy_weight: -1"), 38,
+                              "lookup_copy_weight: 1");
+  CHECK_THROWS_WITH(Tiny(copy_without_lookup), Catch::Contains("tiny.textproto:11:") &&
+                                                   Catch::Contains("lookup_copy_weight leads the lookup head's "
+                                                                   "output: lookup_layer is -1 (off)"));
+  lookup.replace(lookup.find(" lookup_copy_weight: -1"), 23, "");
   lookup.replace(lookup.find("reading_share: 0.2"), 18, "reading_share: 0");
   CHECK_THROWS_WITH(Tiny(lookup), Catch::Contains("needs reading_share above 0"));
   std::string line_start = kTiny;

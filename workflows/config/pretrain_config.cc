@@ -166,6 +166,11 @@ CompiledPretrain CompilePretrain(const LoadedWorkflow& w) {
              "lookup_layer (" + std::to_string(g.lookup_layer()) + ") is -1 (off) or a layer after induction_layer (" +
                  std::to_string(g.induction_layer()) + ") among the model's " + std::to_string(layers));
     }
+    if (g.lookup_copy_weight() < 0 || (g.lookup_copy_weight() > 0 && g.lookup_layer() == -1)) {
+      w.Fail({{"pretrain"}, {"guided_attention"}, {"lookup_copy_weight"}},
+             g.lookup_copy_weight() < 0 ? "lookup_copy_weight is 0 (off) or more"
+                                        : "lookup_copy_weight leads the lookup head's output: lookup_layer is -1 (off)");
+    }
     if (g.lookup_layer() != -1 && p.reading_share() <= 0) {
       w.Fail({{"pretrain"}, {"guided_attention"}, {"lookup_layer"}},
              "the lookup head is led to reading documents' answers: it needs reading_share above 0");
@@ -227,7 +232,10 @@ CompiledPretrain CompilePretrain(const LoadedWorkflow& w) {
     std::vector<GuidedHead>& heads = c.guided_attention.heads;
     heads = {{GuidedHeadKind::kPrevious, g.previous_layer(), g.weight(), 0, g.steps()},
              {GuidedHeadKind::kInduction, g.induction_layer(), g.weight(), 0, g.steps()}};
-    if (g.lookup_layer() >= 0) heads.push_back({GuidedHeadKind::kLookup, g.lookup_layer(), g.lookup_weight(), from, until});
+    if (g.lookup_layer() >= 0) {
+      heads.push_back({GuidedHeadKind::kLookup, g.lookup_layer(), g.lookup_weight(), from, until});
+      heads.back().copy_weight = g.lookup_copy_weight();
+    }
     if (g.line_start_layer() >= 0)
       heads.push_back({GuidedHeadKind::kLineStart, g.line_start_layer(), g.weight(), from, until});
     if (g.subject_layer() >= 0) heads.push_back({GuidedHeadKind::kSubject, g.subject_layer(), g.weight(), from, until});

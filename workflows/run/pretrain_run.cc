@@ -465,6 +465,7 @@ class PretrainObjective : public RunObjective {
       if (!std::isnan(s.attention[j])) guided_[step_heads_[j]].Add(s.attention[j]);
     }
     if (!std::isnan(s.answer_loss)) answer_.Add(s.answer_loss);
+    if (!std::isnan(s.lookup_copy)) lookup_copy_.Add(s.lookup_copy);
     IterationReport report;
     const bool eval = (step + 1) % w_.eval_every == 0 || step + 1 == total_;
     if ((step + 1) % 10 != 0 && !eval) return report;
@@ -480,6 +481,7 @@ class PretrainObjective : public RunObjective {
         line.Add(std::string("attention_") + GuidedHeadName(guide_.heads[h].kind), guided_[h].mean());
     }
     if (answer_.any()) line.Add("answer_loss", answer_.mean());
+    if (lookup_copy_.any()) line.Add("lookup_copy_loss", lookup_copy_.mean());
     if (eval) {
       const double h = HeldOutLoss(model_, data_.heldout, L, B, w_.eval_tokens);
       line.Add("heldout_loss", h).Add("heldout_perplexity", std::exp(h));
@@ -498,10 +500,11 @@ class PretrainObjective : public RunObjective {
       heads += std::string(heads.empty() ? "" : " ") + GuidedHeadName(guide_.heads[h].kind) + " " + one.str();
     }
     if (!heads.empty()) p << "  guided attention " << heads;
+    if (lookup_copy_.any()) p << "  lookup copies " << std::setprecision(2) << lookup_copy_.mean();
     p << "  lr " << std::scientific << std::setprecision(1) << lr << std::fixed << "  "
       << static_cast<int64_t>(tokens_per_s) << " tok/s";
     report.progress = p.str();
-    loss_ = norm_ = answer_ = RunningMean{};
+    loss_ = norm_ = answer_ = lookup_copy_ = RunningMean{};
     for (RunningMean& m : guided_) m = RunningMean{};
     return report;
   }
@@ -532,7 +535,7 @@ class PretrainObjective : public RunObjective {
   AnswerLoss answers_;  // with reading documents: their answers' loss, reported (and trained on, with a weight)
   // Since the last line: the step's losses and gradient norm; each guided
   // head's loss and the answers' over the steps whose batch gave them a target.
-  RunningMean loss_, norm_, answer_;
+  RunningMean loss_, norm_, answer_, lookup_copy_;  // lookup_copy_: the lookup head's copy loss
   std::vector<RunningMean> guided_;  // per head of guide_.heads
 };
 

@@ -119,9 +119,16 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const torch::T
     torch::Tensor weights;
     out = ComposedAttention(q, k, v, mask, &weights);
     kept_ = weights.select(1, kept_head_);
+    kept_values_ = v.select(1, kept_head_ / (heads_ / kv_heads_));
   }
   const torch::Tensor merged = out.transpose(1, 2).reshape({B, T, heads_ * head_dim_});
   return WithRoleLora(o_proj(merged), lora_o, merged, role);
+}
+
+torch::Tensor LlamaAttentionImpl::kept_writes() const {
+  if (!kept_values_.defined()) return kept_values_;
+  const torch::Tensor columns = o_proj->weight.narrow(1, kept_head_ * head_dim_, head_dim_);
+  return torch::matmul(kept_values_.to(columns.scalar_type()), columns.t());  // bfloat16 values, outside autocast
 }
 
 LlamaMlpImpl::LlamaMlpImpl(const LlamaOptions& o) {
@@ -199,6 +206,10 @@ void LlamaLMImpl::keep_attention(int64_t layer, int64_t head) {
 }
 
 torch::Tensor LlamaLMImpl::kept_attention(int64_t layer) const { return attention_of(layer).kept(); }
+
+torch::Tensor LlamaLMImpl::kept_writes(int64_t layer) const { return attention_of(layer).kept_writes(); }
+
+torch::Tensor LlamaLMImpl::direct_logits(const torch::Tensor& written) { return lm_logits(model->norm(written), {}); }
 
 LMOutput LlamaLMImpl::forward_blocks(const torch::Tensor& embeds, const torch::Tensor& positions,
                                      const torch::Tensor& key_valid, const torch::Tensor& role, KvCache* cache,

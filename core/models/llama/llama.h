@@ -62,14 +62,17 @@ class LlamaAttentionImpl : public torch::nn::Module {
   RMSNorm q_norm{nullptr}, k_norm{nullptr};
   RoleLora lora_q{nullptr}, lora_k{nullptr}, lora_v{nullptr}, lora_o{nullptr};
   // Guided attention: keep head `head`'s weights [B,T,Tk] from each forward pass (head < 0: none).
-  void keep_head(int64_t head) { kept_head_ = head, kept_ = torch::Tensor(); }
+  void keep_head(int64_t head) { kept_head_ = head, kept_ = kept_values_ = torch::Tensor(); }
   const torch::Tensor& kept() const { return kept_; }
+  // What the kept head writes to the residual stream [B,Tk,H] when it looks at one position alone: each
+  // position's value through the head's columns of o_proj (no adapters: pretraining has none).
+  torch::Tensor kept_writes() const;
   int64_t heads() const { return heads_; }
 
  private:
   int64_t heads_, kv_heads_, head_dim_;
   int64_t kept_head_ = -1;
-  torch::Tensor kept_;
+  torch::Tensor kept_, kept_values_;  // the kept head's weights, and its values [B,Tk,head_dim]
 };
 TORCH_MODULE(LlamaAttention);
 
@@ -114,6 +117,8 @@ class LlamaLMImpl : public PolicyModelImpl {
   std::shared_ptr<PolicyModelImpl> fresh_copy() const override;
   void keep_attention(int64_t layer, int64_t head) override;
   torch::Tensor kept_attention(int64_t layer) const override;
+  torch::Tensor kept_writes(int64_t layer) const override;
+  torch::Tensor direct_logits(const torch::Tensor& written) override;
   const LlamaOptions& options() const { return options_; }
   LlamaModel model{nullptr};
   torch::nn::Linear lm_head{nullptr};     // absent with tie_embeddings
