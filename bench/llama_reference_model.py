@@ -63,7 +63,7 @@ class Layer(nn.Module):
         self.n1, self.n2 = RMSNorm(H, s.eps), RMSNorm(H, s.eps)
         # With keep_weights (and unfused attention), forward keeps the heads' attention weights
         # [B, heads, T, T_keys] in self.weights, for scripts that look at where heads attend.
-        self.keep_weights, self.weights = False, None
+        self.keep_weights, self.weights, self.merged = False, None, None
 
     def forward(self, x, cos, sin, mask, cache):
         s, (B, T, _) = self.s, x.shape
@@ -88,7 +88,10 @@ class Layer(nn.Module):
             if self.keep_weights:
                 self.weights = w.detach()
             a = w.to(q.dtype) @ v
-        x = x + self.o(a.transpose(1, 2).reshape(B, T, NH * D))
+        merged = a.transpose(1, 2).reshape(B, T, NH * D)
+        if self.keep_weights:
+            self.merged = merged.detach()  # every head's output before o: head h's is [..., h*D:(h+1)*D]
+        x = x + self.o(merged)
         h = self.n2(x)
         return x + self.down(F.silu(self.gate(h)) * self.up(h))
 
@@ -114,6 +117,7 @@ class Model(nn.Module):
         x = self.embed(ids)
         for i, layer in enumerate(self.layers):
             x = layer(x, cos, sin, mask, caches[i] if caches is not None else None)
+        self.residual = x.detach()  # the residual stream the final norm reads
         h = self.norm(x)
         self.value(h)
         if fp32_head:

@@ -15,9 +15,15 @@ position's attention (the ":" of "Answer:") that falls on
 
 averaged over the items, beside each head's attention on the previous token.
 A head that puts its weight on `right` is a lookup head; one that spreads it over
-`right` and `other` alike finds the field but not the country. Usage:
+`right` and `other` alike finds the field but not the country. With --head
+LAYER HEAD it also reports what that head writes at the answer position: its
+output's norm as a share of the residual stream's there, its logit for the
+right capital's first token (above the mean of all tokens, and above the best
+other capital's) read through the final norm at the whole residual stream's
+scale, as the model reads it, and how often the model's greedy first answer
+token is one of the capitals'. Usage:
 
-  python3 bench/needle_attention.py MODEL_DIR [--items 30] [--countries 3] [--seed 5]
+  python3 bench/needle_attention.py MODEL_DIR [--items 30] [--countries 3] [--seed 5] [--head LAYER HEAD]
 
 Needs Debian's python3-torch and a built troupe (TROUPE names another binary).
 """
@@ -88,6 +94,17 @@ def attention_maps(model, s, ids):
     return [layer.weights[0] for layer in model.layers], torch.log_softmax(logits[0], -1)
 
 
+def head_write(model, s, layer, head, at):
+    """(share of the residual stream's norm, logits [V]) of what `head` of `layer` wrote at position `at`
+    in the last forward pass, its logits read through the final norm at the whole residual stream's scale."""
+    D = s.head_dim
+    o = model.layers[layer].o.weight[:, head * D:(head + 1) * D]
+    written = o @ model.layers[layer].merged[0, at, head * D:(head + 1) * D]
+    x = model.residual[0, at]
+    logits = (model.norm.weight * written * torch.rsqrt(x.pow(2).mean() + s.eps)) @ model.embed.weight.T
+    return (written.norm() / x.norm()).item(), logits
+
+
 def name(rng):
     return "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 3))).capitalize()
 
@@ -124,6 +141,7 @@ def main():
     a.add_argument("--items", type=int, default=30)
     a.add_argument("--countries", type=int, default=3)
     a.add_argument("--seed", type=int, default=5)
+    a.add_argument("--head", type=int, nargs=2, metavar=("LAYER", "HEAD"), help="report what this head writes")
     args = a.parse_args()
     troupe = os.environ.get("TROUPE", os.path.join(ROOT, "build", "workflows", "troupe"))
     torch.set_num_threads(1)
@@ -131,6 +149,7 @@ def main():
     rng = random.Random(args.seed)
     shares = torch.zeros(s.layers, s.heads, 5)  # right, other, country, name:, previous token
     right_answers, worst_gap = 0, 0.0
+    write_share, above_mean, above_other, greedy_capital = 0.0, 0.0, 0.0, 0  # with --head
     for _ in range(args.items):
         prompt, asked, capital, others = item(rng, args.countries)
         toks = tokens(troupe, args.model_dir, prompt + " " + capital)
@@ -158,6 +177,13 @@ def main():
         other = [p for c in others for p in starts(c, "name:")]
         country = starts(asked, "\n") + ([0] if "".join(texts[:12]).startswith(asked) else [])
         cue = [i for i in range(1, answer_at) if texts[i] == ":" and texts[i - 1].strip() == "name"]
+        if args.head:
+            share, logits = head_write(model, s, args.head[0], args.head[1], last)
+            right_id, other_ids = ids[answer_at], [ids[p] for p in other]
+            write_share += share
+            above_mean += (logits[right_id] - logits.mean()).item()
+            above_other += (logits[right_id] - max(logits[i] for i in other_ids)).item()
+            greedy_capital += int(logprobs[last].argmax().item() in [right_id] + other_ids)
         for layer in range(s.layers):
             for head in range(s.heads):
                 row = maps[layer][head, last]
@@ -169,6 +195,11 @@ def main():
     shares /= args.items
     print(f"{args.items} items of {args.countries} countries; greedy first answer token right in {right_answers}; "
           f"largest log-probability gap to troupe {worst_gap:.2e}")
+    if args.head:
+        n = args.items
+        print(f"layer {args.head[0]} head {args.head[1]} at the answer: its output {write_share / n:.3f} of the residual "
+              f"stream's norm; its logit for the right first token {above_mean / n:+.2f} above the mean, "
+              f"{above_other / n:+.2f} above the best other capital's; greedy answer a capital's in {greedy_capital}")
     print("| layer | head | right capital | another capital (each) | asked country | name: | previous token |")
     print("|---|---|---|---|---|---|---|")
     for layer in range(s.layers):
