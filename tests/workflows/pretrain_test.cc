@@ -435,6 +435,20 @@ std::string RunOnDocuments(const CompiledPretrain& w, const std::string& name,
   return o.out_dir;
 }
 
+// Three layers of 64 tokens reading documents at half the mix, with a lookup head on layer 2 and
+// `guide_fields` in its guided_attention.
+CompiledPretrain LookupWorkflow(const std::string& guide_fields) {
+  std::string text = ThreeLayersOf64Tokens();
+  text.replace(text.find("heldout_every"), 0,
+               "reading_share: 0.5\n  guided_attention { steps: 1000 lookup_layer: 2 " + guide_fields + " }\n  ");
+  return Tiny(text);
+}
+
+// A reading document whose answer is the capital named in its passage.
+std::string CapitalDocument(uint64_t i) {
+  return "Capital: name: " + InventedName(i) + "; time difference: UTC+3\nAnswer: " + InventedName(i) + "\n";
+}
+
 // Rows of 12 inputs and one more target token, with answers after the cue.
 const std::vector<int> kAnswered = {5, 6, 7, 8,  3,  7, 2,  8, 20, 21, 7,  8,  30,  //
                                     5, 6, 3, 20, 21, 4, 30, 3, 3,  3,  20, 21, 5};
@@ -569,20 +583,12 @@ TEST_CASE("guided attention teaches two heads where to look, and only while it i
 }
 
 TEST_CASE("a lookup head is led to reading documents' answers", "[pretrain][guided][reading]") {
-  std::string text = ThreeLayersOf64Tokens();
-  auto lookup_losses = [&](const std::string& weight) {
-    std::string t = text;
-    t.replace(t.find("heldout_every"), 0,
-              "reading_share: 0.5\n  guided_attention { steps: 1000 lookup_layer: 2 lookup_weight: " + weight +
-                  " }\n  ");
-    const CompiledPretrain w = Tiny(t);
+  auto lookup_losses = [](const std::string& weight) {
+    const CompiledPretrain w = LookupWorkflow("lookup_weight: " + weight);
     REQUIRE(w.guided_attention.Find(GuidedHeadKind::kLookup) != nullptr);
     CHECK(w.guided_attention.Find(GuidedHeadKind::kLookup)->layer == 2);
     CHECK(w.guided_attention.Find(GuidedHeadKind::kLookup)->weight == std::stod(weight));
-    const auto document = [](uint64_t i) {
-      return "Capital: name: " + InventedName(i) + "; time difference: UTC+3\nAnswer: " + InventedName(i) + "\n";
-    };
-    return MetricValues(RunOnDocuments(w, "lookup-" + weight, document), "attention_lookup");
+    return MetricValues(RunOnDocuments(w, "lookup-" + weight, CapitalDocument), "attention_lookup");
   };
   const std::vector<double> lookup = lookup_losses("1");
   // Half of every batch is documents with an answer to find; the head's -log weight on where it
@@ -598,17 +604,10 @@ TEST_CASE("a lookup head is led to reading documents' answers", "[pretrain][guid
 
 TEST_CASE("the lookup head's output is led to name the token it finds", "[pretrain][guided][reading]") {
   auto copy_losses = [](const std::string& weight) {
-    std::string t = ThreeLayersOf64Tokens();
-    t.replace(t.find("heldout_every"), 0,
-              "reading_share: 0.5\n  guided_attention { steps: 1000 lookup_layer: 2 lookup_copy_weight: " + weight +
-                  " }\n  ");
-    const CompiledPretrain w = Tiny(t);
+    const CompiledPretrain w = LookupWorkflow("lookup_copy_weight: " + weight);
     REQUIRE(w.guided_attention.Find(GuidedHeadKind::kLookup) != nullptr);
     CHECK(w.guided_attention.Find(GuidedHeadKind::kLookup)->copy_weight == std::stod(weight));
-    const auto document = [](uint64_t i) {
-      return "Capital: name: " + InventedName(i) + "; time difference: UTC+3\nAnswer: " + InventedName(i) + "\n";
-    };
-    return MetricValues(RunOnDocuments(w, "lookup-copy-" + weight, document), "lookup_copy_loss");
+    return MetricValues(RunOnDocuments(w, "lookup-copy-" + weight, CapitalDocument), "lookup_copy_loss");
   };
   const std::vector<double> copies = copy_losses("1");
   // What the head writes from the answer's first token, read as logits, names that token: its
@@ -623,23 +622,16 @@ TEST_CASE("the lookup head's output is led to name the token it finds", "[pretra
 }
 
 TEST_CASE("the reading heads are guided over their own steps", "[pretrain][guided][reading]") {
-  std::string text = ThreeLayersOf64Tokens();
-  text.replace(text.find("heldout_every"), 0,
-               "reading_share: 0.5\n  guided_attention { steps: 1000 lookup_layer: 2 reading_from_step: 10 "
-               "reading_until_step: 30 }\n  ");
-  const CompiledPretrain w = Tiny(text);
+  const CompiledPretrain w = LookupWorkflow("reading_from_step: 10 reading_until_step: 30");
   const GuidedAttention& guide = w.guided_attention;
   REQUIRE(guide.Find(GuidedHeadKind::kLookup) != nullptr);
   CHECK(guide.HeadsAt(9) == std::vector<size_t>{0, 1});
   CHECK(guide.HeadsAt(10) == std::vector<size_t>{0, 1, 2});
   CHECK(guide.At(29).heads.size() == 3);
   CHECK(guide.At(30).Find(GuidedHeadKind::kLookup) == nullptr);
-  const auto document = [](uint64_t i) {
-    return "Capital: name: " + InventedName(i) + "; time difference: UTC+3\nAnswer: " + InventedName(i) + "\n";
-  };
   // A line every 10 steps: the lookup's loss on the lines of steps 11-20 and 21-30 only; the
   // previous and induction heads' on every line.
-  const std::string run = RunOnDocuments(w, "reading-steps", document);
+  const std::string run = RunOnDocuments(w, "reading-steps", CapitalDocument);
   std::vector<int> lookup_lines;
   int previous_lines = 0, lines = 0;
   for (const nlohmann::json& line : Metrics(run)) {
