@@ -527,18 +527,21 @@ TEST_CASE("supervised training teaches the model to answer with a token from its
 
 TEST_CASE("a kept head's writes, weighted by where it looks, are its share of the layer's output",
           "[models][guided]") {
-  const CompiledWorkflow w = Compile(std::string("model { name: \"m\" ") + kLlama.sizes + " }\n",
-                                     "role { name: \"a\" seats: \"a*\" model: \"m\" }\n");
+  // Four heads of width 4 on two key/value heads, each serving two consecutive heads: head 2 reads the second.
+  const CompiledWorkflow w = Compile(
+      "model { name: \"m\" llama { hidden_size: 16 heads: 4 kv_heads: 2 layers: 1 intermediate_size: 32 } }\n",
+      "role { name: \"a\" seats: \"a*\" model: \"m\" }\n");
   ModelPool pool(w.models, 1);
   PolicyModel& model = pool.impl().models[0];
   {
-    // Only head 1 of the one layer adds to the residual stream: head 0's columns of o_proj and the MLP's
-    // output are zero.
+    // Only head 2 of the one layer adds to the residual stream: the other heads' columns of o_proj and
+    // the MLP's output are zero.
     torch::NoGradGuard no_grad;
     Param(pool, 0, "model.layers.0.self_attn.o_proj.weight").narrow(1, 0, 8).zero_();
+    Param(pool, 0, "model.layers.0.self_attn.o_proj.weight").narrow(1, 12, 4).zero_();
     Param(pool, 0, "model.layers.0.mlp.down_proj.weight").zero_();
   }
-  model->keep_attention(0, 1);
+  model->keep_attention(0, 2);
   const torch::Tensor tokens = torch::randint(4, w.models[0].vocab_size, {2, 7}, torch::kLong);
   const torch::Tensor embeds = model->embed(tokens);
   const LMOutput o = model->forward_embeds(embeds, torch::arange(7, torch::kLong).repeat({2, 1}),
