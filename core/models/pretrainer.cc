@@ -437,6 +437,11 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
       head_over.push_back(Guided(*head_targets.back()));
     }
   }
+  // The lookup head whose output is led to what it finds (GuidedHead::copy_weight), if one is guided now.
+  int copy_head = -1;
+  for (size_t h = 0; guide != nullptr && h < guide->heads.size(); ++h) {
+    if (guide->heads[h].kind == GuidedHeadKind::kLookup && guide->heads[h].copy_weight > 0) copy_head = int(h);
+  }
   const std::vector<int64_t> answer_at =
       answers != nullptr ? AnswerPositions(tokens, length, length + 1, *answers) : std::vector<int64_t>{};
   const std::vector<std::pair<int, int>> shares = impl_->Shares(batch);
@@ -472,7 +477,7 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
       const torch::Tensor guided = AttentionLoss(r.model->kept_attention(head.layer), rows, head_over[h]);
       total = total + head.weight * guided;
       results[k].attention[h] = guided.item<double>();
-      if (head.kind == GuidedHeadKind::kLookup && head.copy_weight > 0) {
+      if (int(h) == copy_head) {
         const torch::Tensor copy = CopyLoss(*r.model, head.layer, rows, input.narrow(0, first, count), head_over[h]);
         total = total + head.copy_weight * copy;
         results[k].lookup_copy = copy.item<double>();
@@ -488,10 +493,7 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
   PretrainStep step;
   for (int64_t over : head_over) step.attention.push_back(over > 0 ? 0.0 : std::numeric_limits<double>::quiet_NaN());
   if (!answer_at.empty()) step.answer_loss = 0.0;
-  for (size_t h = 0; h < head_targets.size(); ++h) {
-    const GuidedHead& head = guide->heads[h];
-    if (head.kind == GuidedHeadKind::kLookup && head.copy_weight > 0 && head_over[h] > 0) step.lookup_copy = 0.0;
-  }
+  if (copy_head >= 0 && head_over[copy_head] > 0) step.lookup_copy = 0.0;
   for (size_t k = 0; k < shares.size(); ++k) {
     const double share = double(shares[k].second) / batch;
     step.loss += share * results[k].loss;
