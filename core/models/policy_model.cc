@@ -93,7 +93,7 @@ torch::Tensor PolicyModelImpl::kept_writes(int64_t /*layer*/) const {
   throw ModelError("this architecture does not expose its attention heads' outputs (guided attention needs a llama model)");
 }
 
-torch::Tensor PolicyModelImpl::direct_logits(const torch::Tensor& /*written*/) {
+torch::Tensor PolicyModelImpl::direct_logits(const torch::Tensor& /*written*/, const torch::Tensor& /*stream*/) {
   throw ModelError("this architecture does not read logits from parts of its residual stream (guided attention needs a llama model)");
 }
 

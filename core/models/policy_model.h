@@ -176,9 +176,10 @@ class PolicyModelImpl : public torch::nn::Module {
   // What the kept head of `layer` would add to the residual stream by looking
   // at each position alone [B,Tk,H], from the last forward pass.
   virtual torch::Tensor kept_writes(int64_t layer) const;
-  // Next-token logits read straight from a part of the residual stream
-  // [...,H] (the final norm, then the unembedding): what it says on its own.
-  virtual torch::Tensor direct_logits(const torch::Tensor& written);
+  // Next-token logits read straight from a part `written` [...,H] of the last
+  // layer's output `stream` [...,H] (the final norm scaling it as it scales the
+  // whole stream there, then the unembedding): what that part adds to the logits.
+  virtual torch::Tensor direct_logits(const torch::Tensor& written, const torch::Tensor& stream);
 
  protected:
   // The architecture's blocks, final norm and value head (forward_hidden's work).

@@ -248,20 +248,28 @@ torch::Tensor AttentionLoss(const torch::Tensor& att, const std::vector<int64_t>
 }
 
 // The lookup head's copy loss (GuidedHead::copy_weight): what the head of
-// `layer` writes from each of its targets [B,T] (-1: none), read as logits,
-// against the token there (in `input` [B,T]); summed and divided by `over`, as AttentionLoss.
+// `layer` writes from each of its targets [B,T] (-1: none), read as logits at
+// the position that looks (scaled by the last layer's output `stream` [B,T,H]
+// there, as the final norm scales it), against the token looked at (in
+// `input` [B,T]); summed and divided by `over`, as AttentionLoss.
 torch::Tensor CopyLoss(PolicyModelImpl& model, int layer, const std::vector<int64_t>& target,
-                       const torch::Tensor& input, int64_t over) {
+                       const torch::Tensor& input, const torch::Tensor& stream, int64_t over) {
   const torch::Tensor writes = model.kept_writes(layer);
   const int64_t B = writes.size(0), T = writes.size(1);
-  std::vector<int64_t> looked_at;  // flat positions b * T + target
+  std::vector<int64_t> looking, looked_at;  // flat positions b * T + t and b * T + target
   for (size_t p = 0; p < target.size(); ++p) {
-    if (target[p] >= 0) looked_at.push_back(static_cast<int64_t>(p) / T * T + target[p]);
+    if (target[p] < 0) continue;
+    looking.push_back(static_cast<int64_t>(p));
+    looked_at.push_back(static_cast<int64_t>(p) / T * T + target[p]);
   }
   if (looked_at.empty()) return writes.sum() * 0.0;
-  const torch::Tensor index = torch::tensor(looked_at, torch::kLong).to(writes.device());
-  const torch::Tensor logits = model.direct_logits(writes.reshape({B * T, -1}).index_select(0, index)).to(torch::kFloat);
-  const torch::Tensor tokens = input.reshape({B * T}).index_select(0, index);
+  const torch::Tensor from = torch::tensor(looked_at, torch::kLong).to(writes.device());
+  const torch::Tensor at = torch::tensor(looking, torch::kLong).to(writes.device());
+  const torch::Tensor logits = model
+                                   .direct_logits(writes.reshape({B * T, -1}).index_select(0, from),
+                                                  stream.reshape({B * T, -1}).index_select(0, at))
+                                   .to(torch::kFloat);
+  const torch::Tensor tokens = input.reshape({B * T}).index_select(0, from);
   return torch::nn::functional::cross_entropy(
              logits, tokens, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum)) /
          static_cast<double>(over);
@@ -289,11 +297,14 @@ struct Replica {
   }
 
   // Cross-entropy of each of `target`'s tokens after `input` [B,T], row after row [B*T].
-  torch::Tensor LossesOf(const torch::Tensor& input, const torch::Tensor& target) {
+  // The next-token loss at each position [B*T]; with `stream`, the last layer's output [B,T,H] there too.
+  torch::Tensor LossesOf(const torch::Tensor& input, const torch::Tensor& target, torch::Tensor* stream = nullptr) {
     const int64_t B = input.size(0), T = input.size(1);
     const auto on = torch::TensorOptions().device(input.device());
     const torch::Tensor positions = torch::arange(T, on.dtype(torch::kLong)).repeat({B, 1});
-    const LMOutput o = model->forward(input, positions, torch::ones({B, T}, on.dtype(torch::kBool)), {});
+    const LMOutput o = model->forward_embeds(model->embed(input), positions, torch::ones({B, T}, on.dtype(torch::kBool)),
+                                             {}, nullptr, stream != nullptr);
+    if (stream != nullptr) *stream = o.layers.back();
     return torch::nn::functional::cross_entropy(o.logits.reshape({B * T, -1}), target.reshape({B * T}),
                                                 torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
   }
@@ -456,7 +467,10 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
     r.model->train();
     r.model->zero_grad();
     r.Guide(guide);
-    const torch::Tensor losses = r.LossesOf(input.narrow(0, first, count), target.narrow(0, first, count));
+    torch::Tensor stream;  // the last layer's output, for the copy loss
+    const bool copying = copy_head >= 0 && head_over[copy_head] > 0;
+    const torch::Tensor losses =
+        r.LossesOf(input.narrow(0, first, count), target.narrow(0, first, count), copying ? &stream : nullptr);
     const torch::Tensor loss = losses.mean();
     torch::Tensor answer_sum;  // over this share's answer tokens, as positions within its rows
     if (!answer_at.empty()) {
@@ -478,7 +492,7 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
       total = total + head.weight * guided;
       results[k].attention[h] = guided.item<double>();
       if (int(h) == copy_head) {
-        const torch::Tensor copy = CopyLoss(*r.model, head.layer, rows, input.narrow(0, first, count), head_over[h]);
+        const torch::Tensor copy = CopyLoss(*r.model, head.layer, rows, input.narrow(0, first, count), stream, head_over[h]);
         total = total + head.copy_weight * copy;
         results[k].lookup_copy = copy.item<double>();
       }

@@ -43,7 +43,8 @@ struct GuidedHead {
   int until_step = std::numeric_limits<int>::max();
   // Lookup only: the weight of a loss that the head's output names what it
   // finds (PolicyModelImpl::kept_writes at its target, read as logits by
-  // direct_logits, led to the token there); 0: none.
+  // direct_logits at the scale of the stream where the head looks, led to the
+  // token there); 0: none.
   double copy_weight = 0.0;
 };
 

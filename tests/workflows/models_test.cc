@@ -551,8 +551,10 @@ TEST_CASE("a kept head's writes, weighted by where it looks, are its share of th
   REQUIRE(writes.sizes() == torch::IntArrayRef({2, 7, 16}));
   const torch::Tensor from_head = model->kept_attention(0).bmm(writes);
   CHECK(torch::allclose(from_head, o.layers[0] - embeds, 1e-5, 1e-5));
-  // Read as logits on their own, the layer's output gives the model's logits (the one layer is all of it).
-  CHECK(torch::allclose(model->direct_logits(o.layers[0]), o.logits, 1e-4, 1e-4));
+  // Read as logits in its stream, the layer's whole output gives the model's logits (the one layer is
+  // all of it), and half of it half of them: a part is read at the scale of the stream it is in.
+  CHECK(torch::allclose(model->direct_logits(o.layers[0], o.layers[0]), o.logits, 1e-4, 1e-4));
+  CHECK(torch::allclose(model->direct_logits(0.5 * o.layers[0], o.layers[0]), 0.5 * o.logits, 1e-4, 1e-4));
   // Another head's writes are not the same.
   model->keep_attention(0, 0);
   model->forward_embeds(embeds, torch::arange(7, torch::kLong).repeat({2, 1}), torch::ones({2, 7}, torch::kBool),

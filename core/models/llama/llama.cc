@@ -64,6 +64,11 @@ torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
   return weight * h.to(x.scalar_type());
 }
 
+torch::Tensor RMSNormImpl::scale_as(const torch::Tensor& part, const torch::Tensor& stream) {
+  const torch::Tensor scale = torch::rsqrt(stream.detach().to(torch::kFloat).pow(2).mean(-1, true) + eps_);
+  return weight * (part.to(torch::kFloat) * scale).to(part.scalar_type());
+}
+
 LlamaAttentionImpl::LlamaAttentionImpl(const LlamaOptions& o)
     : heads_(o.sizes().heads()), kv_heads_(o.sizes().kv_heads()), head_dim_(o.resolved_head_dim()) {
   const int64_t H = o.sizes().hidden_size();
@@ -209,7 +214,9 @@ torch::Tensor LlamaLMImpl::kept_attention(int64_t layer) const { return attentio
 
 torch::Tensor LlamaLMImpl::kept_writes(int64_t layer) const { return attention_of(layer).kept_writes(); }
 
-torch::Tensor LlamaLMImpl::direct_logits(const torch::Tensor& written) { return lm_logits(model->norm(written), {}); }
+torch::Tensor LlamaLMImpl::direct_logits(const torch::Tensor& written, const torch::Tensor& stream) {
+  return lm_logits(model->norm->scale_as(written, stream), {});
+}
 
 LMOutput LlamaLMImpl::forward_blocks(const torch::Tensor& embeds, const torch::Tensor& positions,
                                      const torch::Tensor& key_valid, const torch::Tensor& role, KvCache* cache,

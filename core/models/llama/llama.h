@@ -40,6 +40,9 @@ class RMSNormImpl : public torch::nn::Module {
  public:
   RMSNormImpl(int64_t size, double eps);
   torch::Tensor forward(const torch::Tensor& x);
+  // `part` of a stream scaled as forward scales the whole `stream` (same shape;
+  // its scale taken without gradient): what that part adds to forward(stream).
+  torch::Tensor scale_as(const torch::Tensor& part, const torch::Tensor& stream);
   torch::Tensor weight;
 
  private:
@@ -118,7 +121,7 @@ class LlamaLMImpl : public PolicyModelImpl {
   void keep_attention(int64_t layer, int64_t head) override;
   torch::Tensor kept_attention(int64_t layer) const override;
   torch::Tensor kept_writes(int64_t layer) const override;
-  torch::Tensor direct_logits(const torch::Tensor& written) override;
+  torch::Tensor direct_logits(const torch::Tensor& written, const torch::Tensor& stream) override;
   const LlamaOptions& options() const { return options_; }
   LlamaModel model{nullptr};
   torch::nn::Linear lm_head{nullptr};     // absent with tie_embeddings
