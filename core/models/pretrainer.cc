@@ -296,8 +296,8 @@ struct Replica {
     }
   }
 
-  // Cross-entropy of each of `target`'s tokens after `input` [B,T], row after row [B*T].
-  // The next-token loss at each position [B*T]; with `stream`, the last layer's output [B,T,H] there too.
+  // Cross-entropy of each of `target`'s tokens after `input` [B,T], row after row [B*T]; with
+  // `stream`, the last layer's output [B,T,H] too.
   torch::Tensor LossesOf(const torch::Tensor& input, const torch::Tensor& target, torch::Tensor* stream = nullptr) {
     const int64_t B = input.size(0), T = input.size(1);
     const auto on = torch::TensorOptions().device(input.device());
