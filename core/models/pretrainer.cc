@@ -448,10 +448,12 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
       head_over.push_back(Guided(*head_targets.back()));
     }
   }
-  // The lookup head whose output is led to what it finds (GuidedHead::copy_weight), if one is guided now.
+  // The lookup head whose output is led to what it finds (GuidedHead::copy_weight), if one is
+  // guided now and has targets in this batch.
   int copy_head = -1;
   for (size_t h = 0; guide != nullptr && h < guide->heads.size(); ++h) {
-    if (guide->heads[h].kind == GuidedHeadKind::kLookup && guide->heads[h].copy_weight > 0) copy_head = int(h);
+    const GuidedHead& head = guide->heads[h];
+    if (head.kind == GuidedHeadKind::kLookup && head.copy_weight > 0 && head_over[h] > 0) copy_head = int(h);
   }
   const std::vector<int64_t> answer_at =
       answers != nullptr ? AnswerPositions(tokens, length, length + 1, *answers) : std::vector<int64_t>{};
@@ -468,9 +470,8 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
     r.model->zero_grad();
     r.Guide(guide);
     torch::Tensor stream;  // the last layer's output, for the copy loss
-    const bool copying = copy_head >= 0 && head_over[copy_head] > 0;
     const torch::Tensor losses =
-        r.LossesOf(input.narrow(0, first, count), target.narrow(0, first, count), copying ? &stream : nullptr);
+        r.LossesOf(input.narrow(0, first, count), target.narrow(0, first, count), copy_head >= 0 ? &stream : nullptr);
     const torch::Tensor loss = losses.mean();
     torch::Tensor answer_sum;  // over this share's answer tokens, as positions within its rows
     if (!answer_at.empty()) {
@@ -507,7 +508,7 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
   PretrainStep step;
   for (int64_t over : head_over) step.attention.push_back(over > 0 ? 0.0 : std::numeric_limits<double>::quiet_NaN());
   if (!answer_at.empty()) step.answer_loss = 0.0;
-  if (copy_head >= 0 && head_over[copy_head] > 0) step.lookup_copy = 0.0;
+  if (copy_head >= 0) step.lookup_copy = 0.0;
   for (size_t k = 0; k < shares.size(); ++k) {
     const double share = double(shares[k].second) / batch;
     step.loss += share * results[k].loss;
