@@ -124,16 +124,22 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const torch::T
     torch::Tensor weights;
     out = ComposedAttention(q, k, v, mask, &weights);
     kept_ = weights.select(1, kept_head_);
-    kept_values_ = v.select(1, kept_head_ / (heads_ / kv_heads_));
+    kept_input_ = x;
   }
   const torch::Tensor merged = out.transpose(1, 2).reshape({B, T, heads_ * head_dim_});
   return WithRoleLora(o_proj(merged), lora_o, merged, role);
 }
 
 torch::Tensor LlamaAttentionImpl::kept_writes() const {
-  if (!kept_values_.defined()) return kept_values_;
+  if (!kept_input_.defined()) return kept_input_;
+  // The values are recomputed from the detached input, so a loss on the writes trains v_proj and o_proj
+  // only, not what the layers below put into the stream (where the other heads' keys are formed).
+  const int64_t rows = kept_head_ / (heads_ / kv_heads_) * head_dim_;
+  const torch::Tensor input = kept_input_.detach().to(v_proj->weight.scalar_type());  // bfloat16 under autocast
+  torch::Tensor values = torch::matmul(input, v_proj->weight.narrow(0, rows, head_dim_).t());
+  if (v_proj->bias.defined()) values = values + v_proj->bias.narrow(0, rows, head_dim_);
   const torch::Tensor columns = o_proj->weight.narrow(1, kept_head_ * head_dim_, head_dim_);
-  return torch::matmul(kept_values_.to(columns.scalar_type()), columns.t());  // bfloat16 values, outside autocast
+  return torch::matmul(values, columns.t());
 }
 
 LlamaMlpImpl::LlamaMlpImpl(const LlamaOptions& o) {

@@ -65,7 +65,7 @@ class LlamaAttentionImpl : public torch::nn::Module {
   RMSNorm q_norm{nullptr}, k_norm{nullptr};
   RoleLora lora_q{nullptr}, lora_k{nullptr}, lora_v{nullptr}, lora_o{nullptr};
   // Guided attention: keep head `head`'s weights [B,T,Tk] from each forward pass (head < 0: none).
-  void keep_head(int64_t head) { kept_head_ = head, kept_ = kept_values_ = torch::Tensor(); }
+  void keep_head(int64_t head) { kept_head_ = head, kept_ = kept_input_ = torch::Tensor(); }
   const torch::Tensor& kept() const { return kept_; }
   // What the kept head writes to the residual stream [B,Tk,H] when it looks at one position alone: each
   // position's value through the head's columns of o_proj (no adapters: pretraining has none).
@@ -75,7 +75,7 @@ class LlamaAttentionImpl : public torch::nn::Module {
  private:
   int64_t heads_, kv_heads_, head_dim_;
   int64_t kept_head_ = -1;
-  torch::Tensor kept_, kept_values_;  // the kept head's weights, and its values [B,Tk,head_dim]
+  torch::Tensor kept_, kept_input_;  // the kept head's weights, and the layer's normed input [B,Tk,H]
 };
 TORCH_MODULE(LlamaAttention);
 
