@@ -247,11 +247,12 @@ torch::Tensor AttentionLoss(const torch::Tensor& att, const std::vector<int64_t>
   return -(picked.masked_select(valid) + 1e-9).log().sum() / static_cast<double>(over);
 }
 
-// The lookup head's copy loss (GuidedHead::copy_weight): what the head of
+// A guided head's copy loss (GuidedHead::copy_weight): what the head of
 // `layer` writes from each of its targets [B,T] (-1: none), read as logits at
 // the position that looks (scaled by the last layer's output `stream` [B,T,H]
-// there, as the final norm scales it), against the token looked at (in
-// `input` [B,T]); summed and divided by `over`, as AttentionLoss.
+// there, as the final norm scales it; undefined: at the write's own scale),
+// against the token looked at (in `input` [B,T]); summed and divided by
+// `over`, as AttentionLoss.
 torch::Tensor CopyLoss(PolicyModelImpl& model, int layer, const std::vector<int64_t>& target,
                        const torch::Tensor& input, const torch::Tensor& stream, int64_t over) {
   const torch::Tensor writes = model.kept_writes(layer);
@@ -265,10 +266,10 @@ torch::Tensor CopyLoss(PolicyModelImpl& model, int layer, const std::vector<int6
   if (looked_at.empty()) return writes.sum() * 0.0;
   const torch::Tensor from = torch::tensor(looked_at, torch::kLong).to(writes.device());
   const torch::Tensor at = torch::tensor(looking, torch::kLong).to(writes.device());
-  const torch::Tensor logits = model
-                                   .direct_logits(writes.reshape({B * T, -1}).index_select(0, from),
-                                                  stream.reshape({B * T, -1}).index_select(0, at))
-                                   .to(torch::kFloat);
+  const torch::Tensor written = writes.reshape({B * T, -1}).index_select(0, from);
+  const torch::Tensor logits =
+      model.direct_logits(written, stream.defined() ? stream.reshape({B * T, -1}).index_select(0, at) : written)
+          .to(torch::kFloat);
   const torch::Tensor tokens = input.reshape({B * T}).index_select(0, from);
   return torch::nn::functional::cross_entropy(
              logits, tokens, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum)) /
@@ -315,7 +316,7 @@ struct ShareResult {
   double loss = 0.0;
   std::vector<double> attention;  // per guided head, its share of the loss
   double answer_sum = 0.0;  // the next-token losses on its answer tokens, summed
-  double lookup_copy = 0.0;  // its share of the lookup head's copy loss
+  std::vector<double> copy;  // per guided head, its share of the head's copy loss
 };
 
 struct Pretrainer::Impl {
@@ -448,12 +449,14 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
       head_over.push_back(Guided(*head_targets.back()));
     }
   }
-  // The lookup head whose output is led to what it finds (GuidedHead::copy_weight), if one is
-  // guided now and has targets in this batch.
-  int copy_head = -1;
-  for (size_t h = 0; guide != nullptr && h < guide->heads.size(); ++h) {
+  // The heads whose output is led to what they find (GuidedHead::copy_weight), guided now with
+  // targets in this batch; a lookup's is read at the scale of the last layer's output.
+  std::vector<bool> copies(head_over.size(), false);
+  bool copy_at_stream_scale = false;
+  for (size_t h = 0; h < copies.size(); ++h) {
     const GuidedHead& head = guide->heads[h];
-    if (head.kind == GuidedHeadKind::kLookup && head.copy_weight > 0 && head_over[h] > 0) copy_head = int(h);
+    copies[h] = head.copy_weight > 0 && head_over[h] > 0;
+    copy_at_stream_scale = copy_at_stream_scale || (copies[h] && head.kind == GuidedHeadKind::kLookup);
   }
   const std::vector<int64_t> answer_at =
       answers != nullptr ? AnswerPositions(tokens, length, length + 1, *answers) : std::vector<int64_t>{};
@@ -469,9 +472,9 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
     r.model->train();
     r.model->zero_grad();
     r.Guide(guide);
-    torch::Tensor stream;  // the last layer's output, for the copy loss
-    const torch::Tensor losses =
-        r.LossesOf(input.narrow(0, first, count), target.narrow(0, first, count), copy_head >= 0 ? &stream : nullptr);
+    torch::Tensor stream;  // the last layer's output, for the lookup's copy loss
+    const torch::Tensor losses = r.LossesOf(input.narrow(0, first, count), target.narrow(0, first, count),
+                                            copy_at_stream_scale ? &stream : nullptr);
     const torch::Tensor loss = losses.mean();
     torch::Tensor answer_sum;  // over this share's answer tokens, as positions within its rows
     if (!answer_at.empty()) {
@@ -483,6 +486,7 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
     }
     torch::Tensor total = loss * share;
     results[k].attention.assign(head_targets.size(), 0.0);
+    results[k].copy.assign(head_targets.size(), 0.0);
     for (size_t h = 0; h < head_targets.size(); ++h) {
       if (head_over[h] == 0) continue;
       const std::vector<int64_t>& all = *head_targets[h];
@@ -492,10 +496,12 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
       const torch::Tensor guided = AttentionLoss(r.model->kept_attention(head.layer), rows, head_over[h]);
       total = total + head.weight * guided;
       results[k].attention[h] = guided.item<double>();
-      if (int(h) == copy_head) {
-        const torch::Tensor copy = CopyLoss(*r.model, head.layer, rows, input.narrow(0, first, count), stream, head_over[h]);
+      if (copies[h]) {
+        const torch::Tensor copy =
+            CopyLoss(*r.model, head.layer, rows, input.narrow(0, first, count),
+                     head.kind == GuidedHeadKind::kLookup ? stream : torch::Tensor(), head_over[h]);
         total = total + head.copy_weight * copy;
-        results[k].lookup_copy = copy.item<double>();
+        results[k].copy[h] = copy.item<double>();
       }
     }
     if (answer_sum.defined()) {
@@ -508,13 +514,13 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
   PretrainStep step;
   for (int64_t over : head_over) step.attention.push_back(over > 0 ? 0.0 : std::numeric_limits<double>::quiet_NaN());
   if (!answer_at.empty()) step.answer_loss = 0.0;
-  if (copy_head >= 0) step.lookup_copy = 0.0;
+  for (bool copied : copies) step.copy.push_back(copied ? 0.0 : std::numeric_limits<double>::quiet_NaN());
   for (size_t k = 0; k < shares.size(); ++k) {
     const double share = double(shares[k].second) / batch;
     step.loss += share * results[k].loss;
     if (!answer_at.empty()) step.answer_loss += results[k].answer_sum / static_cast<double>(answer_at.size());
     for (size_t h = 0; h < step.attention.size(); ++h) step.attention[h] += results[k].attention[h];
-    if (!std::isnan(step.lookup_copy)) step.lookup_copy += results[k].lookup_copy;
+    for (size_t h = 0; h < step.copy.size(); ++h) step.copy[h] += results[k].copy[h];
   }
   std::vector<torch::Tensor> all = impl_->decayed;
   all.insert(all.end(), impl_->plain.begin(), impl_->plain.end());

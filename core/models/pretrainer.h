@@ -41,10 +41,11 @@ struct GuidedHead {
   // heads of a step with GuidedAttention::At.
   int from_step = 0;
   int until_step = std::numeric_limits<int>::max();
-  // Lookup only: the weight of a loss that the head's output names what it
-  // finds (PolicyModelImpl::kept_writes at its target, read as logits by
-  // direct_logits at the scale of the stream where the head looks, led to the
-  // token there); 0: none.
+  // Lookup and subject only: the weight of a loss that the head's output
+  // names what it finds (PolicyModelImpl::kept_writes at its target, read as
+  // logits by direct_logits, led to the token there): the lookup's at the
+  // scale of the stream where the head looks (what it adds to the logits),
+  // the subject's at its own (what it carries); 0: none.
   double copy_weight = 0.0;
 };
 
@@ -85,9 +86,10 @@ struct PretrainStep {
   std::vector<double> attention;
   // With an AnswerLoss: the mean next-token loss on the batch's answer tokens (NaN: the batch held none).
   double answer_loss = std::numeric_limits<double>::quiet_NaN();
-  // With a lookup head's copy_weight: the mean cross-entropy of its output's
-  // logits at its targets against the tokens there (NaN: none this step).
-  double lookup_copy = std::numeric_limits<double>::quiet_NaN();
+  // Per head of `GuidedAttention::heads`, with its copy_weight: the mean
+  // cross-entropy of its output's logits at its targets against the tokens
+  // there (NaN: no copy loss, or none this step).
+  std::vector<double> copy;
 };
 
 // Per position of the first `length` tokens of each row of `tokens` (rows of

@@ -171,6 +171,11 @@ CompiledPretrain CompilePretrain(const LoadedWorkflow& w) {
              g.lookup_copy_weight() < 0 ? "lookup_copy_weight is 0 (off) or more"
                                         : "lookup_copy_weight leads the lookup head's output: lookup_layer is -1 (off)");
     }
+    if (g.subject_copy_weight() < 0 || (g.subject_copy_weight() > 0 && g.subject_layer() == -1)) {
+      w.Fail({{"pretrain"}, {"guided_attention"}, {"subject_copy_weight"}},
+             g.subject_copy_weight() < 0 ? "subject_copy_weight is 0 (off) or more"
+                                         : "subject_copy_weight leads the subject head's output: subject_layer is -1 (off)");
+    }
     if (g.lookup_layer() != -1 && p.reading_share() <= 0) {
       w.Fail({{"pretrain"}, {"guided_attention"}, {"lookup_layer"}},
              "the lookup head is led to reading documents' answers: it needs reading_share above 0");
@@ -238,7 +243,10 @@ CompiledPretrain CompilePretrain(const LoadedWorkflow& w) {
     }
     if (g.line_start_layer() >= 0)
       heads.push_back({GuidedHeadKind::kLineStart, g.line_start_layer(), g.weight(), from, until});
-    if (g.subject_layer() >= 0) heads.push_back({GuidedHeadKind::kSubject, g.subject_layer(), g.weight(), from, until});
+    if (g.subject_layer() >= 0) {
+      heads.push_back({GuidedHeadKind::kSubject, g.subject_layer(), g.weight(), from, until});
+      heads.back().copy_weight = g.subject_copy_weight();
+    }
   } else {
     c.guided_attention.heads.clear();
   }

@@ -423,6 +423,7 @@ class PretrainObjective : public RunObjective {
       }
     }
     guided_.resize(guide_.heads.size());
+    copies_.resize(guide_.heads.size());
     if (w.reading_share > 0) {
       // The reading documents' cue as it stands after a line's end, and the line's end that closes an answer.
       const std::vector<int> line_end = tokenizer.Encode("\n", false);
@@ -464,8 +465,10 @@ class PretrainObjective : public RunObjective {
     for (size_t j = 0; j < s.attention.size(); ++j) {
       if (!std::isnan(s.attention[j])) guided_[step_heads_[j]].Add(s.attention[j]);
     }
+    for (size_t j = 0; j < s.copy.size(); ++j) {
+      if (!std::isnan(s.copy[j])) copies_[step_heads_[j]].Add(s.copy[j]);
+    }
     if (!std::isnan(s.answer_loss)) answer_.Add(s.answer_loss);
-    if (!std::isnan(s.lookup_copy)) lookup_copy_.Add(s.lookup_copy);
     IterationReport report;
     const bool eval = (step + 1) % w_.eval_every == 0 || step + 1 == total_;
     if ((step + 1) % 10 != 0 && !eval) return report;
@@ -481,7 +484,10 @@ class PretrainObjective : public RunObjective {
         line.Add(std::string("attention_") + GuidedHeadName(guide_.heads[h].kind), guided_[h].mean());
     }
     if (answer_.any()) line.Add("answer_loss", answer_.mean());
-    if (lookup_copy_.any()) line.Add("lookup_copy_loss", lookup_copy_.mean());
+    for (size_t h = 0; h < copies_.size(); ++h) {
+      if (copies_[h].any())
+        line.Add(std::string(GuidedHeadName(guide_.heads[h].kind)) + "_copy_loss", copies_[h].mean());
+    }
     if (eval) {
       const double h = HeldOutLoss(model_, data_.heldout, L, B, w_.eval_tokens);
       line.Add("heldout_loss", h).Add("heldout_perplexity", std::exp(h));
@@ -500,12 +506,16 @@ class PretrainObjective : public RunObjective {
       heads += std::string(heads.empty() ? "" : " ") + GuidedHeadName(guide_.heads[h].kind) + " " + one.str();
     }
     if (!heads.empty()) p << "  guided attention " << heads;
-    if (lookup_copy_.any()) p << "  lookup copies " << std::setprecision(2) << lookup_copy_.mean();
+    for (size_t h = 0; h < copies_.size(); ++h) {
+      if (copies_[h].any())
+        p << "  " << GuidedHeadName(guide_.heads[h].kind) << " copies " << std::setprecision(2) << copies_[h].mean();
+    }
     p << "  lr " << std::scientific << std::setprecision(1) << lr << std::fixed << "  "
       << static_cast<int64_t>(tokens_per_s) << " tok/s";
     report.progress = p.str();
-    loss_ = norm_ = answer_ = lookup_copy_ = RunningMean{};
+    loss_ = norm_ = answer_ = RunningMean{};
     for (RunningMean& m : guided_) m = RunningMean{};
+    for (RunningMean& m : copies_) m = RunningMean{};
     return report;
   }
 
@@ -535,8 +545,8 @@ class PretrainObjective : public RunObjective {
   AnswerLoss answers_;  // with reading documents: their answers' loss, reported (and trained on, with a weight)
   // Since the last line: the step's losses and gradient norm; each guided
   // head's loss and the answers' over the steps whose batch gave them a target.
-  RunningMean loss_, norm_, answer_, lookup_copy_;  // lookup_copy_: the lookup head's copy loss
-  std::vector<RunningMean> guided_;  // per head of guide_.heads
+  RunningMean loss_, norm_, answer_;
+  std::vector<RunningMean> guided_, copies_;  // per head of guide_.heads: its attention loss, its copy loss
 };
 
 class PretrainRun {
