@@ -21,9 +21,15 @@ output's norm as a share of the residual stream's there, its logit for the
 right capital's first token (above the mean of all tokens, and above the best
 other capital's) read through the final norm at the whole residual stream's
 scale, as the model reads it, and how often the model's greedy first answer
-token is one of the capitals'. Usage:
+token is one of the capitals'. With --subject LAYER HEAD it reports what a
+subject head binds for the lookup to match: its weight, at the answer position,
+on the asked country's name in the question (its last token before "?"), and the
+cosine between what it writes there and what it writes at the right capital's
+first token, and at the other capitals' (a lookup can tell the asked capital
+apart only where the first is the larger). Usage:
 
   python3 bench/needle_attention.py MODEL_DIR [--items 30] [--countries 3] [--seed 5] [--head LAYER HEAD]
+                                    [--subject LAYER HEAD]
 
 Needs Debian's python3-torch and a built troupe (TROUPE names another binary).
 """
@@ -94,12 +100,17 @@ def attention_maps(model, s, ids):
     return [layer.weights[0] for layer in model.layers], torch.log_softmax(logits[0], -1)
 
 
+def written_by(model, s, layer, head, at):
+    """What `head` of `layer` added to the residual stream at position `at` in the last forward pass."""
+    D = s.head_dim
+    o = model.layers[layer].o.weight[:, head * D:(head + 1) * D]
+    return o @ model.layers[layer].merged[0, at, head * D:(head + 1) * D]
+
+
 def head_write(model, s, layer, head, at):
     """(share of the residual stream's norm, logits [V]) of what `head` of `layer` wrote at position `at`
     in the last forward pass, its logits read through the final norm at the whole residual stream's scale."""
-    D = s.head_dim
-    o = model.layers[layer].o.weight[:, head * D:(head + 1) * D]
-    written = o @ model.layers[layer].merged[0, at, head * D:(head + 1) * D]
+    written = written_by(model, s, layer, head, at)
     x = model.residual[0, at]
     logits = (model.norm.weight * written * torch.rsqrt(x.pow(2).mean() + s.eps)) @ model.embed.weight.T
     return (written.norm() / x.norm()).item(), logits
@@ -142,6 +153,7 @@ def main():
     a.add_argument("--countries", type=int, default=3)
     a.add_argument("--seed", type=int, default=5)
     a.add_argument("--head", type=int, nargs=2, metavar=("LAYER", "HEAD"), help="report what this head writes")
+    a.add_argument("--subject", type=int, nargs=2, metavar=("LAYER", "HEAD"), help="report what this head binds")
     args = a.parse_args()
     troupe = os.environ.get("TROUPE", os.path.join(ROOT, "build", "workflows", "troupe"))
     torch.set_num_threads(1)
@@ -150,6 +162,7 @@ def main():
     shares = torch.zeros(s.layers, s.heads, 5)  # right, other, country, name:, previous token
     right_answers, worst_gap = 0, 0.0
     write_share, above_mean, above_other, greedy_capital = 0.0, 0.0, 0.0, 0  # with --head
+    on_name, same_right, same_other = 0.0, 0.0, 0.0  # with --subject
     for _ in range(args.items):
         prompt, asked, capital, others = item(rng, args.countries)
         toks = tokens(troupe, args.model_dir, prompt + " " + capital)
@@ -184,6 +197,14 @@ def main():
             above_mean += (logits[right_id] - logits.mean()).item()
             above_other += (logits[right_id] - max(logits[i] for i in other_ids)).item()
             greedy_capital += int(logprobs[last].argmax().item() in [right_id] + other_ids)
+        if args.subject:
+            layer, head = args.subject
+            at_cue = written_by(model, s, layer, head, last)
+            cos = lambda p: torch.nn.functional.cosine_similarity(at_cue, written_by(model, s, layer, head, p), dim=0)
+            question_mark = max(i for i in range(answer_at) if texts[i].startswith("?"))
+            on_name += maps[layer][head, last, question_mark - 1].item()
+            same_right += sum(cos(p).item() for p in right) / len(right)
+            same_other += sum(cos(p).item() for p in other) / len(other)
         for layer in range(s.layers):
             for head in range(s.heads):
                 row = maps[layer][head, last]
@@ -200,6 +221,11 @@ def main():
         print(f"layer {args.head[0]} head {args.head[1]} at the answer: its output {write_share / n:.3f} of the residual "
               f"stream's norm; its logit for the right first token {above_mean / n:+.2f} above the mean, "
               f"{above_other / n:+.2f} above the best other capital's; greedy answer a capital's in {greedy_capital}")
+    if args.subject:
+        n = args.items
+        print(f"layer {args.subject[0]} head {args.subject[1]} at the answer: {on_name / n:.3f} of its weight on the "
+              f"asked country's last token in the question; cosine of its output there and at the right capital "
+              f"{same_right / n:.3f}, at each other capital {same_other / n:.3f}")
     print("| layer | head | right capital | another capital (each) | asked country | name: | previous token |")
     print("|---|---|---|---|---|---|---|")
     for layer in range(s.layers):
