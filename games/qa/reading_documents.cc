@@ -365,10 +365,15 @@ std::string ReadingDocuments::Facts(uint64_t draw) const {
   return doc;
 }
 
-std::function<std::string(uint64_t)> FactbookReadingDocuments(ReadingDocumentOptions options) {
-  auto reading =
-      std::make_shared<const ReadingDocuments>(ReadPassages(EnsureDefaultQaData() + "/passages.jsonl"), options);
-  return [reading](uint64_t index) { return reading->Document(index); };
+std::vector<std::function<std::string(uint64_t)>> FactbookReadingDocuments(
+    const std::vector<ReadingDocumentOptions>& options) {
+  const std::vector<Passage> passages = ReadPassages(EnsureDefaultQaData() + "/passages.jsonl");
+  std::vector<std::function<std::string(uint64_t)>> sources;
+  for (const ReadingDocumentOptions& o : options) {
+    auto reading = std::make_shared<const ReadingDocuments>(passages, o);
+    sources.push_back([reading](uint64_t index) { return reading->Document(index); });
+  }
+  return sources;
 }
 
 }  // namespace troupe::qa

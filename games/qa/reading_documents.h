@@ -87,7 +87,9 @@ inline ReadingDocumentOptions SequenceReadingOptions(uint64_t seed, int seq_len,
   return options;
 }
 
-// Reading documents of `options` from the default Factbook QA passages (built first when missing).
-std::function<std::string(uint64_t)> FactbookReadingDocuments(ReadingDocumentOptions options);
+// Reading documents of each of `options`, in order, from the default Factbook QA passages (built first when
+// missing, read once for all of them).
+std::vector<std::function<std::string(uint64_t)>> FactbookReadingDocuments(
+    const std::vector<ReadingDocumentOptions>& options);
 
 }  // namespace troupe::qa

@@ -71,8 +71,8 @@ int RunDataCommand(CLI::App& app, const DataArgs& args) {
   CLI::App* data = app.get_subcommands().front();
   if (data->get_name() != "data") return -1;
   if (data->get_subcommands().front()->get_name() == "reading") {
-    const auto reading = qa::FactbookReadingDocuments(
-        qa::SequenceReadingOptions(args.seed, args.seq_len, args.countries, args.short_passages, args.facts));
+    const auto reading = qa::FactbookReadingDocuments({qa::SequenceReadingOptions(
+        args.seed, args.seq_len, args.countries, args.short_passages, args.facts)})[0];
     for (int i = 0; i < args.count; ++i) std::cout << reading(static_cast<uint64_t>(i)) << "\n";
     return 0;
   }

@@ -300,14 +300,15 @@ int Pretrain(const Args& a) {
         troupe::Rng::Mix(w.seed, 0x5245), w.seq_len, w.reading_countries, w.reading_short_passages,
         w.reading_fact_share);
     reading.left_out_pages = left_out;
-    o.reading_document = troupe::qa::FactbookReadingDocuments(std::move(reading));
+    std::vector<troupe::qa::ReadingDocumentOptions> kinds = {reading};
     if (w.first_lesson_steps > 0) {
       // The first lesson's: the easiest form, one country with short passages, drawn apart from the mix's.
-      troupe::qa::ReadingDocumentOptions easiest =
-          troupe::qa::SequenceReadingOptions(troupe::Rng::Mix(w.seed, 0x4C45), w.seq_len, 1, true, 0.0);
-      easiest.left_out_pages = left_out;
-      o.first_lesson_document = troupe::qa::FactbookReadingDocuments(std::move(easiest));
+      kinds.push_back(troupe::qa::SequenceReadingOptions(troupe::Rng::Mix(w.seed, 0x4C45), w.seq_len, 1, true, 0.0));
+      kinds.back().left_out_pages = left_out;
     }
+    auto sources = troupe::qa::FactbookReadingDocuments(kinds);
+    o.reading_document = std::move(sources[0]);
+    if (w.first_lesson_steps > 0) o.first_lesson_document = std::move(sources[1]);
   }
   StopOnSignals();
   std::cout << "run folder: " << o.out_dir << "\n";
