@@ -450,13 +450,14 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
     }
   }
   // The heads whose output is led to what they find (GuidedHead::copy_weight), guided now with
-  // targets in this batch; a lookup's is read at the scale of the last layer's output.
+  // targets in this batch; a lookup's is read at the scale of the last layer's output (what it adds
+  // to the logits), the others' at their own (what they carry).
   std::vector<bool> copies(head_over.size(), false);
+  const auto at_stream_scale = [&](size_t h) { return copies[h] && guide->heads[h].kind == GuidedHeadKind::kLookup; };
   bool copy_at_stream_scale = false;
   for (size_t h = 0; h < copies.size(); ++h) {
-    const GuidedHead& head = guide->heads[h];
-    copies[h] = head.copy_weight > 0 && head_over[h] > 0;
-    copy_at_stream_scale = copy_at_stream_scale || (copies[h] && head.kind == GuidedHeadKind::kLookup);
+    copies[h] = guide->heads[h].copy_weight > 0 && head_over[h] > 0;
+    copy_at_stream_scale = copy_at_stream_scale || at_stream_scale(h);
   }
   const std::vector<int64_t> answer_at =
       answers != nullptr ? AnswerPositions(tokens, length, length + 1, *answers) : std::vector<int64_t>{};
@@ -499,7 +500,7 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
       if (copies[h]) {
         const torch::Tensor copy =
             CopyLoss(*r.model, head.layer, rows, input.narrow(0, first, count),
-                     head.kind == GuidedHeadKind::kLookup ? stream : torch::Tensor(), head_over[h]);
+                     at_stream_scale(h) ? stream : torch::Tensor(), head_over[h]);
         total = total + head.copy_weight * copy;
         results[k].copy[h] = copy.item<double>();
       }

@@ -552,8 +552,9 @@ TEST_CASE("a kept head's writes, weighted by where it looks, are its share of th
   const torch::Tensor from_head = model->kept_attention(0).bmm(writes);
   CHECK(torch::allclose(from_head, o.layers[0] - embeds, 1e-5, 1e-5));
   // A loss on the writes trains the head's own projections, not the stream they are read from.
-  const auto through = torch::autograd::grad({writes.sum()}, {embeds, Param(pool, 0, "model.layers.0.self_attn.v_proj.weight")},
-                                             {}, false, false, true);
+  const auto through =
+      torch::autograd::grad({writes.sum()}, {embeds, Param(pool, 0, "model.layers.0.self_attn.v_proj.weight")}, {},
+                            false, false, true);
   CHECK_FALSE(through[0].defined());
   CHECK(through[1].abs().sum().item<double>() > 0.0);
   // Read as logits in its stream, the layer's whole output gives the model's logits (the one layer is

@@ -166,16 +166,17 @@ CompiledPretrain CompilePretrain(const LoadedWorkflow& w) {
              "lookup_layer (" + std::to_string(g.lookup_layer()) + ") is -1 (off) or a layer after induction_layer (" +
                  std::to_string(g.induction_layer()) + ") among the model's " + std::to_string(layers));
     }
-    if (g.lookup_copy_weight() < 0 || (g.lookup_copy_weight() > 0 && g.lookup_layer() == -1)) {
-      w.Fail({{"pretrain"}, {"guided_attention"}, {"lookup_copy_weight"}},
-             g.lookup_copy_weight() < 0 ? "lookup_copy_weight is 0 (off) or more"
-                                        : "lookup_copy_weight leads the lookup head's output: lookup_layer is -1 (off)");
-    }
-    if (g.subject_copy_weight() < 0 || (g.subject_copy_weight() > 0 && g.subject_layer() == -1)) {
-      w.Fail({{"pretrain"}, {"guided_attention"}, {"subject_copy_weight"}},
-             g.subject_copy_weight() < 0 ? "subject_copy_weight is 0 (off) or more"
-                                         : "subject_copy_weight leads the subject head's output: subject_layer is -1 (off)");
-    }
+    // A copy loss leads a reading head's output: 0 (off) or more, and only on a head that is on.
+    const auto copy_weight = [&](const char* head, double weight, int layer) {
+      const std::string field = std::string(head) + "_copy_weight";
+      if (weight < 0 || (weight > 0 && layer == -1)) {
+        w.Fail({{"pretrain"}, {"guided_attention"}, {field.c_str()}},
+               weight < 0 ? field + " is 0 (off) or more"
+                          : field + " leads the " + head + " head's output: " + head + "_layer is -1 (off)");
+      }
+    };
+    copy_weight("lookup", g.lookup_copy_weight(), g.lookup_layer());
+    copy_weight("subject", g.subject_copy_weight(), g.subject_layer());
     if (g.lookup_layer() != -1 && p.reading_share() <= 0) {
       w.Fail({{"pretrain"}, {"guided_attention"}, {"lookup_layer"}},
              "the lookup head is led to reading documents' answers: it needs reading_share above 0");
