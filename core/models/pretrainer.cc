@@ -247,14 +247,20 @@ torch::Tensor AttentionLoss(const torch::Tensor& att, const std::vector<int64_t>
   return -(picked.masked_select(valid) + 1e-9).log().sum() / static_cast<double>(over);
 }
 
-// A guided head's copy loss (GuidedHead::copy_weight): what the head of
-// `layer` writes from each of its targets [B,T] (-1: none), read as logits at
-// the position that looks (scaled by the last layer's output `stream` [B,T,H]
-// there, as the final norm scales it; undefined: at the write's own scale),
-// against the token looked at (in `input` [B,T]); summed and divided by
-// `over`, as AttentionLoss.
-torch::Tensor CopyLoss(PolicyModelImpl& model, int layer, const std::vector<int64_t>& target,
-                       const torch::Tensor& input, const torch::Tensor& stream, int64_t over) {
+// A guided head's copy loss (GuidedHead::copy_weight) and how loud its write is.
+struct CopyResult {
+  torch::Tensor loss;
+  double write_share = 0.0;
+};
+
+// What the head of `layer` writes from each of its targets [B,T] (-1: none),
+// read as logits at the position that looks (scaled by `scale_stream` [B,T,H]
+// there, as a norm scales it; undefined: at the write's own scale), against
+// the token looked at (in `input` [B,T]); beside it the write's norm as a
+// share of `own_stream`'s [B,T,H] (the head's layer's output) there. Both
+// summed and divided by `over`, as AttentionLoss.
+CopyResult CopyLoss(PolicyModelImpl& model, int layer, const std::vector<int64_t>& target, const torch::Tensor& input,
+                    const torch::Tensor& scale_stream, const torch::Tensor& own_stream, int64_t over) {
   const torch::Tensor writes = model.kept_writes(layer);
   const int64_t B = writes.size(0), T = writes.size(1);
   std::vector<int64_t> looking, looked_at;  // flat positions b * T + t and b * T + target
@@ -263,17 +269,22 @@ torch::Tensor CopyLoss(PolicyModelImpl& model, int layer, const std::vector<int6
     looking.push_back(static_cast<int64_t>(p));
     looked_at.push_back(static_cast<int64_t>(p) / T * T + target[p]);
   }
-  if (looked_at.empty()) return writes.sum() * 0.0;
+  if (looked_at.empty()) return {writes.sum() * 0.0, 0.0};
   const torch::Tensor from = torch::tensor(looked_at, torch::kLong).to(writes.device());
   const torch::Tensor at = torch::tensor(looking, torch::kLong).to(writes.device());
+  const auto at_looking = [&](const torch::Tensor& stream) { return stream.reshape({B * T, -1}).index_select(0, at); };
   const torch::Tensor written = writes.reshape({B * T, -1}).index_select(0, from);
   const torch::Tensor logits =
-      model.direct_logits(written, stream.defined() ? stream.reshape({B * T, -1}).index_select(0, at) : written)
-          .to(torch::kFloat);
+      model.direct_logits(written, scale_stream.defined() ? at_looking(scale_stream) : written).to(torch::kFloat);
   const torch::Tensor tokens = input.reshape({B * T}).index_select(0, from);
-  return torch::nn::functional::cross_entropy(
-             logits, tokens, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum)) /
-         static_cast<double>(over);
+  CopyResult result;
+  result.loss = torch::nn::functional::cross_entropy(
+                    logits, tokens, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum)) /
+                static_cast<double>(over);
+  torch::NoGradGuard no_grad;
+  const torch::Tensor ratio = written.to(torch::kFloat).norm(2, -1) / at_looking(own_stream).to(torch::kFloat).norm(2, -1);
+  result.write_share = ratio.sum().item<double>() / static_cast<double>(over);
+  return result;
 }
 
 }  // namespace
@@ -298,14 +309,15 @@ struct Replica {
   }
 
   // Cross-entropy of each of `target`'s tokens after `input` [B,T], row after row [B*T]; with
-  // `stream`, the last layer's output [B,T,H] too.
-  torch::Tensor LossesOf(const torch::Tensor& input, const torch::Tensor& target, torch::Tensor* stream = nullptr) {
+  // `layers`, each layer's output [B,T,H] too.
+  torch::Tensor LossesOf(const torch::Tensor& input, const torch::Tensor& target,
+                         std::vector<torch::Tensor>* layers = nullptr) {
     const int64_t B = input.size(0), T = input.size(1);
     const auto on = torch::TensorOptions().device(input.device());
     const torch::Tensor positions = torch::arange(T, on.dtype(torch::kLong)).repeat({B, 1});
-    const LMOutput o = model->forward_embeds(model->embed(input), positions, torch::ones({B, T}, on.dtype(torch::kBool)),
-                                             {}, nullptr, stream != nullptr);
-    if (stream != nullptr) *stream = o.layers.back();
+    LMOutput o = model->forward_embeds(model->embed(input), positions, torch::ones({B, T}, on.dtype(torch::kBool)), {},
+                                       nullptr, layers != nullptr);
+    if (layers != nullptr) *layers = std::move(o.layers);
     return torch::nn::functional::cross_entropy(o.logits.reshape({B * T, -1}), target.reshape({B * T}),
                                                 torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
   }
@@ -317,6 +329,7 @@ struct ShareResult {
   std::vector<double> attention;  // per guided head, its share of the loss
   double answer_sum = 0.0;  // the next-token losses on its answer tokens, summed
   std::vector<double> copy;  // per guided head, its share of the head's copy loss
+  std::vector<double> write_share;  // per guided head, its share of the head's write share
 };
 
 struct Pretrainer::Impl {
@@ -450,14 +463,12 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
     }
   }
   // The heads whose output is led to what they find (GuidedHead::copy_weight), guided now with
-  // targets in this batch; a lookup's is read at the scale of the last layer's output (what it adds
-  // to the logits), the others' at their own (what they carry).
+  // targets in this batch; they read the layers' outputs (GuidedHead::copy_scale_layer).
   std::vector<bool> copies(head_over.size(), false);
-  const auto at_stream_scale = [&](size_t h) { return copies[h] && guide->heads[h].kind == GuidedHeadKind::kLookup; };
-  bool copy_at_stream_scale = false;
+  bool any_copies = false;
   for (size_t h = 0; h < copies.size(); ++h) {
     copies[h] = guide->heads[h].copy_weight > 0 && head_over[h] > 0;
-    copy_at_stream_scale = copy_at_stream_scale || at_stream_scale(h);
+    any_copies = any_copies || copies[h];
   }
   const std::vector<int64_t> answer_at =
       answers != nullptr ? AnswerPositions(tokens, length, length + 1, *answers) : std::vector<int64_t>{};
@@ -473,9 +484,9 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
     r.model->train();
     r.model->zero_grad();
     r.Guide(guide);
-    torch::Tensor stream;  // the last layer's output, for the lookup's copy loss
+    std::vector<torch::Tensor> layers;  // each layer's output, for the copy losses
     const torch::Tensor losses = r.LossesOf(input.narrow(0, first, count), target.narrow(0, first, count),
-                                            copy_at_stream_scale ? &stream : nullptr);
+                                            any_copies ? &layers : nullptr);
     const torch::Tensor loss = losses.mean();
     torch::Tensor answer_sum;  // over this share's answer tokens, as positions within its rows
     if (!answer_at.empty()) {
@@ -488,6 +499,7 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
     torch::Tensor total = loss * share;
     results[k].attention.assign(head_targets.size(), 0.0);
     results[k].copy.assign(head_targets.size(), 0.0);
+    results[k].write_share.assign(head_targets.size(), 0.0);
     for (size_t h = 0; h < head_targets.size(); ++h) {
       if (head_over[h] == 0) continue;
       const std::vector<int64_t>& all = *head_targets[h];
@@ -498,11 +510,13 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
       total = total + head.weight * guided;
       results[k].attention[h] = guided.item<double>();
       if (copies[h]) {
-        const torch::Tensor copy =
+        const CopyResult copy =
             CopyLoss(*r.model, head.layer, rows, input.narrow(0, first, count),
-                     at_stream_scale(h) ? stream : torch::Tensor(), head_over[h]);
-        total = total + head.copy_weight * copy;
-        results[k].copy[h] = copy.item<double>();
+                     head.copy_scale_layer >= 0 ? layers.at(head.copy_scale_layer) : torch::Tensor(),
+                     layers.at(head.layer), head_over[h]);
+        total = total + head.copy_weight * copy.loss;
+        results[k].copy[h] = copy.loss.item<double>();
+        results[k].write_share[h] = copy.write_share;
       }
     }
     if (answer_sum.defined()) {
@@ -516,12 +530,16 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
   for (int64_t over : head_over) step.attention.push_back(over > 0 ? 0.0 : std::numeric_limits<double>::quiet_NaN());
   if (!answer_at.empty()) step.answer_loss = 0.0;
   for (bool copied : copies) step.copy.push_back(copied ? 0.0 : std::numeric_limits<double>::quiet_NaN());
+  step.write_share = step.copy;
   for (size_t k = 0; k < shares.size(); ++k) {
     const double share = double(shares[k].second) / batch;
     step.loss += share * results[k].loss;
     if (!answer_at.empty()) step.answer_loss += results[k].answer_sum / static_cast<double>(answer_at.size());
     for (size_t h = 0; h < step.attention.size(); ++h) step.attention[h] += results[k].attention[h];
-    for (size_t h = 0; h < step.copy.size(); ++h) step.copy[h] += results[k].copy[h];
+    for (size_t h = 0; h < step.copy.size(); ++h) {
+      step.copy[h] += results[k].copy[h];
+      step.write_share[h] += results[k].write_share[h];
+    }
   }
   std::vector<torch::Tensor> all = impl_->decayed;
   all.insert(all.end(), impl_->plain.begin(), impl_->plain.end());

@@ -43,10 +43,13 @@ struct GuidedHead {
   int until_step = std::numeric_limits<int>::max();
   // Lookup and subject only: the weight of a loss that the head's output
   // names what it finds (PolicyModelImpl::kept_writes at its target, read as
-  // logits by direct_logits, led to the token there): the lookup's at the
-  // scale of the stream where the head looks (what it adds to the logits),
-  // the subject's at its own (what it carries); 0: none.
+  // logits by direct_logits, led to the token there); 0: none.
   double copy_weight = 0.0;
+  // The layer whose output, at the position that looks, scales that read as
+  // a norm would scale the whole stream there: the last layer for the lookup
+  // (what it adds to the logits), the head's own for a subject whose write
+  // must be loud where it lands; -1: the write's own scale (what it carries).
+  int copy_scale_layer = -1;
 };
 
 struct GuidedAttention {
@@ -90,6 +93,11 @@ struct PretrainStep {
   // cross-entropy of its output's logits at its targets against the tokens
   // there (NaN: no copy loss, or none this step).
   std::vector<double> copy;
+  // Per head of `GuidedAttention::heads`, with its copy_weight: the mean norm
+  // of what it writes from its targets, as a share of the norm of its layer's
+  // output at the positions that look (NaN as `copy`). A write too faint
+  // beside the stream is one the layers after it hardly read.
+  std::vector<double> write_share;
 };
 
 // Per position of the first `length` tokens of each row of `tokens` (rows of

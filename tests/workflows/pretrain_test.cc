@@ -670,19 +670,21 @@ TEST_CASE("a line-start head is led to the first token of each line", "[pretrain
 
 TEST_CASE("a subject head is led to whose fact an answered line states, and to carry it", "[pretrain][guided][reading]") {
   // Rows of 128 tokens, that a document of three lines of invented names fits in: 47 steps of 8 x 128.
-  const auto workflow = [](const std::string& copy_weight) {
+  const auto workflow = [](const std::string& copy) {
     std::string text = ThreeLayersOf64Tokens();
     text.replace(text.find("layers: 3"), 9, "layers: 4");
     text.replace(text.find("seq_len: 64"), 11, "seq_len: 128");
     text.replace(text.find("max_tokens: 24000"), 17, "max_tokens: 48000");
     text.replace(text.find("heldout_every"), 0,
                  "reading_share: 0.9\n  guided_attention { steps: 1000 subject_layer: 2 lookup_layer: 3 "
-                 "subject_copy_weight: " + copy_weight + " }\n  ");
+                 "subject_copy_weight: " + copy + " }\n  ");
     return Tiny(text);
   };
   const CompiledPretrain w = workflow("1");
   CHECK(w.guided_attention.Find(GuidedHeadKind::kSubject)->copy_weight == 1.0);
+  CHECK(w.guided_attention.Find(GuidedHeadKind::kSubject)->copy_scale_layer == -1);  // at its write's own scale
   CHECK(w.guided_attention.Find(GuidedHeadKind::kLookup)->copy_weight == 0.0);
+  CHECK(w.guided_attention.Find(GuidedHeadKind::kLookup)->copy_scale_layer == 3);  // the last layer's
   // Two countries' capitals, then a question on each in either order: an answer's line and its
   // question share the country's name.
   const auto document = [](uint64_t i) {
@@ -714,6 +716,22 @@ TEST_CASE("a subject head is led to whose fact an answered line states, and to c
                                                  "subject_copy_loss");
   REQUIRE(faint.size() == carried.size());
   CHECK(faint.back() > 1.2 * carried.back());
+  // Read at its own scale the loss cannot see how loud the write is beside the stream it lands in;
+  // read at the stream's scale (its layer's output where it looks) it can. In this tiny model the
+  // stream is faint and the next-token loss grows both runs' writes (weighted 10, the copy loss
+  // leads: 0.39 -> 0.84 of the stream's norm at its own scale, 0.41 -> 0.96 at the stream's, as
+  // measured); a full model's stream is loud, where it matters (docs/language_models.md, "r25").
+  const CompiledPretrain loud = workflow("10 subject_copy_at_stream_scale: true");
+  CHECK(loud.guided_attention.Find(GuidedHeadKind::kSubject)->copy_scale_layer == 2);
+  const std::vector<double> quiet_share =
+      MetricValues(RunOnDocuments(workflow("10"), "subject-own-scale", document), "subject_write_share");
+  const std::vector<double> loud_share =
+      MetricValues(RunOnDocuments(loud, "subject-stream-scale", document), "subject_write_share");
+  REQUIRE(quiet_share.size() == carried.size());
+  REQUIRE(loud_share.size() == carried.size());
+  INFO("write share, own scale " << quiet_share.front() << " -> " << quiet_share.back() << "; stream scale "
+                                 << loud_share.front() << " -> " << loud_share.back());
+  CHECK(loud_share.back() > 1.05 * quiet_share.back());
 }
 
 TEST_CASE("a run reports its reading documents' answer loss, and trains on it with a weight", "[pretrain][reading]") {
@@ -877,6 +895,10 @@ TEST_CASE("guided attention that cannot work is refused at its line", "[pretrain
   carries.replace(carries.find(negative), negative.size(), "subject_copy_weight: 1");
   CHECK_THROWS_WITH(Tiny(carries), Catch::Contains("subject_copy_weight leads the subject head's output: subject_layer "
                                                    "is -1 (off)"));
+  std::string louder = subject;
+  louder.replace(louder.find("subject_layer: 2"), 16, "subject_layer: 2 subject_copy_at_stream_scale: true");
+  CHECK_THROWS_WITH(Tiny(louder), Catch::Contains("subject_copy_at_stream_scale scales the subject head's copy loss: "
+                                                  "subject_copy_weight is 0 (off)"));
   // The reading heads' own steps: with a reading head, and ending after they start.
   std::string steps = subject;
   steps.replace(steps.find("subject_layer: 2"), 16, "subject_layer: 2 reading_from_step: 10");

@@ -177,6 +177,10 @@ CompiledPretrain CompilePretrain(const LoadedWorkflow& w) {
     };
     copy_weight("lookup", g.lookup_copy_weight(), g.lookup_layer());
     copy_weight("subject", g.subject_copy_weight(), g.subject_layer());
+    if (g.subject_copy_at_stream_scale() && g.subject_copy_weight() <= 0) {
+      w.Fail({{"pretrain"}, {"guided_attention"}, {"subject_copy_at_stream_scale"}},
+             "subject_copy_at_stream_scale scales the subject head's copy loss: subject_copy_weight is 0 (off)");
+    }
     if (g.lookup_layer() != -1 && p.reading_share() <= 0) {
       w.Fail({{"pretrain"}, {"guided_attention"}, {"lookup_layer"}},
              "the lookup head is led to reading documents' answers: it needs reading_share above 0");
@@ -241,12 +245,14 @@ CompiledPretrain CompilePretrain(const LoadedWorkflow& w) {
     if (g.lookup_layer() >= 0) {
       heads.push_back({GuidedHeadKind::kLookup, g.lookup_layer(), g.lookup_weight(), from, until});
       heads.back().copy_weight = g.lookup_copy_weight();
+      heads.back().copy_scale_layer = static_cast<int>(c.model.sizes().layers) - 1;  // what it adds to the logits
     }
     if (g.line_start_layer() >= 0)
       heads.push_back({GuidedHeadKind::kLineStart, g.line_start_layer(), g.weight(), from, until});
     if (g.subject_layer() >= 0) {
       heads.push_back({GuidedHeadKind::kSubject, g.subject_layer(), g.weight(), from, until});
       heads.back().copy_weight = g.subject_copy_weight();
+      if (g.subject_copy_at_stream_scale()) heads.back().copy_scale_layer = g.subject_layer();  // where it lands
     }
   } else {
     c.guided_attention.heads.clear();

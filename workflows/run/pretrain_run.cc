@@ -424,6 +424,7 @@ class PretrainObjective : public RunObjective {
     }
     guided_.resize(guide_.heads.size());
     copies_.resize(guide_.heads.size());
+    write_shares_.resize(guide_.heads.size());
     if (w.reading_share > 0) {
       // The reading documents' cue as it stands after a line's end, and the line's end that closes an answer.
       const std::vector<int> line_end = tokenizer.Encode("\n", false);
@@ -467,6 +468,7 @@ class PretrainObjective : public RunObjective {
     }
     for (size_t j = 0; j < s.copy.size(); ++j) {
       if (!std::isnan(s.copy[j])) copies_[step_heads_[j]].Add(s.copy[j]);
+      if (!std::isnan(s.write_share[j])) write_shares_[step_heads_[j]].Add(s.write_share[j]);
     }
     if (!std::isnan(s.answer_loss)) answer_.Add(s.answer_loss);
     IterationReport report;
@@ -485,8 +487,9 @@ class PretrainObjective : public RunObjective {
     }
     if (answer_.any()) line.Add("answer_loss", answer_.mean());
     for (size_t h = 0; h < copies_.size(); ++h) {
-      if (copies_[h].any())
-        line.Add(std::string(GuidedHeadName(guide_.heads[h].kind)) + "_copy_loss", copies_[h].mean());
+      if (!copies_[h].any()) continue;
+      const std::string head = GuidedHeadName(guide_.heads[h].kind);
+      line.Add(head + "_copy_loss", copies_[h].mean()).Add(head + "_write_share", write_shares_[h].mean());
     }
     if (eval) {
       const double h = HeldOutLoss(model_, data_.heldout, L, B, w_.eval_tokens);
@@ -508,7 +511,8 @@ class PretrainObjective : public RunObjective {
     if (!heads.empty()) p << "  guided attention " << heads;
     for (size_t h = 0; h < copies_.size(); ++h) {
       if (copies_[h].any())
-        p << "  " << GuidedHeadName(guide_.heads[h].kind) << " copies " << std::setprecision(2) << copies_[h].mean();
+        p << "  " << GuidedHeadName(guide_.heads[h].kind) << " copies " << std::setprecision(2) << copies_[h].mean()
+          << " (write " << write_shares_[h].mean() << " of the stream)";
     }
     p << "  lr " << std::scientific << std::setprecision(1) << lr << std::fixed << "  "
       << static_cast<int64_t>(tokens_per_s) << " tok/s";
@@ -516,6 +520,7 @@ class PretrainObjective : public RunObjective {
     loss_ = norm_ = answer_ = RunningMean{};
     for (RunningMean& m : guided_) m = RunningMean{};
     for (RunningMean& m : copies_) m = RunningMean{};
+    for (RunningMean& m : write_shares_) m = RunningMean{};
     return report;
   }
 
@@ -547,6 +552,7 @@ class PretrainObjective : public RunObjective {
   // head's loss and the answers' over the steps whose batch gave them a target.
   RunningMean loss_, norm_, answer_;
   std::vector<RunningMean> guided_, copies_;  // per head of guide_.heads: its attention loss, its copy loss
+  std::vector<RunningMean> write_shares_;     // per head of guide_.heads: its write's share of the stream
 };
 
 class PretrainRun {
