@@ -89,7 +89,7 @@ torch::Tensor PolicyModelImpl::kept_attention(int64_t /*layer*/) const {
   throw ModelError("this architecture does not expose its attention weights (guided attention needs a llama model)");
 }
 
-torch::Tensor PolicyModelImpl::kept_writes(int64_t /*layer*/) const {
+torch::Tensor PolicyModelImpl::kept_writes(int64_t /*layer*/, bool /*through_stream*/) const {
   throw ModelError("this architecture does not expose its attention heads' outputs (guided attention needs a llama model)");
 }
 

@@ -174,8 +174,10 @@ class PolicyModelImpl : public torch::nn::Module {
   // The kept weights [B,T,Tk] of the last forward pass (undefined before one).
   virtual torch::Tensor kept_attention(int64_t layer) const;
   // What the kept head of `layer` would add to the residual stream by looking
-  // at each position alone [B,Tk,H], from the last forward pass.
-  virtual torch::Tensor kept_writes(int64_t layer) const;
+  // at each position alone [B,Tk,H], from the last forward pass. A loss on it
+  // trains the head's value and output projections only; `through_stream`,
+  // what the layers below put into the stream too.
+  virtual torch::Tensor kept_writes(int64_t layer, bool through_stream = false) const;
   // Next-token logits read straight from a part `written` [...,H] of the last
   // layer's output `stream` [...,H] (the final norm scaling it as it scales the
   // whole stream there, then the unembedding): what that part adds to the logits.

@@ -253,15 +253,16 @@ struct CopyResult {
   double write_share = 0.0;
 };
 
-// What the head of `layer` writes from each of its targets [B,T] (-1: none),
+// What `head` writes from each of its targets [B,T] (-1: none),
 // read as logits at the position that looks (scaled by `scale_stream` [B,T,H]
 // there, as a norm scales it; undefined: at the write's own scale), against
 // the token looked at (in `input` [B,T]); beside it the write's norm as a
 // share of `own_stream`'s [B,T,H] (the head's layer's output) there. Both
 // summed and divided by `over`, as AttentionLoss.
-CopyResult CopyLoss(PolicyModelImpl& model, int layer, const std::vector<int64_t>& target, const torch::Tensor& input,
-                    const torch::Tensor& scale_stream, const torch::Tensor& own_stream, int64_t over) {
-  const torch::Tensor writes = model.kept_writes(layer);
+CopyResult CopyLoss(PolicyModelImpl& model, const GuidedHead& head, const std::vector<int64_t>& target,
+                    const torch::Tensor& input, const torch::Tensor& scale_stream, const torch::Tensor& own_stream,
+                    int64_t over) {
+  const torch::Tensor writes = model.kept_writes(head.layer, head.copy_reaches_stream);
   const int64_t B = writes.size(0), T = writes.size(1);
   std::vector<int64_t> looking, looked_at;  // flat positions b * T + t and b * T + target
   for (size_t p = 0; p < target.size(); ++p) {
@@ -511,7 +512,7 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
       results[k].attention[h] = guided.item<double>();
       if (copies[h]) {
         const CopyResult copy =
-            CopyLoss(*r.model, head.layer, rows, input.narrow(0, first, count),
+            CopyLoss(*r.model, head, rows, input.narrow(0, first, count),
                      head.copy_scale_layer >= 0 ? layers.at(head.copy_scale_layer) : torch::Tensor(),
                      layers.at(head.layer), head_over[h]);
         total = total + head.copy_weight * copy.loss;

@@ -50,6 +50,9 @@ struct GuidedHead {
   // (what it adds to the logits), the head's own for a subject whose write
   // must be loud where it lands; -1: the write's own scale (what it carries).
   int copy_scale_layer = -1;
+  // The copy loss trains what the layers below put into the stream the head
+  // reads its values from too, not only the head's own projections.
+  bool copy_reaches_stream = false;
 };
 
 struct GuidedAttention {

@@ -557,6 +557,12 @@ TEST_CASE("a kept head's writes, weighted by where it looks, are its share of th
                             false, false, true);
   CHECK_FALSE(through[0].defined());
   CHECK(through[1].abs().sum().item<double>() > 0.0);
+  // Asked to, it trains what the stream holds too.
+  const torch::Tensor reaching = model->kept_writes(0, true);
+  CHECK(torch::allclose(reaching, writes));
+  const auto into = torch::autograd::grad({reaching.sum()}, {embeds}, {}, true, false, true);
+  CHECK(into[0].defined());
+  CHECK(into[0].abs().sum().item<double>() > 0.0);
   // Read as logits in its stream, the layer's whole output gives the model's logits (the one layer is
   // all of it), and half of it half of them: a part is read at the scale of the stream it is in.
   CHECK(torch::allclose(model->direct_logits(o.layers[0], o.layers[0]), o.logits, 1e-4, 1e-4));

@@ -607,7 +607,10 @@ TEST_CASE("the lookup head's output is led to name the token it finds", "[pretra
     const CompiledPretrain w = LookupWorkflow("lookup_copy_weight: " + weight);
     REQUIRE(w.guided_attention.Find(GuidedHeadKind::kLookup) != nullptr);
     CHECK(w.guided_attention.Find(GuidedHeadKind::kLookup)->copy_weight == std::stod(weight));
-    return MetricValues(RunOnDocuments(w, "lookup-copy-" + weight, CapitalDocument), "lookup_copy_loss");
+    const bool reaching = weight.find("reaches_stream") != std::string::npos;
+    CHECK(w.guided_attention.Find(GuidedHeadKind::kLookup)->copy_reaches_stream == reaching);
+    return MetricValues(RunOnDocuments(w, reaching ? "lookup-copy-reaching" : "lookup-copy-" + weight, CapitalDocument),
+                        "lookup_copy_loss");
   };
   const std::vector<double> copies = copy_losses("1");
   // What the head writes from the answer's first token, read as logits, names that token: its
@@ -621,6 +624,11 @@ TEST_CASE("the lookup head's output is led to name the token it finds", "[pretra
   REQUIRE(faint.size() == copies.size());
   CHECK(faint.back() > 0.9 * faint.front());
   CHECK(faint.back() > 1.5 * copies.back());
+  // Let it train what the stream holds at the answer's token too, and it names the token better.
+  const std::vector<double> reaching = copy_losses("1 lookup_copy_reaches_stream: true");
+  REQUIRE(reaching.size() == copies.size());
+  INFO("copy loss kept to the projections " << copies.back() << ", reaching the stream " << reaching.back());
+  CHECK(reaching.back() < 0.9 * copies.back());
 }
 
 TEST_CASE("the reading heads are guided over their own steps", "[pretrain][guided][reading]") {
@@ -897,8 +905,11 @@ TEST_CASE("guided attention that cannot work is refused at its line", "[pretrain
                                                    "is -1 (off)"));
   std::string louder = subject;
   louder.replace(louder.find("subject_layer: 2"), 16, "subject_layer: 2 subject_copy_at_stream_scale: true");
-  CHECK_THROWS_WITH(Tiny(louder), Catch::Contains("subject_copy_at_stream_scale scales the subject head's copy loss: "
-                                                  "subject_copy_weight is 0 (off)"));
+  CHECK_THROWS_WITH(Tiny(louder), Catch::Contains("subject_copy_at_stream_scale changes a copy loss that is off: "
+                                                  "subject_copy_weight is 0"));
+  louder.replace(louder.find("subject_copy_at_stream_scale: true"), 34, "lookup_copy_reaches_stream: true");
+  CHECK_THROWS_WITH(Tiny(louder), Catch::Contains("lookup_copy_reaches_stream changes a copy loss that is off: "
+                                                  "lookup_copy_weight is 0"));
   // The reading heads' own steps: with a reading head, and ending after they start.
   std::string steps = subject;
   steps.replace(steps.find("subject_layer: 2"), 16, "subject_layer: 2 reading_from_step: 10");

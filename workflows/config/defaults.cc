@@ -88,7 +88,7 @@ constexpr char kDefaults[] = R"pb(
     reading_countries: 3
     reading_short_passages: false
     first_lesson { steps: 0 reading_share: 0.9 }
-    guided_attention { steps: 0 weight: 1 previous_layer: 0 induction_layer: 1 head: 0 lookup_layer: -1 lookup_weight: 1 induction_only_where_right: false line_start_layer: -1 subject_layer: -1 reading_from_step: 0 reading_until_step: 0 lookup_copy_weight: 0 subject_copy_weight: 0 subject_copy_at_stream_scale: false }
+    guided_attention { steps: 0 weight: 1 previous_layer: 0 induction_layer: 1 head: 0 lookup_layer: -1 lookup_weight: 1 induction_only_where_right: false line_start_layer: -1 subject_layer: -1 reading_from_step: 0 reading_until_step: 0 lookup_copy_weight: 0 subject_copy_weight: 0 subject_copy_at_stream_scale: false lookup_copy_reaches_stream: false }
   }
   experiment { seeds: 1 eval_episodes: 200 train: true greedy: false }
   runtime {

@@ -177,10 +177,17 @@ CompiledPretrain CompilePretrain(const LoadedWorkflow& w) {
     };
     copy_weight("lookup", g.lookup_copy_weight(), g.lookup_layer());
     copy_weight("subject", g.subject_copy_weight(), g.subject_layer());
-    if (g.subject_copy_at_stream_scale() && g.subject_copy_weight() <= 0) {
-      w.Fail({{"pretrain"}, {"guided_attention"}, {"subject_copy_at_stream_scale"}},
-             "subject_copy_at_stream_scale scales the subject head's copy loss: subject_copy_weight is 0 (off)");
-    }
+    // The copy losses' options, each on a loss that is on.
+    const auto copy_option = [&](const char* field, bool set, double weight, const char* weight_field) {
+      if (set && weight <= 0) {
+        w.Fail({{"pretrain"}, {"guided_attention"}, {field}},
+               std::string(field) + " changes a copy loss that is off: " + weight_field + " is 0");
+      }
+    };
+    copy_option("subject_copy_at_stream_scale", g.subject_copy_at_stream_scale(), g.subject_copy_weight(),
+                "subject_copy_weight");
+    copy_option("lookup_copy_reaches_stream", g.lookup_copy_reaches_stream(), g.lookup_copy_weight(),
+                "lookup_copy_weight");
     if (g.lookup_layer() != -1 && p.reading_share() <= 0) {
       w.Fail({{"pretrain"}, {"guided_attention"}, {"lookup_layer"}},
              "the lookup head is led to reading documents' answers: it needs reading_share above 0");
@@ -246,6 +253,7 @@ CompiledPretrain CompilePretrain(const LoadedWorkflow& w) {
       heads.push_back({GuidedHeadKind::kLookup, g.lookup_layer(), g.lookup_weight(), from, until});
       heads.back().copy_weight = g.lookup_copy_weight();
       heads.back().copy_scale_layer = static_cast<int>(c.model.sizes().layers) - 1;  // what it adds to the logits
+      heads.back().copy_reaches_stream = g.lookup_copy_reaches_stream();
     }
     if (g.line_start_layer() >= 0)
       heads.push_back({GuidedHeadKind::kLineStart, g.line_start_layer(), g.weight(), from, until});

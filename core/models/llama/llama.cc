@@ -130,12 +130,14 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const torch::T
   return WithRoleLora(o_proj(merged), lora_o, merged, role);
 }
 
-torch::Tensor LlamaAttentionImpl::kept_writes() const {
+torch::Tensor LlamaAttentionImpl::kept_writes(bool through_stream) const {
   if (!kept_input_.defined()) return kept_input_;
-  // The values are recomputed from the detached input, so a loss on the writes trains v_proj and o_proj
-  // only, not what the layers below put into the stream (where the other heads' keys are formed).
+  // The values are recomputed from the input, detached unless `through_stream`, so a loss on the writes
+  // trains v_proj and o_proj only, not what the layers below put into the stream (where the other heads'
+  // keys are formed).
   const int64_t rows = kept_head_ / (heads_ / kv_heads_) * head_dim_;
-  const torch::Tensor input = kept_input_.detach().to(v_proj->weight.scalar_type());  // bfloat16 under autocast
+  const torch::Tensor input =
+      (through_stream ? kept_input_ : kept_input_.detach()).to(v_proj->weight.scalar_type());  // bfloat16 under autocast
   torch::Tensor values = torch::matmul(input, v_proj->weight.narrow(0, rows, head_dim_).t());
   if (v_proj->bias.defined()) values = values + v_proj->bias.narrow(0, rows, head_dim_);
   const torch::Tensor columns = o_proj->weight.narrow(1, kept_head_ * head_dim_, head_dim_);
@@ -218,7 +220,9 @@ void LlamaLMImpl::keep_attention(int64_t layer, int64_t head) {
 
 torch::Tensor LlamaLMImpl::kept_attention(int64_t layer) const { return attention_of(layer).kept(); }
 
-torch::Tensor LlamaLMImpl::kept_writes(int64_t layer) const { return attention_of(layer).kept_writes(); }
+torch::Tensor LlamaLMImpl::kept_writes(int64_t layer, bool through_stream) const {
+  return attention_of(layer).kept_writes(through_stream);
+}
 
 torch::Tensor LlamaLMImpl::direct_logits(const torch::Tensor& written, const torch::Tensor& stream) {
   return lm_logits(model->norm->scale_as(written, stream), {});

@@ -68,8 +68,9 @@ class LlamaAttentionImpl : public torch::nn::Module {
   void keep_head(int64_t head) { kept_head_ = head, kept_ = kept_input_ = torch::Tensor(); }
   const torch::Tensor& kept() const { return kept_; }
   // What the kept head writes to the residual stream [B,Tk,H] when it looks at one position alone: each
-  // position's value through the head's columns of o_proj (no adapters: pretraining has none).
-  torch::Tensor kept_writes() const;
+  // position's value through the head's columns of o_proj (no adapters: pretraining has none), from the
+  // layer's input held fixed, or, `through_stream`, not.
+  torch::Tensor kept_writes(bool through_stream) const;
   int64_t heads() const { return heads_; }
 
  private:
@@ -120,7 +121,7 @@ class LlamaLMImpl : public PolicyModelImpl {
   std::shared_ptr<PolicyModelImpl> fresh_copy() const override;
   void keep_attention(int64_t layer, int64_t head) override;
   torch::Tensor kept_attention(int64_t layer) const override;
-  torch::Tensor kept_writes(int64_t layer) const override;
+  torch::Tensor kept_writes(int64_t layer, bool through_stream) const override;
   torch::Tensor direct_logits(const torch::Tensor& written, const torch::Tensor& stream) override;
   const LlamaOptions& options() const { return options_; }
   LlamaModel model{nullptr};
