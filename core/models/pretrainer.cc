@@ -275,15 +275,17 @@ CopyResult CopyLoss(PolicyModelImpl& model, const GuidedHead& head, const std::v
   const torch::Tensor at = torch::tensor(looking, torch::kLong).to(writes.device());
   const auto at_looking = [&](const torch::Tensor& stream) { return stream.reshape({B * T, -1}).index_select(0, at); };
   const torch::Tensor written = writes.reshape({B * T, -1}).index_select(0, from);
-  const torch::Tensor logits =
-      model.direct_logits(written, scale_stream.defined() ? at_looking(scale_stream) : written).to(torch::kFloat);
+  const torch::Tensor own = at_looking(own_stream);
+  const torch::Tensor scale =
+      !scale_stream.defined() ? written : scale_stream.is_same(own_stream) ? own : at_looking(scale_stream);
+  const torch::Tensor logits = model.direct_logits(written, scale).to(torch::kFloat);
   const torch::Tensor tokens = input.reshape({B * T}).index_select(0, from);
   CopyResult result;
   result.loss = torch::nn::functional::cross_entropy(
                     logits, tokens, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum)) /
                 static_cast<double>(over);
   torch::NoGradGuard no_grad;
-  const torch::Tensor ratio = written.to(torch::kFloat).norm(2, -1) / at_looking(own_stream).to(torch::kFloat).norm(2, -1);
+  const torch::Tensor ratio = written.to(torch::kFloat).norm(2, -1) / own.to(torch::kFloat).norm(2, -1);
   result.write_share = ratio.sum().item<double>() / static_cast<double>(over);
   return result;
 }
@@ -531,7 +533,7 @@ PretrainStep Pretrainer::Step(const std::vector<int>& tokens, int batch, int len
   for (int64_t over : head_over) step.attention.push_back(over > 0 ? 0.0 : std::numeric_limits<double>::quiet_NaN());
   if (!answer_at.empty()) step.answer_loss = 0.0;
   for (bool copied : copies) step.copy.push_back(copied ? 0.0 : std::numeric_limits<double>::quiet_NaN());
-  step.write_share = step.copy;
+  step.write_share = step.copy;  // 0 where a head copies this step, NaN where not, as its copy loss
   for (size_t k = 0; k < shares.size(); ++k) {
     const double share = double(shares[k].second) / batch;
     step.loss += share * results[k].loss;
