@@ -422,9 +422,7 @@ class PretrainObjective : public RunObjective {
         if (!text.empty() && text[0] == ' ') guide_.word_starts.push_back(id);
       }
     }
-    guided_.resize(guide_.heads.size());
-    copies_.resize(guide_.heads.size());
-    write_shares_.resize(guide_.heads.size());
+    head_means_.resize(guide_.heads.size());
     if (w.reading_share > 0) {
       // The reading documents' cue as it stands after a line's end, and the line's end that closes an answer.
       const std::vector<int> line_end = tokenizer.Encode("\n", false);
@@ -464,11 +462,12 @@ class PretrainObjective : public RunObjective {
                        "; lower the learning rate");
     loss_.Add(s.loss), norm_.Add(s.grad_norm);
     for (size_t j = 0; j < s.attention.size(); ++j) {
-      if (!std::isnan(s.attention[j])) guided_[step_heads_[j]].Add(s.attention[j]);
+      if (!std::isnan(s.attention[j])) head_means_[step_heads_[j]].attention.Add(s.attention[j]);
     }
     for (size_t j = 0; j < s.copy.size(); ++j) {
-      if (!std::isnan(s.copy[j])) copies_[step_heads_[j]].Add(s.copy[j]);
-      if (!std::isnan(s.write_share[j])) write_shares_[step_heads_[j]].Add(s.write_share[j]);
+      HeadMeans& head = head_means_[step_heads_[j]];
+      if (!std::isnan(s.copy[j])) head.copy.Add(s.copy[j]);
+      if (!std::isnan(s.write_share[j])) head.write_share.Add(s.write_share[j]);
     }
     if (!std::isnan(s.answer_loss)) answer_.Add(s.answer_loss);
     IterationReport report;
@@ -481,15 +480,16 @@ class PretrainObjective : public RunObjective {
     const double run_s = MonotonicSeconds() - t0_;
     const double tokens_per_s = run_s > 0 ? double(step + 1 - first_step_) * B * L / run_s : 0.0;
     line.Add("tokens_per_s", tokens_per_s);
-    for (size_t h = 0; h < guided_.size(); ++h) {
-      if (guided_[h].any())
-        line.Add(std::string("attention_") + GuidedHeadName(guide_.heads[h].kind), guided_[h].mean());
+    for (size_t h = 0; h < head_means_.size(); ++h) {
+      if (head_means_[h].attention.any())
+        line.Add(std::string("attention_") + GuidedHeadName(guide_.heads[h].kind), head_means_[h].attention.mean());
     }
     if (answer_.any()) line.Add("answer_loss", answer_.mean());
-    for (size_t h = 0; h < copies_.size(); ++h) {
-      if (!copies_[h].any()) continue;
+    for (size_t h = 0; h < head_means_.size(); ++h) {
+      if (!head_means_[h].copy.any()) continue;
       const std::string head = GuidedHeadName(guide_.heads[h].kind);
-      line.Add(head + "_copy_loss", copies_[h].mean()).Add(head + "_write_share", write_shares_[h].mean());
+      line.Add(head + "_copy_loss", head_means_[h].copy.mean())
+          .Add(head + "_write_share", head_means_[h].write_share.mean());
     }
     if (eval) {
       const double h = HeldOutLoss(model_, data_.heldout, L, B, w_.eval_tokens);
@@ -502,25 +502,24 @@ class PretrainObjective : public RunObjective {
     if (answer_.any()) p << "  answers " << answer_.mean();
     if (!std::isnan(heldout_)) p << "  held-out ppl " << std::setprecision(1) << std::exp(heldout_);
     std::string heads;  // the guided heads' losses since the last line, "previous 0.12 induction 0.34 ..."
-    for (size_t h = 0; h < guided_.size(); ++h) {
-      if (!guided_[h].any()) continue;
+    for (size_t h = 0; h < head_means_.size(); ++h) {
+      if (!head_means_[h].attention.any()) continue;
       std::ostringstream one;
-      one << std::fixed << std::setprecision(2) << guided_[h].mean();
+      one << std::fixed << std::setprecision(2) << head_means_[h].attention.mean();
       heads += std::string(heads.empty() ? "" : " ") + GuidedHeadName(guide_.heads[h].kind) + " " + one.str();
     }
     if (!heads.empty()) p << "  guided attention " << heads;
-    for (size_t h = 0; h < copies_.size(); ++h) {
-      if (copies_[h].any())
-        p << "  " << GuidedHeadName(guide_.heads[h].kind) << " copies " << std::setprecision(2) << copies_[h].mean()
-          << " (write " << write_shares_[h].mean() << " of the stream)";
+    for (size_t h = 0; h < head_means_.size(); ++h) {
+      const HeadMeans& head = head_means_[h];
+      if (head.copy.any())
+        p << "  " << GuidedHeadName(guide_.heads[h].kind) << " copies " << std::setprecision(2) << head.copy.mean()
+          << " (write " << head.write_share.mean() << " of the stream)";
     }
     p << "  lr " << std::scientific << std::setprecision(1) << lr << std::fixed << "  "
       << static_cast<int64_t>(tokens_per_s) << " tok/s";
     report.progress = p.str();
     loss_ = norm_ = answer_ = RunningMean{};
-    for (RunningMean& m : guided_) m = RunningMean{};
-    for (RunningMean& m : copies_) m = RunningMean{};
-    for (RunningMean& m : write_shares_) m = RunningMean{};
+    for (HeadMeans& m : head_means_) m = HeadMeans{};
     return report;
   }
 
@@ -551,8 +550,10 @@ class PretrainObjective : public RunObjective {
   // Since the last line: the step's losses and gradient norm; each guided
   // head's loss and the answers' over the steps whose batch gave them a target.
   RunningMean loss_, norm_, answer_;
-  std::vector<RunningMean> guided_, copies_;  // per head of guide_.heads: its attention loss, its copy loss
-  std::vector<RunningMean> write_shares_;     // per head of guide_.heads: its write's share of the stream
+  struct HeadMeans {
+    RunningMean attention, copy, write_share;  // its attention loss, its copy loss, its write's share of the stream
+  };
+  std::vector<HeadMeans> head_means_;  // per head of guide_.heads
 };
 
 class PretrainRun {
