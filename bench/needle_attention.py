@@ -20,13 +20,19 @@ LAYER HEAD it also reports what that head writes at the answer position: its
 output's norm as a share of the residual stream's there, its logit for the
 right capital's first token (above the mean of all tokens, and above the best
 other capital's) read through the final norm at the whole residual stream's
-scale, as the model reads it, and how often the model's greedy first answer
-token is one of the capitals'. With --subject LAYER HEAD it reports what a
+scale, as the model reads it, how often the model's greedy first answer
+token is one of the capitals', and whether the head's value at the right
+capital's first token, read the same way, names that token: first among all
+tokens, above the other capitals' first tokens, and its mean rank (a lookup
+that looks at the right place writes the answer only where its value there
+names it). With --subject LAYER HEAD it reports what a
 subject head binds for the lookup to match: its weight, at the answer position,
 on the asked country's name in the question (its last token before "?"), and the
 cosine between what it writes there and what it writes at the right capital's
 first token, and at the other capitals' (a lookup can tell the asked capital
-apart only where the first is the larger). Usage:
+apart only where the first is the larger); with both, and the subject head
+below the --head one, the value check again with the subject head's write
+taken out of the stream at the capital. Usage:
 
   python3 bench/needle_attention.py MODEL_DIR [--items 30] [--countries 3] [--seed 5] [--head LAYER HEAD]
                                     [--subject LAYER HEAD]
@@ -116,6 +122,16 @@ def head_write(model, s, layer, head, at):
     return (written.norm() / x.norm()).item(), logits
 
 
+def value_logits(model, s, layer, head, x, scale_of):
+    """Logits [V] of what `head` of `layer` would write from a value read at a position whose layer input is
+    `x` (through the head's value and output columns), at the final norm's scale of the stream `scale_of`."""
+    D, lay = s.head_dim, model.layers[layer]
+    kv = head * s.kv_heads // s.heads
+    v = lay.v.weight[kv * D:(kv + 1) * D] @ lay.n1(x[None])[0]
+    written = lay.o.weight[:, head * D:(head + 1) * D] @ v
+    return (model.norm.weight * written * torch.rsqrt(scale_of.pow(2).mean() + s.eps)) @ model.embed.weight.T
+
+
 def name(rng):
     return "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 3))).capitalize()
 
@@ -159,6 +175,10 @@ def main():
     torch.set_num_threads(1)
     model, s = load(args.model_dir)
     rng = random.Random(args.seed)
+    layer_input = {}  # with --head: that layer's input in the last forward pass
+    if args.head:
+        model.layers[args.head[0]].register_forward_pre_hook(lambda m, a: layer_input.__setitem__("x", a[0]))
+    value_checks = {"as it is": [0, 0, 0], "without the subject's write": [0, 0, 0]}  # first, above others, rank
     shares = torch.zeros(s.layers, s.heads, 5)  # right, other, country, name:, previous token
     right_answers, worst_gap = 0, 0.0
     write_share, above_mean, above_other, greedy_capital = 0.0, 0.0, 0.0, 0  # with --head
@@ -197,6 +217,18 @@ def main():
             above_mean += (logits[right_id] - logits.mean()).item()
             above_other += (logits[right_id] - max(logits[i] for i in other_ids)).item()
             greedy_capital += int(logprobs[last].argmax().item() in [right_id] + other_ids)
+            at = right[0]
+            inputs = {"as it is": layer_input["x"][0, at]}
+            if args.subject and args.subject[0] < args.head[0]:
+                inputs["without the subject's write"] = inputs["as it is"] - written_by(model, s, *args.subject, at)
+            for key, x in inputs.items():
+                with torch.no_grad():
+                    v = value_logits(model, s, args.head[0], args.head[1], x, model.residual[0, last])
+                rank = (v > v[right_id]).sum().item()
+                check = value_checks[key]
+                check[0] += int(rank == 0)
+                check[1] += int(v[right_id] > max(v[i] for i in other_ids))
+                check[2] += rank
         if args.subject:
             layer, head = args.subject
             at_cue = written_by(model, s, layer, head, last)
@@ -221,6 +253,10 @@ def main():
         print(f"layer {args.head[0]} head {args.head[1]} at the answer: its output {write_share / n:.3f} of the residual "
               f"stream's norm; its logit for the right first token {above_mean / n:+.2f} above the mean, "
               f"{above_other / n:+.2f} above the best other capital's; greedy answer a capital's in {greedy_capital}")
+        for key, (first, above, rank) in value_checks.items():
+            if key == "as it is" or args.subject and args.subject[0] < args.head[0]:
+                print(f"  its value at the right capital's first token ({key}) names that token first in {first}, "
+                      f"above the other capitals' in {above}, mean rank {rank / n:.1f}")
     if args.subject:
         n = args.items
         print(f"layer {args.subject[0]} head {args.subject[1]} at the answer: {on_name / n:.3f} of its weight on the "
