@@ -12,6 +12,7 @@ position's attention (the ":" of "Answer:") that falls on
   other    the first tokens of the other countries' capitals,
   country  the asked country's name where its passages begin it,
   name:    the ":" tokens right after "name" (the field's cue),
+  language the first tokens of the countries' languages (each; the relation not asked for),
 
 averaged over the items, beside each head's attention on the previous token.
 A head that puts its weight on `right` is a lookup head; one that spreads it over
@@ -137,23 +138,25 @@ def name(rng):
 
 
 def item(rng, countries):
-    """(prompt, asked country, its capital, the other capitals): passages in the needle probe's form."""
+    """(prompt, asked country, its capital, the other capitals, every country's language): passages in the
+    needle probe's form."""
     names = []  # a list, not a set: a set's order of strings changes with each process's hash seed
     while len(names) < 2 * countries:
         candidate = name(rng)
         if candidate not in names:
             names.append(candidate)
     pairs = [(names[2 * c], names[2 * c + 1]) for c in range(countries)]
-    passages = []
+    passages, languages = [], []
     for country, capital in pairs:
         passages.append(f"{country} - Government - Capital: geographic coordinates: {rng.randrange(70)} "
                         f"{rng.randrange(60)} N, {rng.randrange(170)} {rng.randrange(60)} E; name: {capital}; "
                         f"time difference: UTC+{rng.randrange(12) + 1}")
-        passages.append(f"{country} - People and Society - Languages: {name(rng)}ish (official) 80%, English 20%")
+        languages.append(name(rng) + "ish")
+        passages.append(f"{country} - People and Society - Languages: {languages[-1]} (official) 80%, English 20%")
     rng.shuffle(passages)
     asked, capital = pairs[rng.randrange(countries)]
     prompt = "".join(p + "\n" for p in passages) + f"\nQuestion: What is the capital of {asked}?\nAnswer:"
-    return prompt, asked, capital, [c for _, c in pairs if c != capital]
+    return prompt, asked, capital, [c for _, c in pairs if c != capital], languages
 
 
 def tokens(troupe, model_dir, text):
@@ -179,12 +182,12 @@ def main():
     if args.head:
         model.layers[args.head[0]].register_forward_pre_hook(lambda m, a: layer_input.__setitem__("x", a[0]))
     value_checks = {"as it is": [0, 0, 0], "without the subject's write": [0, 0, 0]}  # first, above others, rank
-    shares = torch.zeros(s.layers, s.heads, 5)  # right, other, country, name:, previous token
-    right_answers, worst_gap = 0, 0.0
+    shares = torch.zeros(s.layers, s.heads, 6)  # right, other, country, name:, language, previous token
+    right_answers, greedy_language, worst_gap = 0, 0, 0.0
     write_share, above_mean, above_other, greedy_capital = 0.0, 0.0, 0.0, 0  # with --head
     on_name, same_right, same_other = 0.0, 0.0, 0.0  # with --subject
     for _ in range(args.items):
-        prompt, asked, capital, others = item(rng, args.countries)
+        prompt, asked, capital, others, languages = item(rng, args.countries)
         toks = tokens(troupe, args.model_dir, prompt + " " + capital)
         ids = [t["id"] for t in toks]
         texts = [t["text"] for t in toks]
@@ -208,6 +211,8 @@ def main():
 
         right = starts(capital, "name:")
         other = [p for c in others for p in starts(c, "name:")]
+        language = [p for n in languages for p in starts(n, "Languages:")]
+        greedy_language += int(logprobs[answer_at - 1].argmax().item() in [ids[p] for p in language])
         country = starts(asked, "\n") + ([0] if "".join(texts[:12]).startswith(asked) else [])
         cue = [i for i in range(1, answer_at) if texts[i] == ":" and texts[i - 1].strip() == "name"]
         if args.head:
@@ -244,10 +249,11 @@ def main():
                 shares[layer, head, 1] += row[other].sum() / max(1, len(others))
                 shares[layer, head, 2] += row[country].sum()
                 shares[layer, head, 3] += row[cue].sum()
-                shares[layer, head, 4] += maps[layer][head].diagonal(-1).mean()
+                shares[layer, head, 4] += row[language].sum() / len(languages)
+                shares[layer, head, 5] += maps[layer][head].diagonal(-1).mean()
     shares /= args.items
     print(f"{args.items} items of {args.countries} countries; greedy first answer token right in {right_answers}; "
-          f"largest log-probability gap to troupe {worst_gap:.2e}")
+          f"a language's (the wrong relation) in {greedy_language}; largest log-probability gap to troupe {worst_gap:.2e}")
     if args.head:
         n = args.items
         print(f"layer {args.head[0]} head {args.head[1]} at the answer: its output {write_share / n:.3f} of the residual "
@@ -262,12 +268,13 @@ def main():
         print(f"layer {args.subject[0]} head {args.subject[1]} at the answer: {on_name / n:.3f} of its weight on the "
               f"asked country's last token in the question; cosine of its output there and at the right capital "
               f"{same_right / n:.3f}, at each other capital {same_other / n:.3f}")
-    print("| layer | head | right capital | another capital (each) | asked country | name: | previous token |")
-    print("|---|---|---|---|---|---|---|")
+    print("| layer | head | right capital | another capital (each) | asked country | name: | a language (each) "
+          "| previous token |")
+    print("|---|---|---|---|---|---|---|---|")
     for layer in range(s.layers):
         for head in range(s.heads):
             v = shares[layer, head]
-            print(f"| {layer} | {head} | {v[0]:.3f} | {v[1]:.3f} | {v[2]:.3f} | {v[3]:.3f} | {v[4]:.3f} |")
+            print(f"| {layer} | {head} | {v[0]:.3f} | {v[1]:.3f} | {v[2]:.3f} | {v[3]:.3f} | {v[4]:.3f} | {v[5]:.3f} |")
 
 
 if __name__ == "__main__":
