@@ -212,7 +212,9 @@ def main():
         right = starts(capital, "name:")
         other = [p for c in others for p in starts(c, "name:")]
         language = [p for n in languages for p in starts(n, "Languages:")]
-        greedy_language += int(logprobs[answer_at - 1].argmax().item() in [ids[p] for p in language])
+        capital_first = {ids[p] for p in right + other}
+        greedy = logprobs[answer_at - 1].argmax().item()
+        greedy_language += int(greedy in {ids[p] for p in language} and greedy not in capital_first)
         country = starts(asked, "\n") + ([0] if "".join(texts[:12]).startswith(asked) else [])
         cue = [i for i in range(1, answer_at) if texts[i] == ":" and texts[i - 1].strip() == "name"]
         if args.head:
@@ -253,7 +255,7 @@ def main():
                 shares[layer, head, 5] += maps[layer][head].diagonal(-1).mean()
     shares /= args.items
     print(f"{args.items} items of {args.countries} countries; greedy first answer token right in {right_answers}; "
-          f"a language's (the wrong relation) in {greedy_language}; largest log-probability gap to troupe {worst_gap:.2e}")
+          f"a language's and no capital's (the wrong relation) in {greedy_language}; largest log-probability gap to troupe {worst_gap:.2e}")
     if args.head:
         n = args.items
         print(f"layer {args.head[0]} head {args.head[1]} at the answer: its output {write_share / n:.3f} of the residual "
