@@ -114,13 +114,17 @@ def written_by(model, s, layer, head, at):
     return o @ model.layers[layer].merged[0, at, head * D:(head + 1) * D]
 
 
+def as_logits(model, s, written, stream):
+    """Logits [V] of `written` read through the final norm at the scale of the residual stream `stream`."""
+    return (model.norm.weight * written * torch.rsqrt(stream.pow(2).mean() + s.eps)) @ model.embed.weight.T
+
+
 def head_write(model, s, layer, head, at):
     """(share of the residual stream's norm, logits [V]) of what `head` of `layer` wrote at position `at`
     in the last forward pass, its logits read through the final norm at the whole residual stream's scale."""
     written = written_by(model, s, layer, head, at)
     x = model.residual[0, at]
-    logits = (model.norm.weight * written * torch.rsqrt(x.pow(2).mean() + s.eps)) @ model.embed.weight.T
-    return (written.norm() / x.norm()).item(), logits
+    return (written.norm() / x.norm()).item(), as_logits(model, s, written, x)
 
 
 def value_logits(model, s, layer, head, x, scale_of):
@@ -129,8 +133,7 @@ def value_logits(model, s, layer, head, x, scale_of):
     D, lay = s.head_dim, model.layers[layer]
     kv = head * s.kv_heads // s.heads
     v = lay.v.weight[kv * D:(kv + 1) * D] @ lay.n1(x[None])[0]
-    written = lay.o.weight[:, head * D:(head + 1) * D] @ v
-    return (model.norm.weight * written * torch.rsqrt(scale_of.pow(2).mean() + s.eps)) @ model.embed.weight.T
+    return as_logits(model, s, lay.o.weight[:, head * D:(head + 1) * D] @ v, scale_of)
 
 
 def name(rng):
@@ -181,7 +184,9 @@ def main():
     layer_input = {}  # with --head: that layer's input in the last forward pass
     if args.head:
         model.layers[args.head[0]].register_forward_pre_hook(lambda m, a: layer_input.__setitem__("x", a[0]))
-    value_checks = {"as it is": [0, 0, 0], "without the subject's write": [0, 0, 0]}  # first, above others, rank
+    value_checks = {"as it is": [0, 0, 0]}  # with --head: first, above the others, summed rank
+    if args.head and args.subject and args.subject[0] < args.head[0]:
+        value_checks["without the subject's write"] = [0, 0, 0]
     shares = torch.zeros(s.layers, s.heads, 6)  # right, other, country, name:, language, previous token
     right_answers, greedy_language, worst_gap = 0, 0, 0.0
     write_share, above_mean, above_other, greedy_capital = 0.0, 0.0, 0.0, 0  # with --head
@@ -197,8 +202,9 @@ def main():
         # The reference model against troupe: the same log-probabilities of every token.
         gap = max(abs(logprobs[i - 1, ids[i]].item() - toks[i]["logprob"]) for i in range(1, len(ids)))
         worst_gap = max(worst_gap, gap)
-        right_answers += int(logprobs[answer_at - 1].argmax().item() == ids[answer_at])
         last = answer_at - 1
+        greedy = logprobs[last].argmax().item()
+        right_answers += int(greedy == ids[answer_at])
 
         def starts(word, after):
             """Positions whose token begins `word` right after text ending in `after`."""
@@ -213,7 +219,6 @@ def main():
         other = [p for c in others for p in starts(c, "name:")]
         language = [p for n in languages for p in starts(n, "Languages:")]
         capital_first = {ids[p] for p in right + other}
-        greedy = logprobs[answer_at - 1].argmax().item()
         greedy_language += int(greedy in {ids[p] for p in language} and greedy not in capital_first)
         country = starts(asked, "\n") + ([0] if "".join(texts[:12]).startswith(asked) else [])
         cue = [i for i in range(1, answer_at) if texts[i] == ":" and texts[i - 1].strip() == "name"]
@@ -223,10 +228,10 @@ def main():
             write_share += share
             above_mean += (logits[right_id] - logits.mean()).item()
             above_other += (logits[right_id] - max(logits[i] for i in other_ids)).item()
-            greedy_capital += int(logprobs[last].argmax().item() in [right_id] + other_ids)
+            greedy_capital += int(greedy in [right_id] + other_ids)
             at = right[0]
             inputs = {"as it is": layer_input["x"][0, at]}
-            if args.subject and args.subject[0] < args.head[0]:
+            if "without the subject's write" in value_checks:
                 inputs["without the subject's write"] = inputs["as it is"] - written_by(model, s, *args.subject, at)
             for key, x in inputs.items():
                 with torch.no_grad():
@@ -262,9 +267,8 @@ def main():
               f"stream's norm; its logit for the right first token {above_mean / n:+.2f} above the mean, "
               f"{above_other / n:+.2f} above the best other capital's; greedy answer a capital's in {greedy_capital}")
         for key, (first, above, rank) in value_checks.items():
-            if key == "as it is" or args.subject and args.subject[0] < args.head[0]:
-                print(f"  its value at the right capital's first token ({key}) names that token first in {first}, "
-                      f"above the other capitals' in {above}, mean rank {rank / n:.1f}")
+            print(f"  its value at the right capital's first token ({key}) names that token first in {first}, "
+                  f"above the other capitals' in {above}, mean rank {rank / n:.1f}")
     if args.subject:
         n = args.items
         print(f"layer {args.subject[0]} head {args.subject[1]} at the answer: {on_name / n:.3f} of its weight on the "
